@@ -1,0 +1,128 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// EdgeInput is an event arriving from outside a run: a person's message, a
+// decision on a gate. It needs no lease.
+type EdgeInput struct {
+	// Tenant must match the session's tenant. Defaults to the default tenant.
+	Tenant    string
+	SessionID string
+	Event     gh.NewEvent
+}
+
+// Committed is the result of a commit.
+type Committed struct {
+	Event gh.Event
+	// Duplicate is true when the idempotency key was already committed with
+	// the same payload: Event is that first commit and nothing was written.
+	Duplicate bool
+	// RunID is the session's active run (edge commits only; 0 on a duplicate).
+	RunID int64
+}
+
+// EdgeCommit validates in, appends it and makes sure a run is queued for
+// the session, in one transaction. A repeat of the idempotency key returns
+// the committed event; the key with another payload is an
+// idempotency-conflict error. Nothing is written on any error.
+func (k *Kernel) EdgeCommit(ctx context.Context, in EdgeInput) (Committed, error) {
+	p, err := k.edgeParams(in)
+	if err != nil {
+		return Committed{}, err
+	}
+	res, err := k.st.Append(ctx, p)
+	return k.edgeResult(res, p, err)
+}
+
+// EdgeCommitTx is EdgeCommit inside a caller's transaction, so that other
+// rows (a receive-log entry, a gate decision) commit with the event.
+func (k *Kernel) EdgeCommitTx(ctx context.Context, tx store.Tx, in EdgeInput) (Committed, error) {
+	p, err := k.edgeParams(in)
+	if err != nil {
+		return Committed{}, err
+	}
+	res, err := tx.Append(ctx, p)
+	return k.edgeResult(res, p, err)
+}
+
+func (k *Kernel) edgeParams(in EdgeInput) (store.AppendParams, error) {
+	if in.Tenant == "" {
+		in.Tenant = gh.DefaultTenant
+	}
+	if err := validID("session id", in.SessionID); err != nil {
+		return store.AppendParams{}, err
+	}
+	class, payload, err := k.validateEvent(in.Event, true)
+	if err != nil {
+		return store.AppendParams{}, err
+	}
+	return store.AppendParams{
+		SessionID: in.SessionID, Tenant: in.Tenant, Kind: in.Event.Kind, Payload: payload, Key: in.Event.Key,
+		Now: k.now(), Input: class.Input, QueueRun: true, MaxAttempts: k.cfg.MaxAttempts,
+	}, nil
+}
+
+func (k *Kernel) edgeResult(res store.AppendResult, p store.AppendParams, err error) (Committed, error) {
+	if err != nil {
+		return Committed{}, err
+	}
+	if err := checkRepeat(res, p.Payload, p.Kind); err != nil {
+		return Committed{}, err
+	}
+	return Committed{Event: res.Event, Duplicate: res.Existing, RunID: res.RunID}, nil
+}
+
+// Commit appends events under a lease, in one transaction that first
+// checks the lease: a superseded lease gets stale-epoch, an expired or
+// settled one lease-lost, and nothing is written. Events whose key was
+// already committed with the same payload come back as they were
+// committed (a retried attempt re-deriving the same generationId).
+func (k *Kernel) Commit(ctx context.Context, l gh.Lease, events ...gh.NewEvent) ([]Committed, error) {
+	var out []Committed
+	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		out, err = k.CommitTx(ctx, tx, l, events...)
+		return err
+	})
+	return out, err
+}
+
+// CommitTx is Commit inside a caller's transaction (an effect receipt and a
+// tool result commit together).
+func (k *Kernel) CommitTx(ctx context.Context, tx store.Tx, l gh.Lease, events ...gh.NewEvent) ([]Committed, error) {
+	type valid struct {
+		e       gh.NewEvent
+		payload json.RawMessage
+	}
+	checked := make([]valid, 0, len(events))
+	for _, e := range events {
+		_, payload, err := k.validateEvent(e, false)
+		if err != nil {
+			return nil, err
+		}
+		checked = append(checked, valid{e, payload})
+	}
+	now := k.now()
+	if _, _, err := k.fence(ctx, tx, l, now); err != nil {
+		return nil, err
+	}
+	out := make([]Committed, 0, len(checked))
+	for _, v := range checked {
+		p := store.AppendParams{SessionID: l.SessionID, Kind: v.e.Kind, Payload: v.payload, Key: v.e.Key, Now: now}
+		res, err := tx.Append(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkRepeat(res, v.payload, v.e.Kind); err != nil {
+			return nil, err
+		}
+		out = append(out, Committed{Event: res.Event, Duplicate: res.Existing})
+	}
+	return out, nil
+}

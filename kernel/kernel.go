@@ -1,0 +1,188 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// Config tunes the kernel.
+type Config struct {
+	// LeaseTTL is how long a claim lasts without renewal. Defaults to 30s;
+	// workers renew at a third of it.
+	LeaseTTL time.Duration
+	// MaxAttempts is how many attempts a run gets before it fails for good.
+	// Defaults to 3.
+	MaxAttempts int
+	// MaxPayloadBytes bounds one event's payload. Defaults to 1 MiB.
+	MaxPayloadBytes int
+	// RetryBackoff is the delay before a failed attempt's retry, multiplied
+	// by the attempt number. Defaults to 1s.
+	RetryBackoff time.Duration
+	// LoadPageSize is how many events one read of a load fetches. Defaults
+	// to 500.
+	LoadPageSize int
+	// Now is the clock. Defaults to time.Now. Leases compare against it, so
+	// replicas need synchronised clocks (NTP), as any lease system does.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 30 * time.Second
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 3
+	}
+	if c.MaxPayloadBytes <= 0 {
+		c.MaxPayloadBytes = 1 << 20
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = time.Second
+	}
+	if c.LoadPageSize <= 0 {
+		c.LoadPageSize = 500
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Kernel is the transactional core over one store.
+type Kernel struct {
+	st  store.Store
+	cfg Config
+}
+
+// New returns a kernel over st.
+func New(st store.Store, cfg Config) *Kernel {
+	return &Kernel{st: st, cfg: cfg.withDefaults()}
+}
+
+// Store returns the store the kernel writes to, for composing transactions.
+func (k *Kernel) Store() store.Store { return k.st }
+
+// Config returns the effective configuration.
+func (k *Kernel) Config() Config { return k.cfg }
+
+func (k *Kernel) now() time.Time { return k.cfg.Now().UTC().Truncate(time.Microsecond) }
+
+// Limits on identifiers.
+const (
+	maxIDLen  = 200
+	maxKeyLen = 300
+)
+
+func validID(what, id string) error {
+	if id == "" || len(id) > maxIDLen || !utf8.ValidString(id) || strings.ContainsAny(id, "\x00/\r\n\t ") {
+		return gh.Errorf(gh.CodeInvalid, "%s must be 1–%d characters without spaces, slashes or control characters", what, maxIDLen)
+	}
+	return nil
+}
+
+// CreateSession creates a session, or returns the existing one with that id
+// (created=false). A session of another tenant with the same id is an
+// unknown-session error for this tenant.
+func (k *Kernel) CreateSession(ctx context.Context, s gh.Session) (gh.Session, bool, error) {
+	if s.Tenant == "" {
+		s.Tenant = gh.DefaultTenant
+	}
+	if err := validID("session id", s.ID); err != nil {
+		return gh.Session{}, false, err
+	}
+	if err := validID("tenant", s.Tenant); err != nil {
+		return gh.Session{}, false, err
+	}
+	s.Created = k.now()
+	got, created, err := k.st.CreateSession(ctx, s)
+	if err != nil {
+		return gh.Session{}, false, err
+	}
+	if got.Tenant != s.Tenant {
+		return gh.Session{}, false, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", s.ID)
+	}
+	return got, created, nil
+}
+
+// Session returns a session.
+func (k *Kernel) Session(ctx context.Context, id string) (gh.Session, error) {
+	return k.st.GetSession(ctx, id)
+}
+
+// Sessions lists a tenant's sessions, most recently active first.
+func (k *Kernel) Sessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
+	if tenant == "" {
+		tenant = gh.DefaultTenant
+	}
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	return k.st.ListSessions(ctx, tenant, limit)
+}
+
+// validateEvent checks kind, class, key and payload. It returns the
+// payload compacted (so equal payloads compare equal byte for byte where
+// the backend keeps text).
+func (k *Kernel) validateEvent(e gh.NewEvent, edge bool) (gh.KindClass, json.RawMessage, error) {
+	class, ok := gh.ClassOf(e.Kind)
+	if !ok {
+		return class, nil, gh.Errorf(gh.CodeUnknownKind, "unknown event kind %q", e.Kind)
+	}
+	if class.Edge != edge {
+		if edge {
+			return class, nil, gh.Errorf(gh.CodeUnknownKind, "kind %q needs a lease: it cannot be committed from the edge", e.Kind)
+		}
+		return class, nil, gh.Errorf(gh.CodeUnknownKind, "kind %q is edge input: it cannot be committed under a lease", e.Kind)
+	}
+	if len(e.Key) > maxKeyLen || !utf8.ValidString(e.Key) || strings.ContainsRune(e.Key, 0) {
+		return class, nil, gh.Errorf(gh.CodeInvalid, "idempotency key must be at most %d characters of valid text", maxKeyLen)
+	}
+	if len(e.Payload) > k.cfg.MaxPayloadBytes {
+		return class, nil, gh.Errorf(gh.CodePayloadTooLarge, "payload is %d bytes; the limit is %d", len(e.Payload), k.cfg.MaxPayloadBytes)
+	}
+	trimmed := bytes.TrimSpace(e.Payload)
+	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
+		return class, nil, gh.Errorf(gh.CodeInvalidPayload, "payload must be a JSON object")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, trimmed); err != nil {
+		return class, nil, gh.Wrap(gh.CodeInvalidPayload, err, "payload must be a JSON object")
+	}
+	// A NUL character cannot be stored in Postgres text or jsonb; refuse it
+	// the same way on every backend.
+	if bytes.Contains(buf.Bytes(), []byte(`\u0000`)) {
+		return class, nil, gh.Errorf(gh.CodeInvalidPayload, "payload must not contain NUL characters")
+	}
+	return class, buf.Bytes(), nil
+}
+
+// samePayload compares two JSON documents by meaning: Postgres keeps jsonb
+// normalised (key order, spacing), so bytes are not comparable.
+func samePayload(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+func checkRepeat(res store.AppendResult, payload json.RawMessage, kind gh.Kind) error {
+	if !res.Existing {
+		return nil
+	}
+	if res.Event.Kind != kind || !samePayload(res.Event.Payload, payload) {
+		return gh.Errorf(gh.CodeIdempotencyConflict, "idempotency key %q was already used for another %s at seq %d", res.Event.Key, res.Event.Kind, res.Event.Seq)
+	}
+	return nil
+}

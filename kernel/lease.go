@@ -1,0 +1,279 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// fence locks the lease's run and checks that the lease still owns it. It
+// runs in the same transaction as the write it guards, so a takeover
+// cannot slip between the check and the write.
+func (k *Kernel) fence(ctx context.Context, tx store.Tx, l gh.Lease, now time.Time) (gh.Session, gh.Run, error) {
+	// Session first, then run: the order every writer of a session uses.
+	sess, err := tx.LockSession(ctx, l.SessionID)
+	if gh.IsCode(err, gh.CodeUnknownSession) {
+		return gh.Session{}, gh.Run{}, gh.Errorf(gh.CodeLeaseLost, "lease %s: session %q does not exist", l.Token(), l.SessionID)
+	}
+	if err != nil {
+		return gh.Session{}, gh.Run{}, err
+	}
+	run, err := tx.LockRun(ctx, l.RunID)
+	if gh.IsCode(err, gh.CodeNotFound) {
+		return gh.Session{}, gh.Run{}, gh.Errorf(gh.CodeLeaseLost, "lease %s: run %d does not exist", l.Token(), l.RunID)
+	}
+	if err != nil {
+		return gh.Session{}, gh.Run{}, err
+	}
+	if run.SessionID != l.SessionID {
+		return gh.Session{}, gh.Run{}, gh.Errorf(gh.CodeLeaseLost, "lease %s: run %d is not a run of session %q", l.Token(), l.RunID, l.SessionID)
+	}
+	if run.Epoch != l.Epoch || run.Owner != l.Owner {
+		return gh.Session{}, gh.Run{}, gh.Errorf(gh.CodeStaleEpoch, "lease %s is stale: run %d is held by %s@%d", l.Token(), run.ID, run.Owner, run.Epoch)
+	}
+	if run.State != gh.RunRunning {
+		return gh.Session{}, gh.Run{}, gh.Errorf(gh.CodeLeaseLost, "lease %s lost: run %d is %s", l.Token(), run.ID, run.State)
+	}
+	if !run.LeaseExpiresAt.After(now) {
+		return gh.Session{}, gh.Run{}, gh.Errorf(gh.CodeLeaseLost, "lease %s lost: it expired at %s", l.Token(), run.LeaseExpiresAt.Format(time.RFC3339Nano))
+	}
+	return sess, run, nil
+}
+
+// maxClaimSkips bounds how many exhausted runs one Claim fails on its way to
+// a claimable one.
+const maxClaimSkips = 16
+
+// Claim hands the oldest claimable run to owner: a queued run whose time has
+// come, or a running one whose lease expired (a takeover, which counts as
+// a failed attempt of the previous owner). It returns false when there is
+// nothing to claim. The lease's epoch is the session's, raised by every
+// claim, so a newer lease always has the higher epoch.
+func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error) {
+	if err := validID("owner", owner); err != nil {
+		return gh.Lease{}, false, err
+	}
+	var lease gh.Lease
+	var ok bool
+	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		ok = false
+		now := k.now()
+		for range maxClaimSkips {
+			run, found, err := tx.ClaimCandidate(ctx, now)
+			if err != nil || !found {
+				return err
+			}
+			tookOver := run.State == gh.RunRunning
+			if tookOver && run.Attempts >= run.MaxAttempts {
+				run.State = gh.RunFailed
+				run.Reason = fmt.Sprintf("attempt %d of %d lost its lease (the worker died or hung); no attempts left", run.Attempts, run.MaxAttempts)
+				run.LeaseExpiresAt, run.Updated = time.Time{}, now
+				if err := tx.UpdateRun(ctx, run); err != nil {
+					return err
+				}
+				continue
+			}
+			sess, err := tx.BumpEpoch(ctx, run.SessionID, now)
+			if err != nil {
+				return err
+			}
+			if tookOver && run.Reason == "" {
+				run.Reason = fmt.Sprintf("attempt %d lost its lease", run.Attempts)
+			}
+			run.State, run.Owner, run.Epoch = gh.RunRunning, owner, sess.Epoch
+			run.Attempts++
+			run.LeaseExpiresAt, run.Updated = now.Add(k.cfg.LeaseTTL), now
+			if err := tx.UpdateRun(ctx, run); err != nil {
+				return err
+			}
+			lease = gh.Lease{
+				RunID: run.ID, SessionID: run.SessionID, Owner: owner, Epoch: run.Epoch, ExpiresAt: run.LeaseExpiresAt,
+				PendingInput: sess.LastInputSeq > sess.ReadWatermark, PrevReadWatermark: sess.ReadWatermark,
+				TookOver: tookOver, Attempt: run.Attempts, CancelRequested: run.CancelRequested,
+			}
+			ok = true
+			return nil
+		}
+		return nil
+	})
+	if err != nil {
+		return gh.Lease{}, false, err
+	}
+	return lease, ok, nil
+}
+
+// Renew extends the lease by the TTL. A lease that was superseded or lost
+// gets stale-epoch or lease-lost: the caller must cancel its attempt at
+// once. The returned lease reports whether a cancel was requested.
+func (k *Kernel) Renew(ctx context.Context, l gh.Lease) (gh.Lease, error) {
+	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		now := k.now()
+		_, run, err := k.fence(ctx, tx, l, now)
+		if err != nil {
+			return err
+		}
+		run.LeaseExpiresAt, run.Updated = now.Add(k.cfg.LeaseTTL), now
+		if err := tx.UpdateRun(ctx, run); err != nil {
+			return err
+		}
+		l.ExpiresAt, l.CancelRequested = run.LeaseExpiresAt, run.CancelRequested
+		return nil
+	})
+	return l, err
+}
+
+// RecordRead durably records that the attempt loaded the log up to seq,
+// before it shows anything to a model: whatever happens next, a successor
+// knows which input this attempt never saw.
+func (k *Kernel) RecordRead(ctx context.Context, l gh.Lease, seq int64) error {
+	return k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		now := k.now()
+		_, run, err := k.fence(ctx, tx, l, now)
+		if err != nil {
+			return err
+		}
+		if seq > run.ReadWatermark {
+			run.ReadWatermark, run.Updated = seq, now
+			if err := tx.UpdateRun(ctx, run); err != nil {
+				return err
+			}
+		}
+		return tx.SetReadWatermark(ctx, l.SessionID, seq, now)
+	})
+}
+
+// Settle is how an attempt ends.
+type Settle struct {
+	Outcome gh.Outcome
+	// Reason is kept on the run (why it failed, was cancelled, waits).
+	Reason string
+	// ReadWatermark is the highest seq the attempt read; 0 keeps the one
+	// recorded with RecordRead.
+	ReadWatermark int64
+}
+
+// Settled reports what Finish did.
+type Settled struct {
+	// State is the run's state after settling.
+	State gh.RunState
+	// Requeued is true when the session has a queued run again: input
+	// arrived above the watermark, or a failed attempt will be retried.
+	Requeued bool
+	// RunID is the session's queued run when Requeued.
+	RunID int64
+}
+
+// Finish settles the lease's run. Input above the read watermark re-queues
+// the session, so a message that arrived mid-run is answered rather than
+// stranded. A failed attempt is retried (after a backoff) until MaxAttempts,
+// then the run fails with the reason kept. A cancel, asked for or reported,
+// settles terminally without re-queuing.
+func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, error) {
+	switch s.Outcome {
+	case gh.OutcomeDone, gh.OutcomeFailed, gh.OutcomeCancelled, gh.OutcomeAwaitingApproval:
+	default:
+		return Settled{}, gh.Errorf(gh.CodeInvalid, "unknown outcome %q", s.Outcome)
+	}
+	var out Settled
+	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		out = Settled{}
+		now := k.now()
+		sess, run, err := k.fence(ctx, tx, l, now)
+		if err != nil {
+			return err
+		}
+		wm := max(sess.ReadWatermark, run.ReadWatermark, s.ReadWatermark)
+		if wm > sess.ReadWatermark {
+			if err := tx.SetReadWatermark(ctx, l.SessionID, wm, now); err != nil {
+				return err
+			}
+		}
+		unread := sess.LastInputSeq > wm
+		run.ReadWatermark = max(run.ReadWatermark, wm)
+		run.LeaseExpiresAt, run.Updated = time.Time{}, now
+		if s.Reason != "" {
+			run.Reason = s.Reason
+		}
+		requeueNew := false
+		outcome := s.Outcome
+		if run.CancelRequested {
+			outcome = gh.OutcomeCancelled
+		}
+		switch outcome {
+		case gh.OutcomeCancelled:
+			run.State = gh.RunCancelled
+		case gh.OutcomeDone:
+			run.State = gh.RunDone
+			requeueNew = unread
+		case gh.OutcomeAwaitingApproval:
+			// Waiting for a person is not a failed attempt: the resumed
+			// run gets its full set of attempts.
+			run.Attempts = 0
+			run.State = gh.RunAwaitingApproval
+			if unread {
+				run.State, run.AvailableAt = gh.RunQueued, now
+			}
+		case gh.OutcomeFailed:
+			if run.Attempts < run.MaxAttempts {
+				run.State = gh.RunQueued
+				run.AvailableAt = now.Add(time.Duration(run.Attempts) * k.cfg.RetryBackoff)
+			} else {
+				run.State = gh.RunFailed
+				requeueNew = unread
+			}
+		}
+		if err := tx.UpdateRun(ctx, run); err != nil {
+			return err
+		}
+		out.State = run.State
+		if run.State == gh.RunQueued {
+			out.Requeued, out.RunID = true, run.ID
+			tx.Wake()
+		}
+		if requeueNew {
+			next, err := tx.InsertRun(ctx, gh.Run{SessionID: l.SessionID, State: gh.RunQueued, MaxAttempts: k.cfg.MaxAttempts, AvailableAt: now, Created: now, Updated: now})
+			if err != nil {
+				return err
+			}
+			out.Requeued, out.RunID = true, next.ID
+			tx.Wake()
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Cancel asks the session's active run to stop. A queued or waiting run is
+// cancelled at once; a running one is flagged, its worker learns it at the
+// next renewal and settles it as cancelled.
+func (k *Kernel) Cancel(ctx context.Context, sessionID, reason string) (gh.Run, error) {
+	var out gh.Run
+	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.LockSession(ctx, sessionID); err != nil {
+			return err
+		}
+		run, ok, err := tx.LockActiveRun(ctx, sessionID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return gh.Errorf(gh.CodeConflict, "session %q has no active run to cancel", sessionID)
+		}
+		now := k.now()
+		if reason == "" {
+			reason = "cancelled"
+		}
+		run.Reason, run.Updated = reason, now
+		if run.State == gh.RunRunning {
+			run.CancelRequested = true
+		} else {
+			run.State = gh.RunCancelled
+		}
+		out = run
+		return tx.UpdateRun(ctx, run)
+	})
+	return out, err
+}

@@ -1,0 +1,72 @@
+package kernel
+
+import (
+	"context"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+)
+
+// Events returns up to limit committed events after seq after.
+func (k *Kernel) Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error) {
+	if after < 0 {
+		return nil, gh.Errorf(gh.CodeInvalid, "after must not be negative")
+	}
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	if _, err := k.st.GetSession(ctx, sessionID); err != nil {
+		return nil, err
+	}
+	return k.st.Events(ctx, sessionID, after, limit)
+}
+
+// Load returns the session's log from its latest compaction event (or from
+// seq 1 when there is none) to the end, read page by page, so a turn's cost
+// does not grow with the session's age.
+func (k *Kernel) Load(ctx context.Context, sessionID string) ([]gh.Event, error) {
+	sess, err := k.st.GetSession(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	after := max(sess.CompactionSeq-1, 0)
+	out := make([]gh.Event, 0, min(sess.LastSeq-after, int64(k.cfg.LoadPageSize)))
+	for {
+		page, err := k.st.Events(ctx, sessionID, after, k.cfg.LoadPageSize)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < k.cfg.LoadPageSize {
+			return out, nil
+		}
+		after = page[len(page)-1].Seq
+	}
+}
+
+// Run returns a run.
+func (k *Kernel) Run(ctx context.Context, id int64) (gh.Run, error) { return k.st.GetRun(ctx, id) }
+
+// LatestRun returns the session's newest run, if any.
+func (k *Kernel) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
+	return k.st.LatestRun(ctx, sessionID)
+}
+
+// WakeC returns a channel closed at the next wake-up. Take it before Claim
+// and wait on it (with WaitForWork) when Claim found nothing, so a wake-up
+// between the two is not missed.
+func (k *Kernel) WakeC() <-chan struct{} { return k.st.WakeC() }
+
+// WaitForWork blocks until wake is closed (a run may have become claimable,
+// woken from this process or, on Postgres, any replica), poll passes, or ctx
+// ends. The poll is the fallback for what nobody signals: a retry backoff
+// running out, a lease expiring.
+func (k *Kernel) WaitForWork(ctx context.Context, wake <-chan struct{}, poll time.Duration) {
+	t := time.NewTimer(poll)
+	defer t.Stop()
+	select {
+	case <-wake:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

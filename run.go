@@ -1,0 +1,102 @@
+package gatehouse
+
+import (
+	"fmt"
+	"time"
+)
+
+// DefaultTenant is the tenant of sessions created without one.
+const DefaultTenant = "default"
+
+// Session is one conversation: one log, at most one active run.
+type Session struct {
+	ID       string    `json:"id"`
+	Tenant   string    `json:"tenant"`
+	Title    string    `json:"title,omitempty"`
+	LastSeq  int64     `json:"lastSeq"`
+	Created  time.Time `json:"createdAt"`
+	Updated  time.Time `json:"updatedAt"`
+	// LastInputSeq is the seq of the newest input-class event.
+	LastInputSeq int64 `json:"lastInputSeq"`
+	// ReadWatermark is the highest seq an attempt recorded as read before
+	// calling a model; input above it has not been seen by any model.
+	ReadWatermark int64 `json:"readWatermark"`
+	// CompactionSeq is the seq of the newest compaction event; loads start there.
+	CompactionSeq int64 `json:"compactionSeq"`
+	// Epoch increases with every claim of any run of the session.
+	Epoch int64 `json:"epoch"`
+}
+
+// RunState is where a run stands.
+type RunState string
+
+// Run states. Queued, running and awaiting_approval are active: a session has
+// at most one active run, which is its thread lock.
+const (
+	RunQueued           RunState = "queued"
+	RunRunning          RunState = "running"
+	RunAwaitingApproval RunState = "awaiting_approval"
+	RunDone             RunState = "done"
+	RunFailed           RunState = "failed"
+	RunCancelled        RunState = "cancelled"
+)
+
+// Active reports whether s holds the session's thread lock.
+func (s RunState) Active() bool {
+	return s == RunQueued || s == RunRunning || s == RunAwaitingApproval
+}
+
+// Run is the unit of work a worker claims: "this session owes processing".
+type Run struct {
+	ID              int64     `json:"id"`
+	SessionID       string    `json:"sessionId"`
+	State           RunState  `json:"state"`
+	Attempts        int       `json:"attempts"`
+	MaxAttempts     int       `json:"maxAttempts"`
+	Owner           string    `json:"owner,omitempty"`
+	Epoch           int64     `json:"epoch"`
+	LeaseExpiresAt  time.Time `json:"leaseExpiresAt,omitzero"`
+	ReadWatermark   int64     `json:"readWatermark"`
+	CancelRequested bool      `json:"cancelRequested,omitempty"`
+	Reason          string    `json:"reason,omitempty"`
+	AvailableAt     time.Time `json:"availableAt"`
+	Created         time.Time `json:"createdAt"`
+	Updated         time.Time `json:"updatedAt"`
+}
+
+// Lease is a worker's claim on a run. Every commit of the attempt carries
+// its token; the store rejects a stale one in the same transaction.
+type Lease struct {
+	RunID     int64
+	SessionID string
+	Owner     string
+	Epoch     int64
+	ExpiresAt time.Time
+	// PendingInput is true when the session has input above the previous
+	// read watermark: something nobody has read yet.
+	PendingInput bool
+	// PrevReadWatermark is the highest seq a previous attempt recorded as
+	// read before it called a model.
+	PrevReadWatermark int64
+	// TookOver is true when this claim replaced an attempt whose lease
+	// expired (its process died or hung).
+	TookOver bool
+	// Attempt is this attempt's number, starting at 1.
+	Attempt int
+	// CancelRequested is set by Renew when someone asked to cancel the run.
+	CancelRequested bool
+}
+
+// Token is the fencing token owner@epoch.
+func (l Lease) Token() string { return fmt.Sprintf("%s@%d", l.Owner, l.Epoch) }
+
+// Outcome is how an attempt settles its run.
+type Outcome string
+
+// Outcomes for Finish.
+const (
+	OutcomeDone             Outcome = "done"
+	OutcomeFailed           Outcome = "failed"
+	OutcomeCancelled        Outcome = "cancelled"
+	OutcomeAwaitingApproval Outcome = "awaiting_approval"
+)

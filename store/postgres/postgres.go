@@ -1,0 +1,284 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/migrations"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// Config configures the Postgres store.
+type Config struct {
+	// URL is the connection string (postgres://user:pass@host:port/db?…).
+	// Required. A search_path parameter selects a schema.
+	URL string
+	// MaxConns bounds the connection pool. Defaults to 40.
+	MaxConns int32
+	// Channel is the LISTEN/NOTIFY channel for wake-ups. Defaults to
+	// "gatehouse_wake"; replicas of one deployment must share it.
+	Channel string
+	// Logger receives reconnect warnings of the listener. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is the Postgres backend.
+type Store struct {
+	pool    *pgxpool.Pool
+	cfg     Config
+	wake    store.Broadcast
+	stop    context.CancelFunc
+	stopped chan struct{}
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects, applies pending migrations (under an advisory lock, so
+// replicas starting together apply them once) and starts listening for
+// wake-ups.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.URL == "" {
+		return nil, gh.Errorf(gh.CodeInvalid, "postgres: no database URL")
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 40
+	}
+	if cfg.Channel == "" {
+		cfg.Channel = "gatehouse_wake"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, gh.Wrap(gh.CodeInvalid, err, "postgres: bad database URL")
+	}
+	pc.MaxConns = cfg.MaxConns
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "postgres: connect")
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "postgres: connect")
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	_, err = migrations.Up(ctx, db, "postgres")
+	db.Close()
+	if err != nil {
+		pool.Close()
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "postgres: migrate")
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	s := &Store{pool: pool, cfg: cfg, stop: cancel, stopped: make(chan struct{})}
+	go s.listen(lctx)
+	return s, nil
+}
+
+// Dialect implements store.Store.
+func (s *Store) Dialect() string { return "postgres" }
+
+// Pool is the connection pool, for benchmarks that compare the kernel with
+// a bare insert over the same connections.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping implements store.Store.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return gh.Wrap(gh.CodeUnavailable, err, "postgres: ping")
+	}
+	return nil
+}
+
+// Close implements store.Store.
+func (s *Store) Close() error {
+	s.stop()
+	<-s.stopped
+	s.pool.Close()
+	return nil
+}
+
+// WakeC implements store.Store.
+func (s *Store) WakeC() <-chan struct{} { return s.wake.WaitC() }
+
+// listen holds one connection in LISTEN and turns every notification into a
+// local wake-up. It reconnects after a failure, and wakes everyone when it
+// does, since notifications sent meanwhile were missed.
+func (s *Store) listen(ctx context.Context) {
+	defer close(s.stopped)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.cfg.Logger.Warn("postgres wake-up listener lost; reconnecting", "err", err, "in", backoff)
+		s.wake.Signal()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.cfg.Channel}.Sanitize()); err != nil {
+		conn.Conn().Close(ctx)
+		return err
+	}
+	for {
+		_, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			// The connection's state is unknown (mid-wait); never hand it
+			// back to the pool.
+			conn.Conn().Close(context.Background())
+			return err
+		}
+		s.wake.Signal()
+	}
+}
+
+// InTx implements store.Store.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	const maxTries = 8
+	var err error
+	for try := range maxTries {
+		var woke bool
+		woke, err = s.inTxOnce(ctx, fn)
+		if err == nil {
+			if woke {
+				s.wake.Signal()
+			}
+			return nil
+		}
+		if !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(try+1) * 2 * time.Millisecond)
+	}
+	return err
+}
+
+func (s *Store) inTxOnce(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) (bool, error) {
+	pgTx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return false, dbErr(err, "begin")
+	}
+	t := &tx{q: pgTx, channel: s.cfg.Channel}
+	if err := fn(ctx, t); err != nil {
+		_ = pgTx.Rollback(context.Background())
+		return false, err
+	}
+	if t.wake && !t.notified {
+		// Postgres delivers it at commit, and only if the commit succeeds.
+		if _, err := pgTx.Exec(ctx, `SELECT pg_notify($1, '')`, s.cfg.Channel); err != nil {
+			_ = pgTx.Rollback(context.Background())
+			return false, dbErr(err, "notify")
+		}
+	}
+	if err := pgTx.Commit(ctx); err != nil {
+		return false, dbErr(err, "commit")
+	}
+	return t.wake, nil
+}
+
+// retryable reports whether err is a conflict that running the whole
+// transaction again resolves.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "40001", "40P01": // serialization failure, deadlock detected
+		return true
+	case "23505": // unique violation: a racing twin committed first
+		return pgErr.ConstraintName == "events_idem_key" || pgErr.ConstraintName == "runs_one_active"
+	}
+	return false
+}
+
+func (s *Store) auto() *tx { return &tx{q: s.pool, channel: s.cfg.Channel} }
+
+// CreateSession implements store.Writer.
+func (s *Store) CreateSession(ctx context.Context, sess gh.Session) (gh.Session, bool, error) {
+	return s.auto().CreateSession(ctx, sess)
+}
+
+// Append implements store.Writer: one statement, one round trip.
+func (s *Store) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
+	res, err := s.auto().Append(ctx, p)
+	if err != nil && retryable(err) {
+		// A racing commit of the same key won: return what it committed.
+		res, err = s.auto().Append(ctx, p)
+	}
+	if err == nil && res.Woke {
+		s.wake.Signal()
+	}
+	return res, err
+}
+
+// GetSession implements store.Reader.
+func (s *Store) GetSession(ctx context.Context, id string) (gh.Session, error) {
+	return s.auto().GetSession(ctx, id)
+}
+
+// ListSessions implements store.Reader.
+func (s *Store) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
+	return s.auto().ListSessions(ctx, tenant, limit)
+}
+
+// Events implements store.Reader.
+func (s *Store) Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error) {
+	return s.auto().Events(ctx, sessionID, after, limit)
+}
+
+// EventByKey implements store.Reader.
+func (s *Store) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error) {
+	return s.auto().EventByKey(ctx, sessionID, key)
+}
+
+// GetRun implements store.Reader.
+func (s *Store) GetRun(ctx context.Context, id int64) (gh.Run, error) { return s.auto().GetRun(ctx, id) }
+
+// LatestRun implements store.Reader.
+func (s *Store) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
+	return s.auto().LatestRun(ctx, sessionID)
+}
+
+// dbErr classifies a database error. Retryable conflicts keep their
+// *pgconn.PgError reachable so InTx can see them.
+func dbErr(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var ge *gh.Error
+	if errors.As(err, &ge) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
+		return gh.Wrap(gh.CodeInvalid, err, "postgres: %s", what)
+	}
+	return gh.Wrap(gh.CodeUnavailable, err, "postgres: %s", what)
+}
+
+var _ = fmt.Sprintf

@@ -1,0 +1,274 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// tx implements store.Tx over a pgx transaction, and store.Reader and
+// store.Writer over the pool (each statement its own transaction).
+type tx struct {
+	q       querier
+	channel string
+	// wake asks for a local wake-up after commit; notified says the
+	// statement that queued the run already sent the NOTIFY.
+	wake, notified bool
+}
+
+var _ store.Tx = (*tx)(nil)
+
+func (t *tx) Wake() { t.wake = true }
+
+const sessionCols = `id, tenant, title, last_seq, last_input_seq, read_watermark, compaction_seq, epoch, created_at, updated_at`
+
+func scanSession(row pgx.Row) (gh.Session, error) {
+	var s gh.Session
+	err := row.Scan(&s.ID, &s.Tenant, &s.Title, &s.LastSeq, &s.LastInputSeq, &s.ReadWatermark, &s.CompactionSeq, &s.Epoch, &s.Created, &s.Updated)
+	s.Created, s.Updated = s.Created.UTC(), s.Updated.UTC()
+	return s, err
+}
+
+func (t *tx) getSession(ctx context.Context, id, suffix string) (gh.Session, error) {
+	s, err := scanSession(t.q.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1`+suffix, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return gh.Session{}, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", id)
+	}
+	return s, dbErr(err, "get session")
+}
+
+func (t *tx) GetSession(ctx context.Context, id string) (gh.Session, error) {
+	return t.getSession(ctx, id, "")
+}
+
+func (t *tx) LockSession(ctx context.Context, id string) (gh.Session, error) {
+	return t.getSession(ctx, id, " FOR UPDATE")
+}
+
+func (t *tx) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
+	rows, err := t.q.Query(ctx, `SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 ORDER BY updated_at DESC, id LIMIT $2`, tenant, limit)
+	if err != nil {
+		return nil, dbErr(err, "list sessions")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gh.Session, error) { return scanSession(r) })
+	return out, dbErr(err, "list sessions")
+}
+
+func (t *tx) CreateSession(ctx context.Context, s gh.Session) (gh.Session, bool, error) {
+	tag, err := t.q.Exec(ctx, `INSERT INTO sessions (id, tenant, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) ON CONFLICT (id) DO NOTHING`,
+		s.ID, s.Tenant, s.Title, s.Created)
+	if err != nil {
+		return gh.Session{}, false, dbErr(err, "create session")
+	}
+	got, err := t.GetSession(ctx, s.ID)
+	return got, tag.RowsAffected() == 1, err
+}
+
+const eventCols = `session_id, seq, kind, payload, COALESCE(idem_key, ''), created_at`
+
+func scanEvent(row pgx.Row) (gh.Event, error) {
+	var e gh.Event
+	var payload []byte
+	err := row.Scan(&e.SessionID, &e.Seq, &e.Kind, &payload, &e.Key, &e.CreatedAt)
+	e.Payload, e.CreatedAt = payload, e.CreatedAt.UTC()
+	return e, err
+}
+
+func (t *tx) Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error) {
+	rows, err := t.q.Query(ctx, `SELECT `+eventCols+` FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, sessionID, after, limit)
+	if err != nil {
+		return nil, dbErr(err, "read events")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gh.Event, error) { return scanEvent(r) })
+	return out, dbErr(err, "read events")
+}
+
+func (t *tx) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error) {
+	e, err := scanEvent(t.q.QueryRow(ctx, `SELECT `+eventCols+` FROM events WHERE session_id = $1 AND idem_key = $2`, sessionID, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return gh.Event{}, false, nil
+	}
+	if err != nil {
+		return gh.Event{}, false, dbErr(err, "read event by key")
+	}
+	return e, true, nil
+}
+
+// appendSQL is the whole append in one statement: skip when the key is
+// taken, assign the next seq under the session's row lock, insert the
+// event. A racing twin with the same key fails on the unique index and the
+// caller retries, finding the twin.
+const appendSQL = `
+WITH dup AS (
+	SELECT 1 FROM events WHERE session_id = $1 AND idem_key = $5
+), s AS (
+	UPDATE sessions SET
+		last_seq = last_seq + 1,
+		last_input_seq = CASE WHEN $6 THEN last_seq + 1 ELSE last_input_seq END,
+		compaction_seq = CASE WHEN $7 THEN last_seq + 1 ELSE compaction_seq END,
+		updated_at = $8
+	WHERE id = $1 AND ($2 = '' OR tenant = $2) AND NOT EXISTS (SELECT 1 FROM dup)
+	RETURNING last_seq
+), e AS (
+	INSERT INTO events (session_id, seq, kind, payload, idem_key, created_at)
+	SELECT $1, last_seq, $3, $4::jsonb, $5, $8 FROM s
+	RETURNING seq, payload
+)`
+
+// queueSQL extends appendSQL: make sure the session has an active run, move
+// one awaiting approval back to queued, and NOTIFY when a run became
+// claimable. The no-op update of a queued or running run returns its id.
+const queueSQL = `, a AS (
+	SELECT state FROM runs WHERE session_id = $1 AND state IN ('queued', 'running', 'awaiting_approval')
+), r AS (
+	INSERT INTO runs (session_id, state, max_attempts, available_at, created_at, updated_at)
+	SELECT $1, 'queued', $9, $8, $8, $8 FROM e
+	ON CONFLICT (session_id) WHERE state IN ('queued', 'running', 'awaiting_approval') DO UPDATE SET
+		state = CASE WHEN runs.state = 'awaiting_approval' THEN 'queued' ELSE runs.state END,
+		available_at = CASE WHEN runs.state = 'awaiting_approval' THEN EXCLUDED.available_at ELSE runs.available_at END,
+		attempts = CASE WHEN runs.state = 'awaiting_approval' THEN 0 ELSE runs.attempts END,
+		updated_at = CASE WHEN runs.state = 'awaiting_approval' THEN EXCLUDED.updated_at ELSE runs.updated_at END
+	RETURNING id, (xmax = 0 OR EXISTS (SELECT 1 FROM a WHERE a.state = 'awaiting_approval')) AS woke
+), n AS (
+	SELECT pg_notify($10, '') FROM r WHERE r.woke
+)
+SELECT e.seq, e.payload, r.id, r.woke, (SELECT count(*) FROM n) FROM e, r`
+
+func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
+	var key *string
+	if p.Key != "" {
+		key = &p.Key
+	}
+	res := store.AppendResult{Event: gh.Event{SessionID: p.SessionID, Kind: p.Kind, Key: p.Key, CreatedAt: p.Now.UTC()}}
+	var err error
+	if p.QueueRun {
+		var notified int64
+		err = t.q.QueryRow(ctx, appendSQL+queueSQL,
+			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now, p.MaxAttempts, t.channel,
+		).Scan(&res.Event.Seq, &res.Event.Payload, &res.RunID, &res.Woke, &notified)
+	} else {
+		err = t.q.QueryRow(ctx, appendSQL+` SELECT seq, payload FROM e`,
+			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now,
+		).Scan(&res.Event.Seq, &res.Event.Payload)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Nothing appended: the key was taken, or no such session.
+		if p.Key != "" {
+			if e, ok, err := t.EventByKey(ctx, p.SessionID, p.Key); err != nil || ok {
+				return store.AppendResult{Event: e, Existing: ok}, err
+			}
+		}
+		return store.AppendResult{}, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", p.SessionID)
+	}
+	if err != nil {
+		return store.AppendResult{}, dbErr(err, "append event")
+	}
+	if res.Woke {
+		t.wake, t.notified = true, true
+	}
+	return res, nil
+}
+
+const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at`
+
+func scanRun(row pgx.Row) (gh.Run, error) {
+	var r gh.Run
+	var expires *time.Time
+	err := row.Scan(&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated)
+	if expires != nil {
+		r.LeaseExpiresAt = expires.UTC()
+	}
+	r.AvailableAt, r.Created, r.Updated = r.AvailableAt.UTC(), r.Created.UTC(), r.Updated.UTC()
+	return r, err
+}
+
+func (t *tx) getRun(ctx context.Context, id int64, suffix string) (gh.Run, error) {
+	r, err := scanRun(t.q.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1`+suffix, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return gh.Run{}, gh.Errorf(gh.CodeNotFound, "no run %d", id)
+	}
+	return r, dbErr(err, "get run")
+}
+
+func (t *tx) GetRun(ctx context.Context, id int64) (gh.Run, error) { return t.getRun(ctx, id, "") }
+
+func (t *tx) LockRun(ctx context.Context, id int64) (gh.Run, error) {
+	return t.getRun(ctx, id, " FOR UPDATE")
+}
+
+func (t *tx) optionalRun(ctx context.Context, what, sql string, args ...any) (gh.Run, bool, error) {
+	r, err := scanRun(t.q.QueryRow(ctx, sql, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return gh.Run{}, false, nil
+	}
+	return r, err == nil, dbErr(err, what)
+}
+
+func (t *tx) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
+	return t.optionalRun(ctx, "latest run", `SELECT `+runCols+` FROM runs WHERE session_id = $1 ORDER BY id DESC LIMIT 1`, sessionID)
+}
+
+func (t *tx) LockActiveRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
+	return t.optionalRun(ctx, "active run", `SELECT `+runCols+` FROM runs WHERE session_id = $1 AND state IN ('queued', 'running', 'awaiting_approval') FOR UPDATE`, sessionID)
+}
+
+func (t *tx) ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, error) {
+	for _, q := range []string{
+		`SELECT ` + runCols + ` FROM runs WHERE state = 'running' AND lease_expires_at <= $1 ORDER BY lease_expires_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+		`SELECT ` + runCols + ` FROM runs WHERE state = 'queued' AND available_at <= $1 ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+	} {
+		r, ok, err := t.optionalRun(ctx, "claim candidate", q, now)
+		if err != nil || ok {
+			return r, ok, err
+		}
+	}
+	return gh.Run{}, false, nil
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func (t *tx) UpdateRun(ctx context.Context, r gh.Run) error {
+	_, err := t.q.Exec(ctx, `UPDATE runs SET state = $1, attempts = $2, owner = $3, epoch = $4, lease_expires_at = $5, read_watermark = $6,
+			cancel_requested = $7, reason = $8, available_at = $9, updated_at = $10 WHERE id = $11`,
+		string(r.State), r.Attempts, r.Owner, r.Epoch, nullTime(r.LeaseExpiresAt), r.ReadWatermark, r.CancelRequested, r.Reason,
+		r.AvailableAt, r.Updated, r.ID)
+	return dbErr(err, "update run")
+}
+
+func (t *tx) InsertRun(ctx context.Context, r gh.Run) (gh.Run, error) {
+	err := t.q.QueryRow(ctx, `INSERT INTO runs (session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark,
+			cancel_requested, reason, available_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
+		r.SessionID, string(r.State), r.Attempts, r.MaxAttempts, r.Owner, r.Epoch, nullTime(r.LeaseExpiresAt), r.ReadWatermark,
+		r.CancelRequested, r.Reason, r.AvailableAt, r.Created, r.Updated).Scan(&r.ID)
+	return r, dbErr(err, "insert run")
+}
+
+func (t *tx) BumpEpoch(ctx context.Context, sessionID string, now time.Time) (gh.Session, error) {
+	s, err := scanSession(t.q.QueryRow(ctx, `UPDATE sessions SET epoch = epoch + 1, updated_at = $1 WHERE id = $2 RETURNING `+sessionCols, now, sessionID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return gh.Session{}, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", sessionID)
+	}
+	return s, dbErr(err, "bump epoch")
+}
+
+func (t *tx) SetReadWatermark(ctx context.Context, sessionID string, seq int64, now time.Time) error {
+	_, err := t.q.Exec(ctx, `UPDATE sessions SET read_watermark = GREATEST(read_watermark, $1), updated_at = $2 WHERE id = $3`, seq, now, sessionID)
+	return dbErr(err, "record read watermark")
+}

@@ -1,0 +1,226 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite" // driver "sqlite"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/migrations"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// Config configures the embedded store.
+type Config struct {
+	// Path is the database file. Required; its directory is created.
+	Path string
+	// Synchronous is SQLite's synchronous pragma. Defaults to "FULL": every
+	// commit is on disk before it is acknowledged, so even a power cut
+	// loses nothing acknowledged. "NORMAL" survives process crashes
+	// (kill -9) but not power loss, and is faster.
+	Synchronous string
+	// ReadConns is the size of the read pool. Defaults to 4.
+	ReadConns int
+}
+
+// Store is the SQLite backend.
+type Store struct {
+	w, r *sql.DB
+	wake store.Broadcast
+	path string
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at cfg.Path and applies
+// pending migrations.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Path == "" {
+		return nil, gh.Errorf(gh.CodeInvalid, "sqlite: no database path")
+	}
+	if cfg.Synchronous == "" {
+		cfg.Synchronous = "FULL"
+	}
+	if cfg.ReadConns <= 0 {
+		cfg.ReadConns = 4
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "sqlite: create data directory")
+	}
+	dsn := func(readOnly bool) string {
+		q := url.Values{}
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", "synchronous("+cfg.Synchronous+")")
+		q.Add("_pragma", "foreign_keys(1)")
+		if readOnly {
+			q.Add("_pragma", "query_only(1)")
+		} else {
+			q.Set("_txlock", "immediate")
+		}
+		return "file:" + cfg.Path + "?" + q.Encode()
+	}
+	w, err := sql.Open("sqlite", dsn(false))
+	if err != nil {
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "sqlite: open %s", cfg.Path)
+	}
+	// One writer connection: SQLite allows one writer at a time, and
+	// queueing in database/sql is cheaper and fairer than busy retries.
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "sqlite: open %s", cfg.Path)
+	}
+	if _, err := migrations.Up(ctx, w, "sqlite"); err != nil {
+		w.Close()
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "sqlite: migrate %s", cfg.Path)
+	}
+	r, err := sql.Open("sqlite", dsn(true))
+	if err != nil {
+		w.Close()
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "sqlite: open %s for reading", cfg.Path)
+	}
+	r.SetMaxOpenConns(cfg.ReadConns)
+	r.SetMaxIdleConns(cfg.ReadConns)
+	return &Store{w: w, r: r, path: cfg.Path}, nil
+}
+
+// Dialect implements store.Store.
+func (s *Store) Dialect() string { return "sqlite" }
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// WriteDB is the single writer connection pool, for benchmarks that compare
+// the kernel with a bare insert on the same connection.
+func (s *Store) WriteDB() *sql.DB { return s.w }
+
+// Ping implements store.Store.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.r.PingContext(ctx); err != nil {
+		return gh.Wrap(gh.CodeUnavailable, err, "sqlite: ping")
+	}
+	return nil
+}
+
+// Close implements store.Store.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// WakeC implements store.Store.
+func (s *Store) WakeC() <-chan struct{} { return s.wake.WaitC() }
+
+// InTx implements store.Store. The single writer connection serialises
+// transactions, so there is nothing to retry.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	sqlTx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return gh.Wrap(gh.CodeUnavailable, err, "sqlite: begin")
+	}
+	t := &tx{q: sqlTx}
+	if err := fn(ctx, t); err != nil {
+		_ = sqlTx.Rollback()
+		return err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return gh.Wrap(gh.CodeUnavailable, err, "sqlite: commit")
+	}
+	if t.wake {
+		s.wake.Signal()
+	}
+	return nil
+}
+
+// Writes outside InTx are a transaction each.
+
+// CreateSession implements store.Writer.
+func (s *Store) CreateSession(ctx context.Context, sess gh.Session) (out gh.Session, created bool, err error) {
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error {
+		out, created, err = t.CreateSession(ctx, sess)
+		return err
+	})
+	return out, created, err
+}
+
+// Append implements store.Writer.
+func (s *Store) Append(ctx context.Context, p store.AppendParams) (res store.AppendResult, err error) {
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error {
+		res, err = t.Append(ctx, p)
+		return err
+	})
+	return res, err
+}
+
+// Reads outside InTx use the read pool.
+
+func (s *Store) reader() *tx { return &tx{q: s.r} }
+
+// GetSession implements store.Reader.
+func (s *Store) GetSession(ctx context.Context, id string) (gh.Session, error) {
+	return s.reader().GetSession(ctx, id)
+}
+
+// ListSessions implements store.Reader.
+func (s *Store) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
+	return s.reader().ListSessions(ctx, tenant, limit)
+}
+
+// Events implements store.Reader.
+func (s *Store) Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error) {
+	return s.reader().Events(ctx, sessionID, after, limit)
+}
+
+// EventByKey implements store.Reader.
+func (s *Store) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error) {
+	return s.reader().EventByKey(ctx, sessionID, key)
+}
+
+// GetRun implements store.Reader.
+func (s *Store) GetRun(ctx context.Context, id int64) (gh.Run, error) {
+	return s.reader().GetRun(ctx, id)
+}
+
+// LatestRun implements store.Reader.
+func (s *Store) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
+	return s.reader().LatestRun(ctx, sessionID)
+}
+
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(v).UTC()
+}
+
+func dbErr(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var ge *gh.Error
+	if errors.As(err, &ge) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return gh.Wrap(gh.CodeUnavailable, err, "sqlite: %s", what)
+	}
+	return gh.Wrap(gh.CodeUnavailable, err, "sqlite: %s", what)
+}
+
+var _ = fmt.Sprintf

@@ -1,0 +1,33 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
+)
+
+func open(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: path})
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	return st
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		New: func(t *testing.T) store.Store {
+			return open(t, filepath.Join(t.TempDir(), "data", "gatehouse.db"))
+		},
+		Reopen: func(t *testing.T, s store.Store) store.Store {
+			path := s.(*sqlite.Store).Path()
+			s.Close()
+			return open(t, path)
+		},
+	})
+}

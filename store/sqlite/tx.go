@@ -1,0 +1,254 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// tx implements store.Tx over a transaction, and store.Reader over the read
+// pool. SQLite has no row locks: the single writer connection holds the
+// whole database for the transaction, which is a stronger lock.
+type tx struct {
+	q    querier
+	wake bool
+}
+
+var _ store.Tx = (*tx)(nil)
+
+func (t *tx) Wake() { t.wake = true }
+
+const sessionCols = `id, tenant, title, last_seq, last_input_seq, read_watermark, compaction_seq, epoch, created_at, updated_at`
+
+func scanSession(row interface{ Scan(...any) error }) (gh.Session, error) {
+	var s gh.Session
+	var created, updated int64
+	err := row.Scan(&s.ID, &s.Tenant, &s.Title, &s.LastSeq, &s.LastInputSeq, &s.ReadWatermark, &s.CompactionSeq, &s.Epoch, &created, &updated)
+	s.Created, s.Updated = fromMicros(created), fromMicros(updated)
+	return s, err
+}
+
+func (t *tx) GetSession(ctx context.Context, id string) (gh.Session, error) {
+	s, err := scanSession(t.q.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return gh.Session{}, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", id)
+	}
+	return s, dbErr(err, "get session")
+}
+
+func (t *tx) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
+	rows, err := t.q.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE tenant = ? ORDER BY updated_at DESC, id LIMIT ?`, tenant, limit)
+	if err != nil {
+		return nil, dbErr(err, "list sessions")
+	}
+	defer rows.Close()
+	var out []gh.Session
+	for rows.Next() {
+		s, err := scanSession(rows)
+		if err != nil {
+			return nil, dbErr(err, "list sessions")
+		}
+		out = append(out, s)
+	}
+	return out, dbErr(rows.Err(), "list sessions")
+}
+
+func (t *tx) CreateSession(ctx context.Context, s gh.Session) (gh.Session, bool, error) {
+	res, err := t.q.ExecContext(ctx, `INSERT INTO sessions (id, tenant, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		s.ID, s.Tenant, s.Title, micros(s.Created), micros(s.Created))
+	if err != nil {
+		return gh.Session{}, false, dbErr(err, "create session")
+	}
+	n, _ := res.RowsAffected()
+	got, err := t.GetSession(ctx, s.ID)
+	return got, n == 1, err
+}
+
+const eventCols = `session_id, seq, kind, payload, COALESCE(idem_key, ''), created_at`
+
+func scanEvent(row interface{ Scan(...any) error }) (gh.Event, error) {
+	var e gh.Event
+	var payload string
+	var created int64
+	err := row.Scan(&e.SessionID, &e.Seq, &e.Kind, &payload, &e.Key, &created)
+	e.Payload = []byte(payload)
+	e.CreatedAt = fromMicros(created)
+	return e, err
+}
+
+func (t *tx) Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error) {
+	rows, err := t.q.QueryContext(ctx, `SELECT `+eventCols+` FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
+	if err != nil {
+		return nil, dbErr(err, "read events")
+	}
+	defer rows.Close()
+	out := make([]gh.Event, 0, min(limit, 256))
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, dbErr(err, "read events")
+		}
+		out = append(out, e)
+	}
+	return out, dbErr(rows.Err(), "read events")
+}
+
+func (t *tx) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error) {
+	e, err := scanEvent(t.q.QueryRowContext(ctx, `SELECT `+eventCols+` FROM events WHERE session_id = ? AND idem_key = ?`, sessionID, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return gh.Event{}, false, nil
+	}
+	if err != nil {
+		return gh.Event{}, false, dbErr(err, "read event by key")
+	}
+	return e, true, nil
+}
+
+func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
+	if p.Key != "" {
+		if e, ok, err := t.EventByKey(ctx, p.SessionID, p.Key); err != nil || ok {
+			return store.AppendResult{Event: e, Existing: ok}, err
+		}
+	}
+	var seq int64
+	err := t.q.QueryRowContext(ctx, `UPDATE sessions SET
+			last_seq = last_seq + 1,
+			last_input_seq = CASE WHEN ?1 THEN last_seq + 1 ELSE last_input_seq END,
+			compaction_seq = CASE WHEN ?2 THEN last_seq + 1 ELSE compaction_seq END,
+			updated_at = ?3
+		WHERE id = ?4 AND (?5 = '' OR tenant = ?5)
+		RETURNING last_seq`,
+		p.Input, p.Kind == gh.KindCompaction, micros(p.Now), p.SessionID, p.Tenant).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.AppendResult{}, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", p.SessionID)
+	}
+	if err != nil {
+		return store.AppendResult{}, dbErr(err, "assign seq")
+	}
+	var key any
+	if p.Key != "" {
+		key = p.Key
+	}
+	if _, err := t.q.ExecContext(ctx, `INSERT INTO events (session_id, seq, kind, payload, idem_key, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		p.SessionID, seq, string(p.Kind), string(p.Payload), key, micros(p.Now)); err != nil {
+		return store.AppendResult{}, dbErr(err, "insert event")
+	}
+	res := store.AppendResult{Event: gh.Event{SessionID: p.SessionID, Seq: seq, Kind: p.Kind, Payload: p.Payload, Key: p.Key, CreatedAt: fromMicros(micros(p.Now))}}
+	if !p.QueueRun {
+		return res, nil
+	}
+	run, ok, err := t.LockActiveRun(ctx, p.SessionID)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	switch {
+	case !ok:
+		run, err = t.InsertRun(ctx, gh.Run{SessionID: p.SessionID, State: gh.RunQueued, MaxAttempts: p.MaxAttempts, AvailableAt: p.Now, Created: p.Now, Updated: p.Now})
+		if err != nil {
+			return store.AppendResult{}, err
+		}
+		res.Woke = true
+	case run.State == gh.RunAwaitingApproval:
+		run.State, run.AvailableAt, run.Updated = gh.RunQueued, p.Now, p.Now
+		if err := t.UpdateRun(ctx, run); err != nil {
+			return store.AppendResult{}, err
+		}
+		res.Woke = true
+	}
+	res.RunID = run.ID
+	if res.Woke {
+		t.Wake()
+	}
+	return res, nil
+}
+
+const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at`
+
+func scanRun(row interface{ Scan(...any) error }) (gh.Run, error) {
+	var r gh.Run
+	var expires, avail, created, updated int64
+	err := row.Scan(&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &created, &updated)
+	r.LeaseExpiresAt, r.AvailableAt, r.Created, r.Updated = fromMicros(expires), fromMicros(avail), fromMicros(created), fromMicros(updated)
+	return r, err
+}
+
+func (t *tx) GetRun(ctx context.Context, id int64) (gh.Run, error) {
+	r, err := scanRun(t.q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return gh.Run{}, gh.Errorf(gh.CodeNotFound, "no run %d", id)
+	}
+	return r, dbErr(err, "get run")
+}
+
+func (t *tx) LockRun(ctx context.Context, id int64) (gh.Run, error) { return t.GetRun(ctx, id) }
+
+func (t *tx) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
+	r, err := scanRun(t.q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE session_id = ? ORDER BY id DESC LIMIT 1`, sessionID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return gh.Run{}, false, nil
+	}
+	return r, err == nil, dbErr(err, "latest run")
+}
+
+func (t *tx) LockActiveRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
+	r, err := scanRun(t.q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE session_id = ? AND state IN ('queued', 'running', 'awaiting_approval')`, sessionID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return gh.Run{}, false, nil
+	}
+	return r, err == nil, dbErr(err, "active run")
+}
+
+func (t *tx) ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, error) {
+	for _, q := range []string{
+		`SELECT ` + runCols + ` FROM runs WHERE state = 'running' AND lease_expires_at <= ? ORDER BY lease_expires_at, id LIMIT 1`,
+		`SELECT ` + runCols + ` FROM runs WHERE state = 'queued' AND available_at <= ? ORDER BY available_at, id LIMIT 1`,
+	} {
+		r, err := scanRun(t.q.QueryRowContext(ctx, q, micros(now)))
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		return r, err == nil, dbErr(err, "claim candidate")
+	}
+	return gh.Run{}, false, nil
+}
+
+func (t *tx) LockSession(ctx context.Context, id string) (gh.Session, error) { return t.GetSession(ctx, id) }
+
+func (t *tx) UpdateRun(ctx context.Context, r gh.Run) error {
+	_, err := t.q.ExecContext(ctx, `UPDATE runs SET state = ?, attempts = ?, owner = ?, epoch = ?, lease_expires_at = ?, read_watermark = ?,
+			cancel_requested = ?, reason = ?, available_at = ?, updated_at = ? WHERE id = ?`,
+		string(r.State), r.Attempts, r.Owner, r.Epoch, micros(r.LeaseExpiresAt), r.ReadWatermark, r.CancelRequested, r.Reason,
+		micros(r.AvailableAt), micros(r.Updated), r.ID)
+	return dbErr(err, "update run")
+}
+
+func (t *tx) InsertRun(ctx context.Context, r gh.Run) (gh.Run, error) {
+	err := t.q.QueryRowContext(ctx, `INSERT INTO runs (session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark,
+			cancel_requested, reason, available_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		r.SessionID, string(r.State), r.Attempts, r.MaxAttempts, r.Owner, r.Epoch, micros(r.LeaseExpiresAt), r.ReadWatermark,
+		r.CancelRequested, r.Reason, micros(r.AvailableAt), micros(r.Created), micros(r.Updated)).Scan(&r.ID)
+	return r, dbErr(err, "insert run")
+}
+
+func (t *tx) BumpEpoch(ctx context.Context, sessionID string, now time.Time) (gh.Session, error) {
+	s, err := scanSession(t.q.QueryRowContext(ctx, `UPDATE sessions SET epoch = epoch + 1, updated_at = ? WHERE id = ? RETURNING `+sessionCols, micros(now), sessionID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return gh.Session{}, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", sessionID)
+	}
+	return s, dbErr(err, "bump epoch")
+}
+
+func (t *tx) SetReadWatermark(ctx context.Context, sessionID string, seq int64, now time.Time) error {
+	_, err := t.q.ExecContext(ctx, `UPDATE sessions SET read_watermark = MAX(read_watermark, ?), updated_at = ? WHERE id = ?`, seq, micros(now), sessionID)
+	return dbErr(err, "record read watermark")
+}

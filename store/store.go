@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+)
+
+// AppendParams is one event to append to a session's log.
+type AppendParams struct {
+	SessionID string
+	// Tenant, when set, must match the session's tenant.
+	Tenant string
+	Kind   gh.Kind
+	// Payload is a validated JSON object.
+	Payload json.RawMessage
+	Key     string
+	Now     time.Time
+	// Input moves the session's input high-water mark to this event.
+	Input bool
+	// QueueRun makes sure the session has an active run: a queued run is
+	// inserted when there is none, and a run awaiting approval is moved back
+	// to queued. A running run is left alone (its Finish re-queues).
+	QueueRun bool
+	// MaxAttempts is stored on a newly queued run.
+	MaxAttempts int
+}
+
+// AppendResult says what Append did.
+type AppendResult struct {
+	Event gh.Event
+	// Existing is true when the key was already committed: Event is the
+	// committed one and nothing was written.
+	Existing bool
+	// RunID is the session's active run after the append (0 without QueueRun).
+	RunID int64
+	// Woke is true when the append made a run claimable that was not.
+	Woke bool
+}
+
+// Reader reads committed state.
+type Reader interface {
+	// GetSession returns the session or a CodeUnknownSession error.
+	GetSession(ctx context.Context, id string) (gh.Session, error)
+	// ListSessions returns sessions of tenant, newest first, at most limit.
+	ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error)
+	// Events returns up to limit events with seq > after, in seq order.
+	Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error)
+	// EventByKey returns the event committed under key, if any.
+	EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error)
+	// GetRun returns a run or a CodeNotFound error.
+	GetRun(ctx context.Context, id int64) (gh.Run, error)
+	// LatestRun returns the session's newest run, if any.
+	LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error)
+}
+
+// Writer holds the writes. Inside a Tx they commit together; on a Store
+// each call is its own transaction.
+type Writer interface {
+	// CreateSession inserts s unless a session with its id exists; it
+	// returns the stored session and whether it was created.
+	CreateSession(ctx context.Context, s gh.Session) (gh.Session, bool, error)
+	// Append assigns the next seq and appends. When p.Key is already
+	// committed in the session, it returns that event with Existing set
+	// and writes nothing. Unknown session (or tenant mismatch) is a
+	// CodeUnknownSession error.
+	Append(ctx context.Context, p AppendParams) (AppendResult, error)
+}
+
+// Tx is one transaction. Its lock methods hold row locks until the end of
+// the transaction, so a check and the write it guards cannot be split.
+type Tx interface {
+	Reader
+	Writer
+	// ClaimCandidate locks and returns a claimable run: first a running run
+	// whose lease expired at now (crash recovery goes first), else the
+	// oldest queued run available at now. Rows locked by other transactions
+	// are skipped, so many claimers proceed at once.
+	ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, error)
+	// LockSession locks and returns a session. Lock order is session, then
+	// run, on every path that takes both, so two writers of one session
+	// cannot deadlock.
+	LockSession(ctx context.Context, id string) (gh.Session, error)
+	// LockRun locks and returns a run (CodeNotFound when absent).
+	LockRun(ctx context.Context, id int64) (gh.Run, error)
+	// LockActiveRun locks and returns the session's active run, if any.
+	LockActiveRun(ctx context.Context, sessionID string) (gh.Run, bool, error)
+	// UpdateRun writes the mutable fields of r (state, attempts, owner,
+	// epoch, lease expiry, read watermark, cancel flag, reason, available
+	// time, updated time).
+	UpdateRun(ctx context.Context, r gh.Run) error
+	// InsertRun inserts a run and returns it with its id.
+	InsertRun(ctx context.Context, r gh.Run) (gh.Run, error)
+	// BumpEpoch increments and returns the session with its new epoch.
+	BumpEpoch(ctx context.Context, sessionID string, now time.Time) (gh.Session, error)
+	// SetReadWatermark raises the session's read watermark to seq (never
+	// lowers it).
+	SetReadWatermark(ctx context.Context, sessionID string, seq int64, now time.Time) error
+	// Wake asks for claimers to be woken once the transaction commits.
+	Wake()
+}
+
+// Store is a backend. Reads and writes outside InTx run in their own
+// transaction each.
+type Store interface {
+	Reader
+	Writer
+	// InTx runs fn in one transaction and commits when fn returns nil.
+	// When the database reports a conflict that a retry resolves (a
+	// serialization failure, or two transactions racing on one
+	// idempotency key), fn is run again from scratch, so fn must only
+	// touch the database through tx.
+	InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// WakeC returns a channel closed at the next wake-up: a run may have
+	// become claimable, in this process or (Postgres) any replica.
+	WakeC() <-chan struct{}
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	// Dialect names the backend ("sqlite" or "postgres").
+	Dialect() string
+	// Close releases connections and stops listening for wake-ups.
+	Close() error
+}
