@@ -10,12 +10,12 @@ const DefaultTenant = "default"
 
 // Session is one conversation: one log, at most one active run.
 type Session struct {
-	ID       string    `json:"id"`
-	Tenant   string    `json:"tenant"`
-	Title    string    `json:"title,omitempty"`
-	LastSeq  int64     `json:"lastSeq"`
-	Created  time.Time `json:"createdAt"`
-	Updated  time.Time `json:"updatedAt"`
+	ID      string    `json:"id"`
+	Tenant  string    `json:"tenant"`
+	Title   string    `json:"title,omitempty"`
+	LastSeq int64     `json:"lastSeq"`
+	Created time.Time `json:"createdAt"`
+	Updated time.Time `json:"updatedAt"`
 	// LastInputSeq is the seq of the newest input-class event.
 	LastInputSeq int64 `json:"lastInputSeq"`
 	// ReadWatermark is the highest seq an attempt recorded as read before
@@ -78,6 +78,10 @@ type Lease struct {
 	// PrevReadWatermark is the highest seq a previous attempt recorded as
 	// read before it called a model.
 	PrevReadWatermark int64
+	// ReadWatermark is the session's last seq at the claim, recorded with
+	// the claim: the attempt reads the log up to it, and input above it
+	// re-queues the session when the attempt settles.
+	ReadWatermark int64
 	// TookOver is true when this claim replaced an attempt whose lease
 	// expired (its process died or hung).
 	TookOver bool

@@ -37,7 +37,11 @@ func (k *Kernel) EdgeCommit(ctx context.Context, in EdgeInput) (Committed, error
 		return Committed{}, err
 	}
 	res, err := k.st.Append(ctx, p)
-	return k.edgeResult(res, p, err)
+	c, err := k.edgeResult(res, p, err)
+	if err == nil && !c.Duplicate {
+		k.Notify(in.SessionID)
+	}
+	return c, err
 }
 
 // EdgeCommitTx is EdgeCommit inside a caller's transaction, so that other
@@ -90,6 +94,9 @@ func (k *Kernel) Commit(ctx context.Context, l gh.Lease, events ...gh.NewEvent) 
 		out, err = k.CommitTx(ctx, tx, l, events...)
 		return err
 	})
+	if err == nil {
+		k.Notify(l.SessionID)
+	}
 	return out, err
 }
 

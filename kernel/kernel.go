@@ -58,8 +58,9 @@ func (c Config) withDefaults() Config {
 
 // Kernel is the transactional core over one store.
 type Kernel struct {
-	st  store.Store
-	cfg Config
+	st   store.Store
+	cfg  Config
+	feed feed
 }
 
 // New returns a kernel over st.

@@ -85,13 +85,19 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 			}
 			run.State, run.Owner, run.Epoch = gh.RunRunning, owner, sess.Epoch
 			run.Attempts++
+			// The claim records the read watermark in the same commit:
+			// the attempt reads up to here before it calls a model.
+			run.ReadWatermark = sess.LastSeq
+			if err := tx.SetReadWatermark(ctx, run.SessionID, sess.LastSeq, now); err != nil {
+				return err
+			}
 			run.LeaseExpiresAt, run.Updated = now.Add(k.cfg.LeaseTTL), now
 			if err := tx.UpdateRun(ctx, run); err != nil {
 				return err
 			}
 			lease = gh.Lease{
 				RunID: run.ID, SessionID: run.SessionID, Owner: owner, Epoch: run.Epoch, ExpiresAt: run.LeaseExpiresAt,
-				PendingInput: sess.LastInputSeq > sess.ReadWatermark, PrevReadWatermark: sess.ReadWatermark,
+				PendingInput: sess.LastInputSeq > sess.ReadWatermark, PrevReadWatermark: sess.ReadWatermark, ReadWatermark: sess.LastSeq,
 				TookOver: tookOver, Attempt: run.Attempts, CancelRequested: run.CancelRequested,
 			}
 			ok = true
@@ -151,8 +157,11 @@ type Settle struct {
 	// Reason is kept on the run (why it failed, was cancelled, waits).
 	Reason string
 	// ReadWatermark is the highest seq the attempt read; 0 keeps the one
-	// recorded with RecordRead.
+	// recorded at the claim or with RecordRead.
 	ReadWatermark int64
+	// Events are committed with the settle, in its transaction (the
+	// attempt's run.finished account).
+	Events []gh.NewEvent
 }
 
 // Settled reports what Finish did.
@@ -181,6 +190,11 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		out = Settled{}
 		now := k.now()
+		if len(s.Events) > 0 {
+			if _, err := k.CommitTx(ctx, tx, l, s.Events...); err != nil {
+				return err
+			}
+		}
 		sess, run, err := k.fence(ctx, tx, l, now)
 		if err != nil {
 			return err
@@ -243,6 +257,11 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 		}
 		return nil
 	})
+	if err == nil {
+		// The run's state changed: a client waiting for the end of the
+		// turn re-reads.
+		k.Notify(l.SessionID)
+	}
 	return out, err
 }
 

@@ -257,7 +257,9 @@ func (s *Store) EventByKey(ctx context.Context, sessionID, key string) (gh.Event
 }
 
 // GetRun implements store.Reader.
-func (s *Store) GetRun(ctx context.Context, id int64) (gh.Run, error) { return s.auto().GetRun(ctx, id) }
+func (s *Store) GetRun(ctx context.Context, id int64) (gh.Run, error) {
+	return s.auto().GetRun(ctx, id)
+}
 
 // LatestRun implements store.Reader.
 func (s *Store) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {

@@ -10,9 +10,13 @@ import (
 	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
+func openStore(url string) (*postgres.Store, error) {
+	return postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url)})
+}
+
 func open(t *testing.T, url string) *postgres.Store {
 	t.Helper()
-	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url)})
+	st, err := openStore(url)
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -217,10 +216,5 @@ func dbErr(err error, what string) error {
 	if errors.As(err, &ge) {
 		return err
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return gh.Wrap(gh.CodeUnavailable, err, "sqlite: %s", what)
-	}
 	return gh.Wrap(gh.CodeUnavailable, err, "sqlite: %s", what)
 }
-
-var _ = fmt.Sprintf

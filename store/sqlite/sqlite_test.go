@@ -31,3 +31,7 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+func sqliteOpen(path string) (*sqlite.Store, error) {
+	return sqlite.Open(context.Background(), sqlite.Config{Path: path})
+}

@@ -115,33 +115,36 @@ func (t *tx) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, b
 }
 
 func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
-	if p.Key != "" {
-		if e, ok, err := t.EventByKey(ctx, p.SessionID, p.Key); err != nil || ok {
-			return store.AppendResult{Event: e, Existing: ok}, err
-		}
-	}
-	var seq int64
-	err := t.q.QueryRowContext(ctx, `UPDATE sessions SET
-			last_seq = last_seq + 1,
-			last_input_seq = CASE WHEN ?1 THEN last_seq + 1 ELSE last_input_seq END,
-			compaction_seq = CASE WHEN ?2 THEN last_seq + 1 ELSE compaction_seq END,
-			updated_at = ?3
-		WHERE id = ?4 AND (?5 = '' OR tenant = ?5)
-		RETURNING last_seq`,
-		p.Input, p.Kind == gh.KindCompaction, micros(p.Now), p.SessionID, p.Tenant).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.AppendResult{}, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", p.SessionID)
-	}
-	if err != nil {
-		return store.AppendResult{}, dbErr(err, "assign seq")
-	}
 	var key any
 	if p.Key != "" {
 		key = p.Key
 	}
-	if _, err := t.q.ExecContext(ctx, `INSERT INTO events (session_id, seq, kind, payload, idem_key, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		p.SessionID, seq, string(p.Kind), string(p.Payload), key, micros(p.Now)); err != nil {
+	// The insert takes its seq from the session row and skips a taken key
+	// in one statement; the single writer connection makes it race-free.
+	var seq int64
+	err := t.q.QueryRowContext(ctx, `INSERT INTO events (session_id, seq, kind, payload, idem_key, created_at)
+		SELECT id, last_seq + 1, ?, ?, ?, ? FROM sessions WHERE id = ? AND (?6 = '' OR tenant = ?6)
+		ON CONFLICT DO NOTHING RETURNING seq`,
+		string(p.Kind), string(p.Payload), key, micros(p.Now), p.SessionID, p.Tenant).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		if p.Key != "" {
+			if e, ok, err := t.EventByKey(ctx, p.SessionID, p.Key); err != nil || ok {
+				return store.AppendResult{Event: e, Existing: ok}, err
+			}
+		}
+		return store.AppendResult{}, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", p.SessionID)
+	}
+	if err != nil {
 		return store.AppendResult{}, dbErr(err, "insert event")
+	}
+	if _, err := t.q.ExecContext(ctx, `UPDATE sessions SET
+			last_seq = ?1,
+			last_input_seq = CASE WHEN ?2 THEN ?1 ELSE last_input_seq END,
+			compaction_seq = CASE WHEN ?3 THEN ?1 ELSE compaction_seq END,
+			updated_at = ?4
+		WHERE id = ?5`,
+		seq, p.Input, p.Kind == gh.KindCompaction, micros(p.Now), p.SessionID); err != nil {
+		return store.AppendResult{}, dbErr(err, "advance seq")
 	}
 	res := store.AppendResult{Event: gh.Event{SessionID: p.SessionID, Seq: seq, Kind: p.Kind, Payload: p.Payload, Key: p.Key, CreatedAt: fromMicros(micros(p.Now))}}
 	if !p.QueueRun {
@@ -222,7 +225,9 @@ func (t *tx) ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, e
 	return gh.Run{}, false, nil
 }
 
-func (t *tx) LockSession(ctx context.Context, id string) (gh.Session, error) { return t.GetSession(ctx, id) }
+func (t *tx) LockSession(ctx context.Context, id string) (gh.Session, error) {
+	return t.GetSession(ctx, id)
+}
 
 func (t *tx) UpdateRun(ctx context.Context, r gh.Run) error {
 	_, err := t.q.ExecContext(ctx, `UPDATE runs SET state = ?, attempts = ?, owner = ?, epoch = ?, lease_expires_at = ?, read_watermark = ?,

@@ -505,6 +505,9 @@ func testRequeueMidRun(t *testing.T, h Harness) {
 	f.session("s1")
 	f.input("s1", "", "first")
 	a := f.claim("alpha")
+	if a.ReadWatermark != 1 {
+		t.Fatalf("claim did not record the read watermark: %+v", a)
+	}
 	if err := f.k.RecordRead(f.ctx, a, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -527,11 +530,20 @@ func testRequeueMidRun(t *testing.T, h Harness) {
 	if err := f.k.RecordRead(f.ctx, b, 3); err != nil {
 		t.Fatal(err)
 	}
-	s, err = f.k.Finish(f.ctx, b, kernel.Settle{Outcome: gh.OutcomeDone})
+	s, err = f.k.Finish(f.ctx, b, kernel.Settle{Outcome: gh.OutcomeDone, Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: json.RawMessage(`{"status":"done"}`)}}})
 	if err != nil || s.Requeued {
 		t.Fatalf("finish with everything read: %+v %v", s, err)
 	}
 	f.noClaim()
+	if evs := f.events("s1"); evs[len(evs)-1].Kind != gh.KindRunFinished {
+		t.Fatalf("run.finished not committed with the settle: %+v", evs[len(evs)-1])
+	}
+	// A stale settle commits neither its events nor its state.
+	_, err = f.k.Finish(f.ctx, a, kernel.Settle{Outcome: gh.OutcomeDone, Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: json.RawMessage(`{"status":"late"}`)}}})
+	wantCode(t, err, gh.CodeLeaseLost)
+	if evs := f.events("s1"); len(evs) != 4 {
+		t.Fatalf("stale settle wrote: %d events", len(evs))
+	}
 	// A settled lease writes nothing more.
 	_, err = f.assistant(b, "", "after settle")
 	wantCode(t, err, gh.CodeLeaseLost)

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/postgres"
+	"github.com/gatehouse/gatehouse/store/sqlite"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+const usage = `gatehouse — a chat gateway for LLM agents with human approval gates
+
+Usage:
+  gatehouse serve   [--config FILE]   run the gateway (HTTP, workers)
+  gatehouse migrate [--config FILE]   apply database migrations and exit
+  gatehouse version                   print the version
+
+Run "gatehouse serve --help" for every setting and its default.
+`
+
+func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "gatehouse", versionString())
+		return 0
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "serve", "migrate":
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	cmd := args[0]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", "YAML config file; environment variables win over it")
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "Usage: gatehouse %s [--config FILE]\n\nFlags:\n", cmd)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fmt.Fprintln(stdout, "\nSettings (environment variable, or key in the config file):")
+		printSettings(stdout)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	cfg, err := loadConfig(*configFile, getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "gatehouse: configuration:", err)
+		return 2
+	}
+	log := newLogger(cfg, stderr)
+	ctx := context.Background()
+	if cmd == "migrate" {
+		st, err := openStore(ctx, cfg, log)
+		if err != nil {
+			log.Error("migrate failed", "err", err)
+			return 1
+		}
+		defer st.Close()
+		log.Info("migrations applied", "store", st.Dialect())
+		return 0
+	}
+	if err := serve(ctx, cfg, log); err != nil {
+		log.Error("gatehouse stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func versionString() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if cfg.LogFormat == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(h)
+}
+
+// openStore opens the configured backend; opening applies migrations.
+func openStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
+	if strings.HasPrefix(cfg.DatabaseURL, "postgres") {
+		return postgres.Open(ctx, postgres.Config{URL: cfg.DatabaseURL, MaxConns: int32(cfg.DatabaseMaxConns), Logger: log})
+	}
+	return sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(cfg.DataDir, "gatehouse.db"), Synchronous: cfg.SQLiteSynchronous})
+}
+
+func kernelConfig(cfg Config) kernel.Config {
+	return kernel.Config{
+		LeaseTTL:        cfg.LeaseTTL,
+		MaxAttempts:     cfg.MaxAttempts,
+		MaxPayloadBytes: cfg.MaxPayloadBytes,
+		RetryBackoff:    cfg.RetryBackoff,
+	}
+}

@@ -1,0 +1,140 @@
+package gatehouse
+
+import "encoding/json"
+
+// Payloads of the event kinds. Every surface reads and writes these shapes;
+// the web chat projects them.
+
+// Delivery says how an input reaches the agent.
+type Delivery string
+
+// Deliveries.
+const (
+	// DeliveryQueue waits for the current turn to end (the default).
+	DeliveryQueue Delivery = "queue"
+	// DeliveryGuide is injected into the running turn at its next boundary.
+	DeliveryGuide Delivery = "guide"
+)
+
+// Attachment is a file or link sent with an input.
+type Attachment struct {
+	Name string `json:"name,omitempty"`
+	Type string `json:"type,omitempty"`
+	URL  string `json:"url,omitempty"`
+	Text string `json:"text,omitempty"`
+}
+
+// UserMessage is the payload of user.message.
+type UserMessage struct {
+	Text      string   `json:"text"`
+	RequestID string   `json:"requestId,omitempty"`
+	Delivery  Delivery `json:"delivery"`
+	// RequestedDelivery is set when the delivery was changed on commit: a
+	// guide with no live turn to join is committed as a queue input, and
+	// the log says so.
+	RequestedDelivery Delivery `json:"requestedDelivery,omitempty"`
+	// Selection picks the model for the turn ("provider:model[,fallback]").
+	Selection   string       `json:"selection,omitempty"`
+	Attachments []Attachment `json:"attachments,omitempty"`
+	// Source is the surface it came from: api, web, telegram, discord, slack.
+	Source string `json:"source,omitempty"`
+	// User is who sent it, as the surface knows them.
+	User string `json:"user,omitempty"`
+}
+
+// ToolCall is a model's request to run a tool.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens  int `json:"inputTokens"`
+	OutputTokens int `json:"outputTokens"`
+}
+
+// Stop reasons of an assistant message.
+const (
+	StopEndTurn   = "end_turn"
+	StopToolUse   = "tool_use"
+	StopMaxTokens = "max_tokens"
+	StopError     = "error"
+	StopAborted   = "aborted"
+)
+
+// AssistantMessage is the payload of assistant.message, keyed by its
+// generationId (u<promptSeq>-a<ordinal>), so a retried attempt cannot
+// append a second answer for the same generation.
+type AssistantMessage struct {
+	GenerationID string     `json:"generationId"`
+	Text         string     `json:"text,omitempty"`
+	ToolCalls    []ToolCall `json:"toolCalls,omitempty"`
+	// InputSeqs lists the user.message seqs the request presented: an
+	// input is answered exactly when a completed assistant message lists it.
+	InputSeqs  []int64 `json:"inputSeqs"`
+	StopReason string  `json:"stopReason"`
+	Usage      Usage   `json:"usage"`
+	Provider   string  `json:"provider,omitempty"`
+	Model      string  `json:"model,omitempty"`
+	// Error and Hint explain a terminal failure (stopReason error).
+	Error     string `json:"error,omitempty"`
+	ErrorCode string `json:"errorCode,omitempty"`
+	Hint      string `json:"hint,omitempty"`
+}
+
+// ToolResult is the payload of tool.result, keyed by toolCallId.
+type ToolResult struct {
+	ToolCallID string `json:"toolCallId"`
+	Name       string `json:"name"`
+	Content    string `json:"content"`
+	IsError    bool   `json:"isError,omitempty"`
+	DurationMs int64  `json:"durationMs"`
+}
+
+// Compaction is the payload of compaction: older messages summarised.
+type Compaction struct {
+	Summary string `json:"summary"`
+	// FirstKept is the seq of the first event kept verbatim after the summary.
+	FirstKept int64 `json:"firstKept"`
+	// Summarized counts the messages the summary replaces.
+	Summarized int `json:"summarized"`
+}
+
+// ToolTiming is one tool run in a run.finished summary.
+type ToolTiming struct {
+	Tool       string `json:"tool"`
+	DurationMs int64  `json:"durationMs"`
+}
+
+// ContextSize is the final context of an attempt.
+type ContextSize struct {
+	Messages int `json:"messages"`
+	Tokens   int `json:"tokens"`
+}
+
+// RunFinished is the payload of run.finished: an attempt's own account. It
+// is bookkeeping, not a message; the transcript skips it.
+type RunFinished struct {
+	RunID       int64        `json:"runId"`
+	Attempt     int          `json:"attempt"`
+	Status      string       `json:"status"`
+	Turns       int          `json:"turns"`
+	Tokens      Usage        `json:"tokens"`
+	CostUSD     float64      `json:"costUsd,omitempty"`
+	ToolTimings []ToolTiming `json:"toolTimings,omitempty"`
+	Context     ContextSize  `json:"context"`
+	StopReason  string       `json:"stopReason,omitempty"`
+	Error       string       `json:"error,omitempty"`
+	Provider    string       `json:"provider,omitempty"`
+	Model       string       `json:"model,omitempty"`
+	DurationMs  int64        `json:"durationMs"`
+}
+
+// Notice is the payload of notice: something the user should be told that
+// is not an answer (a fallback to another model, a downgraded delivery).
+type Notice struct {
+	Code string `json:"code"`
+	Text string `json:"text"`
+}
