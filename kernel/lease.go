@@ -265,6 +265,24 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 	return out, err
 }
 
+// Release gives a claimed run back without counting the attempt: the
+// worker is shutting down and has committed what it could. The run is
+// claimable again at once, by any replica.
+func (k *Kernel) Release(ctx context.Context, l gh.Lease) error {
+	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		now := k.now()
+		_, run, err := k.fence(ctx, tx, l, now)
+		if err != nil {
+			return err
+		}
+		run.State, run.AvailableAt, run.LeaseExpiresAt, run.Updated = gh.RunQueued, now, time.Time{}, now
+		run.Attempts = max(run.Attempts-1, 0)
+		tx.Wake()
+		return tx.UpdateRun(ctx, run)
+	})
+	return err
+}
+
 // Cancel asks the session's active run to stop. A queued or waiting run is
 // cancelled at once; a running one is flagged, its worker learns it at the
 // next renewal and settles it as cancelled.

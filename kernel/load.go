@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
@@ -21,15 +22,28 @@ func (k *Kernel) Events(ctx context.Context, sessionID string, after int64, limi
 	return k.st.Events(ctx, sessionID, after, limit)
 }
 
-// Load returns the session's log from its latest compaction event (or from
-// seq 1 when there is none) to the end, read page by page, so a turn's cost
-// does not grow with the session's age.
+// Load returns the session's log from its latest compaction to the end,
+// read page by page, so a turn's cost does not grow with the session's age.
+// With a compaction, the result starts at the compaction's firstKept seq
+// (the events it kept verbatim) and includes the compaction event in its
+// place; without one it starts at seq 1.
 func (k *Kernel) Load(ctx context.Context, sessionID string) ([]gh.Event, error) {
 	sess, err := k.st.GetSession(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	after := max(sess.CompactionSeq-1, 0)
+	after := int64(0)
+	if sess.CompactionSeq > 0 {
+		after = sess.CompactionSeq - 1
+		page, err := k.st.Events(ctx, sessionID, after, 1)
+		if err != nil {
+			return nil, err
+		}
+		var c gh.Compaction
+		if len(page) == 1 && json.Unmarshal(page[0].Payload, &c) == nil && c.FirstKept > 0 && c.FirstKept < sess.CompactionSeq {
+			after = c.FirstKept - 1
+		}
+	}
 	out := make([]gh.Event, 0, min(sess.LastSeq-after, int64(k.cfg.LoadPageSize)))
 	for {
 		page, err := k.st.Events(ctx, sessionID, after, k.cfg.LoadPageSize)

@@ -119,8 +119,13 @@ func wantCode(t *testing.T, err error, code gh.Code) {
 
 func checkGapFree(t *testing.T, evs []gh.Event) {
 	t.Helper()
+	checkGapFreeFrom(t, evs, 1)
+}
+
+func checkGapFreeFrom(t *testing.T, evs []gh.Event, first int64) {
+	t.Helper()
 	for i, e := range evs {
-		if e.Seq != int64(i+1) {
+		if e.Seq != first+int64(i) {
 			t.Fatalf("log is not gap-free: position %d has seq %d", i, e.Seq)
 		}
 	}
@@ -147,6 +152,7 @@ func Run(t *testing.T, h Harness) {
 		{"FailedAttemptsThenFail", testFailedAttempts},
 		{"DeadWorkersExhaustAttempts", testTakeoverExhaustion},
 		{"Cancel", testCancel},
+		{"ReleaseDoesNotCountAnAttempt", testRelease},
 		{"AwaitingApprovalWokenByDecision", testAwaitingApproval},
 		{"LoadStartsAtCompaction", testLoadFromCompaction},
 		{"EdgeAndFencedWritersInterleave", testInterleave},
@@ -689,11 +695,20 @@ func testLoadFromCompaction(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 5 || evs[0].Kind != gh.KindCompaction || evs[0].Seq != 11 || evs[4].Seq != 15 {
+	// Kept verbatim: 9 and 10; then the compaction (11) and what follows.
+	if len(evs) != 7 || evs[0].Seq != 9 || evs[2].Kind != gh.KindCompaction || evs[2].Seq != 11 || evs[6].Seq != 15 {
 		t.Fatalf("load after compaction: %+v", evs)
 	}
+	checkGapFreeFrom(t, evs, 9)
+	// A later compaction that keeps nothing starts the load at itself.
+	if _, err := f.k.Commit(f.ctx, l, gh.NewEvent{Kind: gh.KindCompaction, Payload: json.RawMessage(`{"summary":"all of it","summarized":14}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if evs, _ = f.k.Load(f.ctx, "s1"); len(evs) != 1 || evs[0].Seq != 16 {
+		t.Fatalf("load after second compaction: %+v", evs)
+	}
 	all, _ := f.k.Events(f.ctx, "s1", 0, 100)
-	if len(all) != 15 {
+	if len(all) != 16 {
 		t.Fatalf("compaction lost history: %d events", len(all))
 	}
 	page, _ := f.k.Events(f.ctx, "s1", 12, 2)
@@ -837,5 +852,21 @@ func testRestart(t *testing.T, h Harness) {
 	b, ok, err := k.Claim(f.ctx, "w2")
 	if err != nil || !ok || !b.TookOver || b.PrevReadWatermark != 1 {
 		t.Fatalf("claim after restart: %+v %v %v", b, ok, err)
+	}
+}
+
+func testRelease(t *testing.T, h Harness) {
+	f := newFixture(t, h, kernel.Config{MaxAttempts: 1})
+	f.session("s1")
+	f.input("s1", "", "hi")
+	a := f.claim("w1")
+	if err := f.k.Release(f.ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.assistant(a, "", "after release")
+	wantCode(t, err, gh.CodeLeaseLost)
+	b := f.claim("w2")
+	if b.Attempt != 1 || b.Epoch <= a.Epoch {
+		t.Fatalf("lease after release: %+v", b)
 	}
 }
