@@ -1,6 +1,9 @@
 package gatehouse
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Payloads of the event kinds. Every surface reads and writes these shapes;
 // the web chat projects them.
@@ -137,4 +140,21 @@ type RunFinished struct {
 type Notice struct {
 	Code string `json:"code"`
 	Text string `json:"text"`
+}
+
+// LedgerRow records one model call: what it cost and how long it took.
+// Every call writes one, failed ones included.
+type LedgerRow struct {
+	ID           int64     `json:"id"`
+	SessionID    string    `json:"sessionId"`
+	RunID        int64     `json:"runId"`
+	Provider     string    `json:"provider"`
+	Model        string    `json:"model"`
+	Attempt      int       `json:"attempt"`
+	InputTokens  int       `json:"inputTokens"`
+	OutputTokens int       `json:"outputTokens"`
+	CostUSD      float64   `json:"costUsd"`
+	DurationMs   int64     `json:"durationMs"`
+	Error        string    `json:"error,omitempty"`
+	Created      time.Time `json:"createdAt"`
 }

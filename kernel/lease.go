@@ -162,6 +162,9 @@ type Settle struct {
 	// Events are committed with the settle, in its transaction (the
 	// attempt's run.finished account).
 	Events []gh.NewEvent
+	// NoRetry makes a failure terminal at once: retrying cannot help (no
+	// model configured, a key refused).
+	NoRetry bool
 }
 
 // Settled reports what Finish did.
@@ -231,7 +234,7 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 				run.State, run.AvailableAt = gh.RunQueued, now
 			}
 		case gh.OutcomeFailed:
-			if run.Attempts < run.MaxAttempts {
+			if run.Attempts < run.MaxAttempts && !s.NoRetry {
 				run.State = gh.RunQueued
 				run.AvailableAt = now.Add(time.Duration(run.Attempts) * k.cfg.RetryBackoff)
 			} else {

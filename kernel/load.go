@@ -84,3 +84,19 @@ func (k *Kernel) WaitForWork(ctx context.Context, wake <-chan struct{}, poll tim
 	case <-ctx.Done():
 	}
 }
+
+// RecordCall writes one model call to the ledger.
+func (k *Kernel) RecordCall(ctx context.Context, row gh.LedgerRow) error {
+	if row.Created.IsZero() {
+		row.Created = k.now()
+	}
+	return k.st.AddLedger(ctx, row)
+}
+
+// Ledger returns a session's model calls, oldest first.
+func (k *Kernel) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
+	if limit <= 0 || limit > 10000 {
+		limit = 1000
+	}
+	return k.st.Ledger(ctx, sessionID, limit)
+}

@@ -54,6 +54,8 @@ type Reader interface {
 	GetRun(ctx context.Context, id int64) (gh.Run, error)
 	// LatestRun returns the session's newest run, if any.
 	LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error)
+	// Ledger returns the session's model calls, oldest first, at most limit.
+	Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error)
 }
 
 // Writer holds the writes. Inside a Tx they commit together; on a Store
@@ -67,6 +69,8 @@ type Writer interface {
 	// and writes nothing. Unknown session (or tenant mismatch) is a
 	// CodeUnknownSession error.
 	Append(ctx context.Context, p AppendParams) (AppendResult, error)
+	// AddLedger records one model call.
+	AddLedger(ctx context.Context, row gh.LedgerRow) error
 }
 
 // Tx is one transaction. Its lock methods hold row locks until the end of

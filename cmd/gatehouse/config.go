@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gatehouse/gatehouse/models"
 )
 
 // Config is every setting of the gateway. Each comes from the optional
@@ -43,6 +45,41 @@ type Config struct {
 	MaxPayloadBytes int
 	// DrainTimeout bounds the drain on SIGTERM. Defaults to 30s.
 	DrainTimeout time.Duration
+
+	// APIToken guards /v1 with a bearer token. Defaults to empty: the
+	// server then refuses to listen on anything but loopback.
+	APIToken string
+	// MaxBodyBytes bounds an HTTP request body. Defaults to 1048576.
+	MaxBodyBytes int
+
+	// Model is the model selection, provider:model[,fallback…]. Defaults
+	// to empty: the gateway runs, and a turn says how to configure one.
+	Model string
+	// OpenAIAPIKey, OpenAIBaseURL, AnthropicAPIKey and AnthropicBaseURL
+	// configure the providers. The base URLs default to the public APIs.
+	OpenAIAPIKey, OpenAIBaseURL, AnthropicAPIKey, AnthropicBaseURL string
+	// ScriptFile is the scripted provider's file (scripted:… selections).
+	ScriptFile string
+	// ModelTimeout bounds one model request. Defaults to 120s.
+	ModelTimeout time.Duration
+	// ModelRetries is attempts per model, the first included. Defaults to 3.
+	ModelRetries int
+	// Prices is the price table, "provider:model=in/out,…" in US dollars
+	// per million tokens. Defaults to empty (cost 0).
+	Prices string
+
+	// Workers bounds concurrent turns per replica. Defaults to 4.
+	Workers int
+	// Timezone is the users' time zone for the date in the base prompt.
+	// Defaults to the server's.
+	Timezone string
+	// ContextWindow is the model's context window in tokens. Defaults to 128000.
+	ContextWindow int
+	// CompactionShare is the share of the window that triggers compaction.
+	// Defaults to 0.8.
+	CompactionShare float64
+	// MaxTurns bounds model requests in one attempt. Defaults to 16.
+	MaxTurns int
 }
 
 // setting is one row of the settings table: its names, default and help,
@@ -110,6 +147,43 @@ var settings = []setting{
 	{"GATEHOUSE_RETRY_BACKOFF", "retry_backoff", "1s", "delay before retrying a failed attempt, times the attempt number", duration(func(c *Config) *time.Duration { return &c.RetryBackoff })},
 	{"GATEHOUSE_MAX_PAYLOAD_BYTES", "max_payload_bytes", "1048576", "largest event payload accepted", integer(func(c *Config) *int { return &c.MaxPayloadBytes })},
 	{"GATEHOUSE_DRAIN_TIMEOUT", "drain_timeout", "30s", "how long SIGTERM waits for work in flight before stopping", duration(func(c *Config) *time.Duration { return &c.DrainTimeout })},
+	{"GATEHOUSE_API_TOKEN", "api_token", "", "bearer token for /v1; without one the server only listens on loopback", str(func(c *Config) *string { return &c.APIToken })},
+	{"GATEHOUSE_MAX_BODY_BYTES", "max_body_bytes", "1048576", "largest HTTP request body accepted", integer(func(c *Config) *int { return &c.MaxBodyBytes })},
+	{"GATEHOUSE_MODEL", "model", "", "model selection provider:model, with fallbacks after commas (openai:gpt-4.1-mini,anthropic:claude-sonnet-4-5)", str(func(c *Config) *string { return &c.Model })},
+	{"OPENAI_API_KEY", "openai_api_key", "", "key for the OpenAI-compatible provider (may be empty for a local server)", str(func(c *Config) *string { return &c.OpenAIAPIKey })},
+	{"OPENAI_BASE_URL", "openai_base_url", "https://api.openai.com/v1", "OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, gateways)", str(func(c *Config) *string { return &c.OpenAIBaseURL })},
+	{"ANTHROPIC_API_KEY", "anthropic_api_key", "", "key for the Anthropic provider", str(func(c *Config) *string { return &c.AnthropicAPIKey })},
+	{"ANTHROPIC_BASE_URL", "anthropic_base_url", "https://api.anthropic.com", "Anthropic Messages API endpoint", str(func(c *Config) *string { return &c.AnthropicBaseURL })},
+	{"GATEHOUSE_SCRIPT_FILE", "script_file", "", "canned responses for the scripted provider (GATEHOUSE_MODEL=scripted:demo), for tests and demos", str(func(c *Config) *string { return &c.ScriptFile })},
+	{"GATEHOUSE_MODEL_TIMEOUT", "model_timeout", "120s", "bound on one model request, to the end of its stream", duration(func(c *Config) *time.Duration { return &c.ModelTimeout })},
+	{"GATEHOUSE_MODEL_RETRIES", "model_retries", "3", "attempts per model for network errors, timeouts, 429 and 5xx (first included)", integer(func(c *Config) *int { return &c.ModelRetries })},
+	{"GATEHOUSE_PRICES", "prices", "", "price table for the ledger: provider:model=in/out,… in USD per million tokens", func(c *Config, v string) error {
+		if _, err := parsePrices(v); err != nil {
+			return err
+		}
+		c.Prices = v
+		return nil
+	}},
+	{"GATEHOUSE_WORKERS", "workers", "4", "turns one replica runs at once", integer(func(c *Config) *int { return &c.Workers })},
+	{"GATEHOUSE_TIMEZONE", "timezone", "", "users' time zone (IANA name, e.g. Europe/Berlin) for today's date in the prompt; empty is the server's", func(c *Config, v string) error {
+		if v != "" {
+			if _, err := time.LoadLocation(v); err != nil {
+				return fmt.Errorf("want an IANA time zone such as Europe/Berlin: %w", err)
+			}
+		}
+		c.Timezone = v
+		return nil
+	}},
+	{"GATEHOUSE_CONTEXT_WINDOW", "context_window", "128000", "the model's context window in tokens", integer(func(c *Config) *int { return &c.ContextWindow })},
+	{"GATEHOUSE_COMPACTION_SHARE", "compaction_share", "0.8", "share of the context window above which older messages are summarised", func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f <= 0 || f >= 1 {
+			return fmt.Errorf("want a number between 0 and 1, got %q", v)
+		}
+		c.CompactionShare = f
+		return nil
+	}},
+	{"GATEHOUSE_MAX_TURNS", "max_turns", "16", "model requests one attempt may make before it stops", integer(func(c *Config) *int { return &c.MaxTurns })},
 }
 
 // loadConfig applies defaults, then the file (if any), then the
@@ -176,4 +250,24 @@ func printSettings(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.env, s.key, def, s.help)
 	}
 	tw.Flush()
+}
+
+// parsePrices reads "provider:model=in/out,…" (USD per million tokens).
+func parsePrices(v string) (map[string]models.Price, error) {
+	out := map[string]models.Price{}
+	for part := range strings.SplitSeq(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, price, ok := strings.Cut(part, "=")
+		in, outp, ok2 := strings.Cut(price, "/")
+		fi, err1 := strconv.ParseFloat(strings.TrimSpace(in), 64)
+		fo, err2 := strconv.ParseFloat(strings.TrimSpace(outp), 64)
+		if !ok || !ok2 || err1 != nil || err2 != nil || !strings.Contains(name, ":") || fi < 0 || fo < 0 {
+			return nil, fmt.Errorf("want provider:model=input/output prices per million tokens, got %q", part)
+		}
+		out[strings.TrimSpace(name)] = models.Price{InputPerMTok: fi, OutputPerMTok: fo}
+	}
+	return out, nil
 }

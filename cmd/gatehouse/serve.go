@@ -11,6 +11,8 @@ import (
 
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/supervisor"
 )
 
 // serve runs the gateway until SIGTERM or SIGINT, then drains: readiness
@@ -27,13 +29,34 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer st.Close()
 	k := kernel.New(st, kernelConfig(cfg))
-	_ = k
+
+	reg, err := newModels(cfg, supervisor.Ledger(k, log))
+	if err != nil {
+		return err
+	}
+	if len(reg.Selection()) == 0 {
+		log.Warn("no model configured: the gateway runs, and each turn answers with how to configure one (set GATEHOUSE_MODEL)")
+	}
+	loc := time.Local
+	if cfg.Timezone != "" {
+		loc, _ = time.LoadLocation(cfg.Timezone)
+	}
+	sup, err := supervisor.New(supervisor.Config{
+		Kernel: k, Models: reg, Workers: cfg.Workers, Location: loc, Logger: log,
+		ContextWindow: cfg.ContextWindow, CompactionShare: cfg.CompactionShare, MaxTurns: cfg.MaxTurns,
+	})
+	if err != nil {
+		return err
+	}
 
 	api := httpapi.New(httpapi.Config{Addr: cfg.Addr, Ready: []httpapi.Pinger{st}, Logger: log})
 	if err := api.Start(ctx); err != nil {
 		return err
 	}
-	log.Info("gatehouse started", "version", versionString(), "store", st.Dialect(), "addr", api.Addr())
+	if err := sup.Start(ctx); err != nil {
+		return err
+	}
+	log.Info("gatehouse started", "version", versionString(), "store", st.Dialect(), "addr", api.Addr(), "model", reg.Selection().String())
 
 	select {
 	case sig := <-sigs:
@@ -55,6 +78,23 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := api.Stop(drainCtx); err != nil {
 		log.Warn("drain timed out; connections cut", "err", err)
 	}
+	if err := sup.Stop(drainCtx); err != nil {
+		log.Warn("drain timed out; running turns were handed back for another replica", "err", err)
+	}
 	log.Info("drained", "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+func newModels(cfg Config, ledger func(context.Context, models.LedgerRow)) (*models.Registry, error) {
+	prices, err := parsePrices(cfg.Prices)
+	if err != nil {
+		return nil, err
+	}
+	return models.New(models.Config{
+		Selection:    cfg.Model,
+		OpenAIAPIKey: cfg.OpenAIAPIKey, OpenAIBaseURL: cfg.OpenAIBaseURL,
+		AnthropicAPIKey: cfg.AnthropicAPIKey, AnthropicBaseURL: cfg.AnthropicBaseURL,
+		ScriptFile: cfg.ScriptFile, RequestTimeout: cfg.ModelTimeout, MaxRetries: cfg.ModelRetries,
+		Prices: prices, Ledger: ledger,
+	})
 }

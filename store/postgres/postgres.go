@@ -236,6 +236,16 @@ func (s *Store) Append(ctx context.Context, p store.AppendParams) (store.AppendR
 	return res, err
 }
 
+// AddLedger implements store.Writer.
+func (s *Store) AddLedger(ctx context.Context, row gh.LedgerRow) error {
+	return s.auto().AddLedger(ctx, row)
+}
+
+// Ledger implements store.Reader.
+func (s *Store) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
+	return s.auto().Ledger(ctx, sessionID, limit)
+}
+
 // GetSession implements store.Reader.
 func (s *Store) GetSession(ctx context.Context, id string) (gh.Session, error) {
 	return s.auto().GetSession(ctx, id)

@@ -272,3 +272,24 @@ func (t *tx) SetReadWatermark(ctx context.Context, sessionID string, seq int64, 
 	_, err := t.q.Exec(ctx, `UPDATE sessions SET read_watermark = GREATEST(read_watermark, $1), updated_at = $2 WHERE id = $3`, seq, now, sessionID)
 	return dbErr(err, "record read watermark")
 }
+
+func (t *tx) AddLedger(ctx context.Context, r gh.LedgerRow) error {
+	_, err := t.q.Exec(ctx, `INSERT INTO ledger (session_id, run_id, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, r.SessionID, r.RunID, r.Provider, r.Model, r.Attempt, r.InputTokens, r.OutputTokens, r.CostUSD, r.DurationMs, r.Error, r.Created)
+	return dbErr(err, "add ledger row")
+}
+
+func (t *tx) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
+	rows, err := t.q.Query(ctx, `SELECT id, session_id, run_id, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at
+		FROM ledger WHERE session_id = $1 ORDER BY id LIMIT $2`, sessionID, limit)
+	if err != nil {
+		return nil, dbErr(err, "read ledger")
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (gh.LedgerRow, error) {
+		var r gh.LedgerRow
+		err := row.Scan(&r.ID, &r.SessionID, &r.RunID, &r.Provider, &r.Model, &r.Attempt, &r.InputTokens, &r.OutputTokens, &r.CostUSD, &r.DurationMs, &r.Error, &r.Created)
+		r.Created = r.Created.UTC()
+		return r, err
+	})
+	return out, dbErr(err, "read ledger")
+}

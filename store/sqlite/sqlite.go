@@ -160,6 +160,16 @@ func (s *Store) Append(ctx context.Context, p store.AppendParams) (res store.App
 	return res, err
 }
 
+// AddLedger implements store.Writer.
+func (s *Store) AddLedger(ctx context.Context, row gh.LedgerRow) error {
+	return s.InTx(ctx, func(ctx context.Context, t store.Tx) error { return t.AddLedger(ctx, row) })
+}
+
+// Ledger implements store.Reader.
+func (s *Store) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
+	return s.reader().Ledger(ctx, sessionID, limit)
+}
+
 // Reads outside InTx use the read pool.
 
 func (s *Store) reader() *tx { return &tx{q: s.r} }

@@ -257,3 +257,29 @@ func (t *tx) SetReadWatermark(ctx context.Context, sessionID string, seq int64, 
 	_, err := t.q.ExecContext(ctx, `UPDATE sessions SET read_watermark = MAX(read_watermark, ?), updated_at = ? WHERE id = ?`, seq, micros(now), sessionID)
 	return dbErr(err, "record read watermark")
 }
+
+func (t *tx) AddLedger(ctx context.Context, r gh.LedgerRow) error {
+	_, err := t.q.ExecContext(ctx, `INSERT INTO ledger (session_id, run_id, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.SessionID, r.RunID, r.Provider, r.Model, r.Attempt, r.InputTokens, r.OutputTokens, r.CostUSD, r.DurationMs, r.Error, micros(r.Created))
+	return dbErr(err, "add ledger row")
+}
+
+func (t *tx) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
+	rows, err := t.q.QueryContext(ctx, `SELECT id, session_id, run_id, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at
+		FROM ledger WHERE session_id = ? ORDER BY id LIMIT ?`, sessionID, limit)
+	if err != nil {
+		return nil, dbErr(err, "read ledger")
+	}
+	defer rows.Close()
+	var out []gh.LedgerRow
+	for rows.Next() {
+		var r gh.LedgerRow
+		var created int64
+		if err := rows.Scan(&r.ID, &r.SessionID, &r.RunID, &r.Provider, &r.Model, &r.Attempt, &r.InputTokens, &r.OutputTokens, &r.CostUSD, &r.DurationMs, &r.Error, &created); err != nil {
+			return nil, dbErr(err, "read ledger")
+		}
+		r.Created = fromMicros(created)
+		out = append(out, r)
+	}
+	return out, dbErr(rows.Err(), "read ledger")
+}

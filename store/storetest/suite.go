@@ -153,6 +153,7 @@ func Run(t *testing.T, h Harness) {
 		{"DeadWorkersExhaustAttempts", testTakeoverExhaustion},
 		{"Cancel", testCancel},
 		{"ReleaseDoesNotCountAnAttempt", testRelease},
+		{"Ledger", testLedger},
 		{"AwaitingApprovalWokenByDecision", testAwaitingApproval},
 		{"LoadStartsAtCompaction", testLoadFromCompaction},
 		{"EdgeAndFencedWritersInterleave", testInterleave},
@@ -868,5 +869,25 @@ func testRelease(t *testing.T, h Harness) {
 	b := f.claim("w2")
 	if b.Attempt != 1 || b.Epoch <= a.Epoch {
 		t.Fatalf("lease after release: %+v", b)
+	}
+}
+
+func testLedger(t *testing.T, h Harness) {
+	f := newFixture(t, h, kernel.Config{})
+	for i, row := range []gh.LedgerRow{
+		{SessionID: "s1", RunID: 7, Provider: "openai", Model: "m", Attempt: 1, InputTokens: 10, OutputTokens: 0, DurationMs: 5, Error: "model-timeout"},
+		{SessionID: "s1", RunID: 7, Provider: "openai", Model: "m", Attempt: 2, InputTokens: 10, OutputTokens: 20, CostUSD: 0.5, DurationMs: 9},
+		{SessionID: "s2", RunID: 8, Provider: "anthropic", Model: "x", Attempt: 1},
+	} {
+		if err := f.k.RecordCall(f.ctx, row); err != nil {
+			t.Fatalf("row %d: %v", i, err)
+		}
+	}
+	rows, err := f.k.Ledger(f.ctx, "s1", 0)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("ledger: %+v %v", rows, err)
+	}
+	if rows[0].Error != "model-timeout" || rows[1].CostUSD != 0.5 || rows[1].OutputTokens != 20 || rows[1].Created.IsZero() {
+		t.Fatalf("ledger rows: %+v", rows)
 	}
 }

@@ -1,0 +1,395 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/models"
+)
+
+var (
+	// errCancelRequested ends an attempt whose run someone cancelled.
+	errCancelRequested = errors.New("cancel requested")
+	// errLeaseLost ends an attempt that may no longer write.
+	errLeaseLost = errors.New("lease lost")
+)
+
+// outcome is how an attempt ended, before it is settled.
+type outcome struct {
+	status  gh.Outcome
+	reason  string
+	noRetry bool
+	summary gh.RunFinished
+}
+
+// attempt runs one claimed run to its settle.
+func (s *Supervisor) attempt(lease gh.Lease) {
+	started := time.Now()
+	ctx, cancel := context.WithCancelCause(s.attemptsCtx)
+	defer cancel(nil)
+	renewDone := make(chan struct{})
+	go s.renew(ctx, cancel, lease, renewDone)
+
+	log := s.log.With("session", lease.SessionID, "run", lease.RunID, "lease", lease.Token())
+	calls := &callInfo{sessionID: lease.SessionID, runID: lease.RunID}
+	out, err := s.turn(withCallInfo(ctx, calls), lease)
+	cancel(nil)
+	<-renewDone
+	cause := context.Cause(ctx)
+
+	settleCtx, settleCancel := context.WithTimeout(context.WithoutCancel(s.attemptsCtx), 30*time.Second)
+	defer settleCancel()
+	switch {
+	case errors.Is(cause, errLeaseLost) || gh.IsCode(err, gh.CodeStaleEpoch) || gh.IsCode(err, gh.CodeLeaseLost):
+		// Another worker owns the run now; nothing of ours may land.
+		log.Warn("attempt abandoned: lease lost", "err", err)
+		return
+	case errors.Is(cause, errDraining):
+		if rerr := s.k.Release(settleCtx, lease); rerr != nil {
+			log.Warn("could not release the run while draining; it will be taken over when the lease expires", "err", rerr)
+		} else {
+			log.Info("run released for another worker: draining")
+		}
+		return
+	case errors.Is(cause, errCancelRequested):
+		out = outcome{status: gh.OutcomeCancelled, reason: "cancelled", summary: out.summary}
+		out.summary.Status = "cancelled"
+	case err != nil:
+		log.Error("attempt failed", "err", err)
+		out = outcome{status: gh.OutcomeFailed, reason: err.Error(), summary: out.summary}
+		out.summary.Status, out.summary.Error = "failed", err.Error()
+	}
+	out.summary.RunID, out.summary.Attempt = lease.RunID, lease.Attempt
+	calls.mu.Lock()
+	out.summary.CostUSD = calls.costUSD
+	calls.mu.Unlock()
+	out.summary.DurationMs = time.Since(started).Milliseconds()
+	payload, _ := json.Marshal(out.summary)
+	settled, err := s.k.Finish(settleCtx, lease, kernel.Settle{
+		Outcome: out.status, Reason: out.reason, NoRetry: out.noRetry,
+		Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: payload, Key: fmt.Sprintf("run%d-attempt%d-finished", lease.RunID, lease.Attempt)}},
+	})
+	if err != nil {
+		log.Warn("settle failed; the run will be taken over when the lease expires", "err", err)
+		return
+	}
+	log.Info("attempt settled", "state", settled.State, "requeued", settled.Requeued, "turns", out.summary.Turns, "took", time.Since(started).Round(time.Millisecond))
+}
+
+// renew extends the lease every third of its TTL. The moment renewal proves
+// the claim gone, the attempt is cancelled so it cannot keep working; a
+// cancel request does the same with its own cause.
+func (s *Supervisor) renew(ctx context.Context, cancel context.CancelCauseFunc, lease gh.Lease, done chan<- struct{}) {
+	defer close(done)
+	every := s.k.Config().LeaseTTL / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		l, err := s.k.Renew(ctx, lease)
+		switch {
+		case gh.IsCode(err, gh.CodeStaleEpoch) || gh.IsCode(err, gh.CodeLeaseLost):
+			cancel(errLeaseLost)
+			return
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			// A transient failure: keep trying until the lease would
+			// have expired, then stop writing.
+			if time.Now().After(lease.ExpiresAt) {
+				cancel(errLeaseLost)
+				return
+			}
+			s.log.Warn("lease renewal failed; retrying", "run", lease.RunID, "err", err)
+		case l.CancelRequested:
+			cancel(errCancelRequested)
+			return
+		default:
+			lease = l
+		}
+	}
+}
+
+// turn is the attempt's work: pre-flight in order, then the model loop.
+func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) {
+	out := outcome{status: gh.OutcomeDone, summary: gh.RunFinished{Status: "done"}}
+	// 1–2. Load the log from the latest compaction, up to the read
+	// watermark recorded with the claim.
+	events, err := s.k.Load(ctx, lease.SessionID)
+	if err != nil {
+		return out, err
+	}
+	for len(events) > 0 && events[len(events)-1].Seq > lease.ReadWatermark {
+		events = events[:len(events)-1]
+	}
+	// 3. Decode, skipping what cannot be read.
+	t := decode(events, s.log)
+	// 4. Is a turn owed?
+	pending := t.unanswered()
+	missing := t.missingResults()
+	if len(pending) == 0 && len(missing) == 0 {
+		out.summary.StopReason = "nothing-owed"
+		return out, nil
+	}
+	// 5. Resolve the model before anything is committed.
+	chain, err := s.selection(t, pending)
+	if err != nil {
+		return s.fail(ctx, lease, t, pending, err, out)
+	}
+	// 6. Fill missing tool results (a predecessor died mid-batch).
+	if len(missing) > 0 {
+		if err := s.runTools(ctx, lease, t, missing, &out.summary); err != nil {
+			return out, err
+		}
+	}
+	// 7. Unread input is presented last (transcript.messages does it).
+	turnInputs := pending
+	promptSeq := int64(0)
+	if len(pending) > 0 {
+		promptSeq = pending[len(pending)-1]
+	} else if a := t.newestAssistant(); a != nil {
+		promptSeq = promptOf(a.GenerationID)
+		turnInputs = a.InputSeqs
+	}
+	cursor := lease.ReadWatermark
+	for turn := 0; ; turn++ {
+		if turn >= s.cfg.MaxTurns {
+			if err := s.notice(ctx, lease, fmt.Sprintf("u%d-maxturns", promptSeq), "max-turns",
+				fmt.Sprintf("Stopped after %d model requests in one turn.", s.cfg.MaxTurns)); err != nil {
+				return out, err
+			}
+			out.summary.StopReason = "max_turns"
+			return out, nil
+		}
+		// Guide input joins the turn at its boundary.
+		var guides []int64
+		cursor, guides, err = s.injectGuides(ctx, lease, t, cursor)
+		if err != nil {
+			return out, err
+		}
+		turnInputs = append(turnInputs, guides...)
+		if err := s.maybeCompact(ctx, lease, t, chain, &out.summary); err != nil {
+			return out, err
+		}
+		msgs := append([]models.Message{{Role: models.RoleSystem, Text: s.basePrompt()}}, t.messages()...)
+		gen := t.generation(promptSeq)
+		resp, notices, err := s.cfg.Models.Call(ctx, chain, models.Request{Messages: msgs, Tools: s.cfg.Tools.Specs()}, func(delta string) {
+			s.k.PublishPartial(kernel.Partial{SessionID: lease.SessionID, GenerationID: gen, Text: delta})
+		})
+		if ctx.Err() != nil {
+			return out, context.Cause(ctx)
+		}
+		for i, n := range notices {
+			if err := s.notice(ctx, lease, fmt.Sprintf("%s-notice%d", gen, i+1), "model-fallback", n.Text); err != nil {
+				return out, err
+			}
+		}
+		if err != nil {
+			return s.fail(ctx, lease, t, turnInputs, err, out)
+		}
+		out.summary.Turns++
+		out.summary.Tokens.InputTokens += resp.Usage.InputTokens
+		out.summary.Tokens.OutputTokens += resp.Usage.OutputTokens
+		out.summary.Provider, out.summary.Model = resp.Provider, resp.Model
+		out.summary.Context = gh.ContextSize{Messages: len(msgs), Tokens: max(resp.Usage.InputTokens, estimateTokens(msgs))}
+		a := gh.AssistantMessage{
+			GenerationID: gen, Text: resp.Text, InputSeqs: dedupe(turnInputs), StopReason: resp.StopReason,
+			Usage: gh.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}, Provider: resp.Provider, Model: resp.Model,
+		}
+		for _, c := range resp.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, gh.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		if len(a.ToolCalls) > 0 {
+			a.StopReason = gh.StopToolUse
+		}
+		seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, gen, a)
+		if err != nil {
+			return out, err
+		}
+		t.addAssistant(seq, a)
+		out.summary.StopReason = a.StopReason
+		if len(a.ToolCalls) == 0 {
+			return out, nil
+		}
+		if err := s.runTools(ctx, lease, t, a.ToolCalls, &out.summary); err != nil {
+			return out, err
+		}
+	}
+}
+
+// selection resolves the model chain: the newest pending input's own
+// selection wins, else the configured one.
+func (s *Supervisor) selection(t *transcript, pending []int64) (models.Chain, error) {
+	for i := len(t.entries) - 1; i >= 0; i-- {
+		e := t.entries[i]
+		if e.user != nil && e.user.Selection != "" && contains(pending, e.seq) {
+			return models.ParseSelection(e.user.Selection)
+		}
+	}
+	return nil, nil // nil chain: the registry's configured selection
+}
+
+// runTools runs one batch and commits each result keyed by its call id.
+func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript, calls []gh.ToolCall, sum *gh.RunFinished) error {
+	for _, c := range calls {
+		r := s.cfg.Tools.Run(ctx, lease.SessionID, c)
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		r.ToolCallID, r.Name = c.ID, c.Name
+		seq, err := s.commit(ctx, lease, gh.KindToolResult, "tool:"+c.ID, r)
+		if err != nil {
+			return err
+		}
+		t.addResult(seq, r)
+		sum.ToolTimings = append(sum.ToolTimings, gh.ToolTiming{Tool: c.Name, DurationMs: r.DurationMs})
+	}
+	return nil
+}
+
+// injectGuides reads input committed after cursor; guide input joins the
+// running turn (recorded as read first), queue input waits for the settle
+// to re-queue the session.
+func (s *Supervisor) injectGuides(ctx context.Context, lease gh.Lease, t *transcript, cursor int64) (int64, []int64, error) {
+	evs, err := s.k.Events(ctx, lease.SessionID, cursor, 100)
+	if err != nil || len(evs) == 0 {
+		return cursor, nil, err
+	}
+	var guides []int64
+	var read int64
+	for _, e := range evs {
+		if e.Kind != gh.KindUserMessage {
+			continue
+		}
+		var u gh.UserMessage
+		if json.Unmarshal(e.Payload, &u) != nil || u.Delivery != gh.DeliveryGuide {
+			// Queue input waits: stop here so it stays above the watermark.
+			break
+		}
+		t.addUser(e.Seq, u)
+		guides = append(guides, e.Seq)
+		read = e.Seq
+	}
+	if read == 0 {
+		return cursor, nil, nil
+	}
+	if err := s.k.RecordRead(ctx, lease, read); err != nil {
+		return cursor, nil, err
+	}
+	return read, guides, nil
+}
+
+// fail turns a model failure into the attempt's outcome. A failure that a
+// retry may cure is settled as failed and retried; on the last attempt, or
+// when retrying cannot help, the user gets a ⚠️ message with a hint —
+// never an answer made up over the gap.
+func (s *Supervisor) fail(ctx context.Context, lease gh.Lease, t *transcript, inputs []int64, err error, out outcome) (outcome, error) {
+	code := models.ErrorCode(err)
+	retryable := code == models.CodeTimeout || code == models.CodeRateLimited || code == models.CodeServerError ||
+		code == models.CodeUnreachable || code == models.CodeBadResponse
+	last := !retryable || lease.Attempt >= s.k.Config().MaxAttempts
+	out.status, out.reason, out.noRetry = gh.OutcomeFailed, err.Error(), !retryable
+	out.summary.Status, out.summary.Error, out.summary.StopReason = "failed", err.Error(), gh.StopError
+	if !last {
+		return out, nil
+	}
+	promptSeq := int64(0)
+	if len(inputs) > 0 {
+		promptSeq = inputs[len(inputs)-1]
+	}
+	msg := strings.TrimSpace(err.Error())
+	hint := hintFor(code, err)
+	a := gh.AssistantMessage{
+		GenerationID: t.generation(promptSeq), InputSeqs: dedupe(inputs), StopReason: gh.StopError,
+		Text: "⚠️ The turn failed: " + msg + "\n" + hint, Error: msg, ErrorCode: code, Hint: hint,
+	}
+	if _, cerr := s.commit(ctx, lease, gh.KindAssistantMessage, a.GenerationID, a); cerr != nil {
+		return out, cerr
+	}
+	return out, nil
+}
+
+func hintFor(code string, err error) string {
+	switch code {
+	case models.CodeNotConfigured:
+		var me *models.Error
+		if errors.As(err, &me) && me.Message != "" {
+			return "Configure a model: " + me.Message
+		}
+		return "Configure a model with GATEHOUSE_MODEL."
+	case models.CodeUnknownProvider:
+		return "Check GATEHOUSE_MODEL (or the selection sent with the message): the provider is not known."
+	case models.CodeUnauthorized:
+		return "The model provider refused the key: check OPENAI_API_KEY or ANTHROPIC_API_KEY."
+	case models.CodeNotFound:
+		return "The model was not found: check the model name in GATEHOUSE_MODEL."
+	case models.CodeTimeout:
+		return "The model did not answer in time. Send the message again, or check the model server."
+	case models.CodeRateLimited:
+		return "The model provider is limiting requests. Wait a minute and send the message again."
+	case models.CodeUnreachable:
+		return "The model server could not be reached: check OPENAI_BASE_URL or ANTHROPIC_BASE_URL and the network."
+	case models.CodeBadResponse, models.CodeServerError:
+		return "The model server failed. Send the message again later; if it keeps failing, check the model server's logs."
+	default:
+		return "Send the message again; if it keeps failing, check the gateway's log."
+	}
+}
+
+// commit writes one event under the lease and returns its seq.
+func (s *Supervisor) commit(ctx context.Context, lease gh.Lease, kind gh.Kind, key string, payload any) (int64, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return 0, gh.Wrap(gh.CodeInternal, err, "encode %s", kind)
+	}
+	c, err := s.k.Commit(ctx, lease, gh.NewEvent{Kind: kind, Payload: raw, Key: key})
+	if err != nil {
+		return 0, err
+	}
+	return c[0].Event.Seq, nil
+}
+
+func (s *Supervisor) notice(ctx context.Context, lease gh.Lease, key, code, text string) error {
+	_, err := s.commit(ctx, lease, gh.KindNotice, key, gh.Notice{Code: code, Text: text})
+	return err
+}
+
+// basePrompt is the first message of every request: who the assistant is
+// and today's date in the user's time zone.
+func (s *Supervisor) basePrompt() string {
+	now := s.cfg.Now().In(s.cfg.Location)
+	return fmt.Sprintf("%s\n\nToday is %s; the time is %s (%s).", s.cfg.BasePrompt,
+		now.Format("Monday, 2 January 2006"), now.Format("15:04"), s.cfg.Location.String())
+}
+
+func dedupe(seqs []int64) []int64 {
+	out := make([]int64, 0, len(seqs))
+	seen := map[int64]bool{}
+	for _, s := range seqs {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func contains(s []int64, v int64) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,198 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/models"
+)
+
+// DefaultBasePrompt opens every model request, followed by the date.
+const DefaultBasePrompt = "You are a helpful assistant that people reach through Gatehouse, a chat gateway. " +
+	"Answer plainly. Tools that act on the outside world run only after a person approves them."
+
+// Config configures the supervisor.
+type Config struct {
+	// Kernel is the log. Required.
+	Kernel *kernel.Kernel
+	// Models answers. Required.
+	Models *models.Registry
+	// Tools the model may call. Defaults to none.
+	Tools Tools
+	// Workers bounds how many attempts run at once. Defaults to 4.
+	Workers int
+	// Owner names this worker pool in leases. Defaults to host-pid-random.
+	Owner string
+	// Poll is the fallback wait between claims when no wake-up comes.
+	// Defaults to 1s.
+	Poll time.Duration
+	// Location is the user's time zone for the date in the base prompt.
+	// Defaults to the server's (time.Local).
+	Location *time.Location
+	// BasePrompt opens every request. Defaults to DefaultBasePrompt.
+	BasePrompt string
+	// MaxTurns bounds model requests in one attempt. Defaults to 16.
+	MaxTurns int
+	// ContextWindow is the model's window in tokens. Defaults to 128000.
+	ContextWindow int
+	// CompactionShare is the share of the window above which older
+	// messages are summarised. Defaults to 0.8.
+	CompactionShare float64
+	// KeepRecent is how many entries compaction keeps verbatim (at least).
+	// Defaults to 8.
+	KeepRecent int
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for the base prompt. Defaults to time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Kernel == nil || c.Models == nil {
+		return c, gh.Errorf(gh.CodeInvalid, "supervisor: Kernel and Models are required")
+	}
+	if c.Tools == nil {
+		c.Tools = FuncTools{}
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if c.Poll <= 0 {
+		c.Poll = time.Second
+	}
+	if c.Location == nil {
+		c.Location = time.Local
+	}
+	if c.BasePrompt == "" {
+		c.BasePrompt = DefaultBasePrompt
+	}
+	if c.MaxTurns <= 0 {
+		c.MaxTurns = 16
+	}
+	if c.ContextWindow <= 0 {
+		c.ContextWindow = 128000
+	}
+	if c.CompactionShare <= 0 || c.CompactionShare >= 1 {
+		c.CompactionShare = 0.8
+	}
+	if c.KeepRecent <= 0 {
+		c.KeepRecent = 8
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}
+
+// Supervisor is the worker pool. Start it; Stop drains it.
+type Supervisor struct {
+	cfg Config
+	k   *kernel.Kernel
+	log *slog.Logger
+
+	stopClaiming context.CancelFunc
+	attemptsCtx  context.Context
+	cancelAll    context.CancelCauseFunc
+	wg           sync.WaitGroup
+	loopDone     chan struct{}
+}
+
+// errDraining cancels attempts that were still running when a drain ran
+// out of time: they give their run back instead of settling it.
+var errDraining = errors.New("supervisor draining")
+
+// New builds a supervisor; nothing runs until Start.
+func New(cfg Config) (*Supervisor, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Supervisor{cfg: cfg, k: cfg.Kernel, log: cfg.Logger}, nil
+}
+
+// Owner is the name this pool claims runs under.
+func (s *Supervisor) Owner() string { return s.cfg.Owner }
+
+// Start begins claiming runs in the background.
+func (s *Supervisor) Start(ctx context.Context) error {
+	claimCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopClaiming = stop
+	s.attemptsCtx, s.cancelAll = context.WithCancelCause(context.WithoutCancel(ctx))
+	s.loopDone = make(chan struct{})
+	go s.loop(claimCtx)
+	s.log.Info("supervisor started", "owner", s.cfg.Owner, "workers", s.cfg.Workers)
+	return nil
+}
+
+// Stop drains: no new claims; attempts in flight finish until ctx ends,
+// then are cancelled and give their runs back for any replica to take.
+func (s *Supervisor) Stop(ctx context.Context) error {
+	s.stopClaiming()
+	<-s.loopDone
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.cancelAll(errDraining)
+		<-done
+		return ctx.Err()
+	}
+}
+
+// loop claims runs while a worker slot is free.
+func (s *Supervisor) loop(ctx context.Context) {
+	defer close(s.loopDone)
+	slots := make(chan struct{}, s.cfg.Workers)
+	backoff := s.cfg.Poll
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		wake := s.k.WakeC()
+		lease, ok, err := s.k.Claim(ctx, s.cfg.Owner)
+		if err != nil || !ok {
+			<-slots
+			if ctx.Err() != nil {
+				return
+			}
+			wait := s.cfg.Poll
+			if err != nil {
+				// The database is unavailable: back off, and say so once
+				// per failure, not per spin.
+				s.log.Error("claim failed", "err", err, "retry_in", backoff)
+				wait, backoff = backoff, min(backoff*2, 30*time.Second)
+			}
+			s.k.WaitForWork(ctx, wake, wait)
+			continue
+		}
+		backoff = s.cfg.Poll
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() { <-slots }()
+			s.attempt(lease)
+		}()
+	}
+}

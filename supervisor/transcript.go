@@ -1,0 +1,254 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/models"
+)
+
+// entry is one decoded event that matters to the conversation.
+type entry struct {
+	seq  int64
+	user *gh.UserMessage
+	asst *gh.AssistantMessage
+	tool *gh.ToolResult
+}
+
+// transcript is the decoded log of one attempt: the conversation, and the
+// facts that decide whether a turn is owed.
+type transcript struct {
+	summary  string
+	entries  []entry
+	results  map[string]gh.ToolResult // by toolCallId
+	answered map[int64]bool           // inputs a completed assistant message listed
+	lastSeq  int64
+	// skipped counts unreadable payloads (each logged once).
+	skipped int
+}
+
+// failed reports whether an assistant message is a terminal failure, which
+// consumes nothing.
+func failed(a *gh.AssistantMessage) bool {
+	return a.StopReason == gh.StopError || a.StopReason == gh.StopAborted
+}
+
+// decode turns events into a transcript. An unreadable payload is skipped
+// with a diagnostic instead of failing the run: one bad row must not make
+// a session unanswerable.
+func decode(events []gh.Event, log *slog.Logger) *transcript {
+	t := &transcript{results: map[string]gh.ToolResult{}, answered: map[int64]bool{}}
+	bad := func(e gh.Event, err error) {
+		t.skipped++
+		log.Warn("skipping unreadable event", "session", e.SessionID, "seq", e.Seq, "kind", e.Kind, "err", err)
+	}
+	for _, e := range events {
+		t.lastSeq = max(t.lastSeq, e.Seq)
+		switch e.Kind {
+		case gh.KindUserMessage:
+			var u gh.UserMessage
+			if err := json.Unmarshal(e.Payload, &u); err != nil {
+				bad(e, err)
+				continue
+			}
+			t.entries = append(t.entries, entry{seq: e.Seq, user: &u})
+		case gh.KindAssistantMessage:
+			var a gh.AssistantMessage
+			if err := json.Unmarshal(e.Payload, &a); err != nil {
+				bad(e, err)
+				continue
+			}
+			if !failed(&a) {
+				for _, s := range a.InputSeqs {
+					t.answered[s] = true
+				}
+			}
+			t.entries = append(t.entries, entry{seq: e.Seq, asst: &a})
+		case gh.KindToolResult:
+			var r gh.ToolResult
+			if err := json.Unmarshal(e.Payload, &r); err != nil || r.ToolCallID == "" {
+				bad(e, fmt.Errorf("tool result without a call id: %v", err))
+				continue
+			}
+			if _, dup := t.results[r.ToolCallID]; !dup {
+				t.results[r.ToolCallID] = r
+				t.entries = append(t.entries, entry{seq: e.Seq, tool: &r})
+			}
+		case gh.KindCompaction:
+			var c gh.Compaction
+			if err := json.Unmarshal(e.Payload, &c); err != nil {
+				bad(e, err)
+				continue
+			}
+			t.summary = c.Summary
+		}
+		// Bookkeeping (run.finished, notices, gates) is not conversation.
+	}
+	return t
+}
+
+// unanswered lists the inputs no completed assistant message lists.
+func (t *transcript) unanswered() []int64 {
+	var out []int64
+	for _, e := range t.entries {
+		if e.user != nil && !t.answered[e.seq] {
+			out = append(out, e.seq)
+		}
+	}
+	return out
+}
+
+// newestAssistant returns the last assistant message that is not a failure.
+func (t *transcript) newestAssistant() *gh.AssistantMessage {
+	for i := len(t.entries) - 1; i >= 0; i-- {
+		if a := t.entries[i].asst; a != nil && !failed(a) {
+			return a
+		}
+	}
+	return nil
+}
+
+// missingResults lists the newest assistant message's calls without a
+// result: a previous process committed the calls and died before their
+// results.
+func (t *transcript) missingResults() []gh.ToolCall {
+	a := t.newestAssistant()
+	if a == nil {
+		return nil
+	}
+	var out []gh.ToolCall
+	for _, c := range a.ToolCalls {
+		if _, ok := t.results[c.ID]; !ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// addResult records a result committed during the attempt.
+func (t *transcript) addResult(seq int64, r gh.ToolResult) {
+	if _, dup := t.results[r.ToolCallID]; dup {
+		return
+	}
+	t.results[r.ToolCallID] = r
+	t.entries = append(t.entries, entry{seq: seq, tool: &r})
+}
+
+// addAssistant records an answer committed during the attempt.
+func (t *transcript) addAssistant(seq int64, a gh.AssistantMessage) {
+	if !failed(&a) {
+		for _, s := range a.InputSeqs {
+			t.answered[s] = true
+		}
+	}
+	t.entries = append(t.entries, entry{seq: seq, asst: &a})
+}
+
+// addUser records input read during the attempt (guide injection).
+func (t *transcript) addUser(seq int64, u gh.UserMessage) {
+	t.entries = append(t.entries, entry{seq: seq, user: &u})
+}
+
+// userText renders a user message with its attachments for a model.
+func userText(u *gh.UserMessage) string {
+	var b strings.Builder
+	b.WriteString(u.Text)
+	for _, a := range u.Attachments {
+		fmt.Fprintf(&b, "\n[attachment %s %s %s]", a.Name, a.Type, a.URL)
+		if a.Text != "" {
+			b.WriteString("\n" + a.Text)
+		}
+	}
+	return b.String()
+}
+
+// messages builds the model's view. Each assistant message with tool calls
+// is followed at once by its results (a call without one gets an error
+// result, so the pairing providers require always holds); input that sits
+// inside a tool batch in seq order comes after the batch; unanswered input
+// is presented last, in seq order, so the model treats it as the prompt
+// rather than as already answered.
+func (t *transcript) messages() []models.Message {
+	var out []models.Message
+	if t.summary != "" {
+		out = append(out, models.Message{Role: models.RoleSystem, Text: "Summary of the earlier conversation:\n" + t.summary})
+	}
+	var unanswered []*entry
+	for i := range t.entries {
+		e := &t.entries[i]
+		switch {
+		case e.user != nil:
+			if !t.answered[e.seq] {
+				unanswered = append(unanswered, e)
+				continue
+			}
+			out = append(out, models.Message{Role: models.RoleUser, Text: userText(e.user)})
+		case e.asst != nil:
+			a := e.asst
+			if failed(a) {
+				continue
+			}
+			m := models.Message{Role: models.RoleAssistant, Text: a.Text}
+			for _, c := range a.ToolCalls {
+				m.ToolCalls = append(m.ToolCalls, models.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+			}
+			out = append(out, m)
+			for _, c := range a.ToolCalls {
+				r, ok := t.results[c.ID]
+				if !ok {
+					r = gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: "no result was recorded for this call", IsError: true}
+				}
+				out = append(out, models.Message{Role: models.RoleTool, ToolCallID: c.ID, Text: r.Content, IsError: r.IsError})
+			}
+		}
+		// Tool results were placed after their call above.
+	}
+	slices.SortFunc(unanswered, func(a, b *entry) int { return int(a.seq - b.seq) })
+	for _, e := range unanswered {
+		out = append(out, models.Message{Role: models.RoleUser, Text: userText(e.user)})
+	}
+	return out
+}
+
+// generation names an answer u<promptSeq>-a<ordinal>, derived from the log
+// so that a retried attempt derives the same name and the kernel returns
+// the committed answer instead of appending a second one.
+func (t *transcript) generation(promptSeq int64) string {
+	prefix := "u" + strconv.FormatInt(promptSeq, 10) + "-a"
+	n := 0
+	for _, e := range t.entries {
+		if e.asst != nil && strings.HasPrefix(e.asst.GenerationID, prefix) {
+			n++
+		}
+	}
+	return prefix + strconv.Itoa(n+1)
+}
+
+// promptOf returns the prompt seq of a generation id, or 0.
+func promptOf(generationID string) int64 {
+	rest, ok := strings.CutPrefix(generationID, "u")
+	if !ok {
+		return 0
+	}
+	num, _, _ := strings.Cut(rest, "-")
+	n, _ := strconv.ParseInt(num, 10, 64)
+	return n
+}
+
+// estimateTokens is a cheap size estimate (about four characters a token)
+// used to decide on compaction before a provider reports real usage.
+func estimateTokens(msgs []models.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Text)/4 + 4
+		for _, c := range m.ToolCalls {
+			n += (len(c.Name)+len(c.Arguments))/4 + 4
+		}
+	}
+	return n
+}
