@@ -1,0 +1,513 @@
+package supervisor_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/models/modeltest"
+	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/supervisor"
+)
+
+type env struct {
+	t    *testing.T
+	ctx  context.Context
+	k    *kernel.Kernel
+	sup  *supervisor.Supervisor
+	fake *modeltest.OpenAI
+}
+
+type opts struct {
+	kernel    kernel.Config
+	models    models.Config
+	sup       supervisor.Config
+	noDefault bool // leave the model unconfigured
+}
+
+func setup(t *testing.T, o opts) *env {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "gatehouse.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if o.kernel.RetryBackoff == 0 {
+		o.kernel.RetryBackoff = time.Millisecond
+	}
+	k := kernel.New(st, o.kernel)
+	fake := modeltest.NewOpenAI(t, "test-key")
+	mc := o.models
+	if !o.noDefault && mc.Selection == "" {
+		mc.Selection = "openai:test-model"
+	}
+	mc.OpenAIAPIKey, mc.OpenAIBaseURL = "test-key", fake.BaseURL()
+	if mc.RetryBase == 0 {
+		mc.RetryBase = time.Millisecond
+	}
+	if mc.MaxRetries == 0 {
+		mc.MaxRetries = 1
+	}
+	mc.Ledger = supervisor.Ledger(k, nil)
+	reg, err := models.New(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := o.sup
+	sc.Kernel, sc.Models = k, reg
+	if sc.Poll == 0 {
+		sc.Poll = 20 * time.Millisecond
+	}
+	sup, err := supervisor.New(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sup.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		sup.Stop(c)
+	})
+	return &env{t: t, ctx: ctx, k: k, sup: sup, fake: fake}
+}
+
+func (e *env) input(session, text string, delivery gh.Delivery) int64 {
+	e.t.Helper()
+	if _, _, err := e.k.CreateSession(e.ctx, gh.Session{ID: session}); err != nil {
+		e.t.Fatal(err)
+	}
+	if delivery == "" {
+		delivery = gh.DeliveryQueue
+	}
+	p, _ := json.Marshal(gh.UserMessage{Text: text, Delivery: delivery})
+	c, err := e.k.EdgeCommit(e.ctx, kernel.EdgeInput{SessionID: session, Event: gh.NewEvent{Kind: gh.KindUserMessage, Payload: p}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c.Event.Seq
+}
+
+// settled waits until the session's newest run is no longer active.
+func (e *env) settled(session string) gh.Run {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, ok, err := e.k.LatestRun(e.ctx, session)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if ok && !r.State.Active() {
+			return r
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("run of %s still %s", session, r.State)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (e *env) events(session string) []gh.Event {
+	e.t.Helper()
+	evs, err := e.k.Events(e.ctx, session, 0, 1000)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return evs
+}
+
+func kinds(evs []gh.Event) string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, string(e.Kind))
+	}
+	return strings.Join(out, " ")
+}
+
+func assistants(t *testing.T, evs []gh.Event) []gh.AssistantMessage {
+	t.Helper()
+	var out []gh.AssistantMessage
+	for _, e := range evs {
+		if e.Kind == gh.KindAssistantMessage {
+			var a gh.AssistantMessage
+			if err := json.Unmarshal(e.Payload, &a); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func TestSimpleTurn(t *testing.T) {
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	e := setup(t, opts{sup: supervisor.Config{Location: berlin, Now: func() time.Time { return time.Date(2026, 11, 30, 23, 30, 0, 0, time.UTC) }}})
+	e.fake.Push(modeltest.Reply{Text: "Hello there, friend."})
+	e.input("s1", "hi", "")
+	run := e.settled("s1")
+	if run.State != gh.RunDone {
+		t.Fatalf("run %+v", run)
+	}
+	evs := e.events("s1")
+	if got := kinds(evs); got != "user.message assistant.message run.finished" {
+		t.Fatalf("log: %s", got)
+	}
+	a := assistants(t, evs)[0]
+	if a.Text != "Hello there, friend." || a.GenerationID != "u1-a1" || len(a.InputSeqs) != 1 || a.InputSeqs[0] != 1 || a.StopReason != gh.StopEndTurn || a.Provider != "openai" || a.Model != "test-model" {
+		t.Fatalf("answer %+v", a)
+	}
+	var fin gh.RunFinished
+	json.Unmarshal(evs[2].Payload, &fin)
+	if fin.Status != "done" || fin.Turns != 1 || fin.Tokens.InputTokens == 0 || fin.Provider != "openai" {
+		t.Fatalf("run.finished %+v", fin)
+	}
+	// The base prompt comes first, with the date in the user's zone.
+	req := e.fake.Requests()[0].JSON()
+	first := req["messages"].([]any)[0].(map[string]any)
+	if first["role"] != "system" || !strings.Contains(first["content"].(string), "Tuesday, 1 December 2026") || !strings.Contains(first["content"].(string), "Europe/Berlin") {
+		t.Fatalf("first message %v", first)
+	}
+	rows, _ := e.k.Ledger(e.ctx, "s1", 0)
+	if len(rows) != 1 || rows[0].RunID != run.ID || rows[0].Provider != "openai" || rows[0].Model != "test-model" {
+		t.Fatalf("ledger %+v", rows)
+	}
+}
+
+func TestToolTurn(t *testing.T) {
+	var calls int
+	var mu sync.Mutex
+	tools := supervisor.FuncTools{"lookup": {
+		Spec: models.ToolSpec{Name: "lookup", Description: "look a word up", Schema: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}}}`)},
+		Fn: func(ctx context.Context, args json.RawMessage) (string, error) {
+			mu.Lock()
+			calls++
+			mu.Unlock()
+			var a struct{ Word string }
+			json.Unmarshal(args, &a)
+			return "definition of " + a.Word, nil
+		},
+	}}
+	e := setup(t, opts{sup: supervisor.Config{Tools: tools}})
+	e.fake.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_1", Name: "lookup", Arguments: `{"word":"gate"}`}}},
+		modeltest.Reply{Text: "A gate is a way through."})
+	e.input("s1", "what is a gate?", "")
+	e.settled("s1")
+	evs := e.events("s1")
+	if got := kinds(evs); got != "user.message assistant.message tool.result assistant.message run.finished" {
+		t.Fatalf("log: %s", got)
+	}
+	as := assistants(t, evs)
+	if as[0].StopReason != gh.StopToolUse || as[0].GenerationID != "u1-a1" || as[1].GenerationID != "u1-a2" || as[1].Text != "A gate is a way through." {
+		t.Fatalf("answers %+v", as)
+	}
+	var r gh.ToolResult
+	json.Unmarshal(evs[2].Payload, &r)
+	if r.ToolCallID != "call_1" || r.Content != "definition of gate" || r.IsError || evs[2].Key != "tool:call_1" {
+		t.Fatalf("result %+v key %s", r, evs[2].Key)
+	}
+	if calls != 1 {
+		t.Fatalf("tool ran %d times", calls)
+	}
+	// The model saw the result as the answer to its call.
+	msgs := e.fake.Requests()[1].JSON()["messages"].([]any)
+	last := msgs[len(msgs)-1].(map[string]any)
+	if last["role"] != "tool" || last["tool_call_id"] != "call_1" {
+		t.Fatalf("second request ends with %v", last)
+	}
+}
+
+// blockingTool runs until released, so tests can act mid-turn.
+type blockingTool struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func newBlockingTool() *blockingTool {
+	return &blockingTool{started: make(chan struct{}, 10), release: make(chan struct{})}
+}
+
+func (b *blockingTool) tools() supervisor.FuncTools {
+	return supervisor.FuncTools{"wait": {Spec: models.ToolSpec{Name: "wait", Schema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(ctx context.Context, _ json.RawMessage) (string, error) {
+			b.started <- struct{}{}
+			select {
+			case <-b.release:
+				return "waited", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}}}
+}
+
+func (e *env) pushToolThenText(text string) {
+	e.fake.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: fmt.Sprintf("call_%d", time.Now().UnixNano()), Name: "wait", Arguments: `{}`}}},
+		modeltest.Reply{Text: text})
+}
+
+func TestQueuedInputMidTurnIsAnsweredNext(t *testing.T) {
+	b := newBlockingTool()
+	e := setup(t, opts{sup: supervisor.Config{Tools: b.tools()}})
+	e.pushToolThenText("first answer")
+	e.fake.Push(modeltest.Reply{Text: "second answer"})
+	first := e.input("s1", "first", "")
+	<-b.started
+	second := e.input("s1", "second, while you work", gh.DeliveryQueue)
+	close(b.release)
+	e.waitFor("the second answer", func() bool { return len(assistants(t, e.events("s1"))) == 3 })
+	e.settled("s1")
+	as := assistants(t, e.events("s1"))
+	if as[1].Text != "first answer" || fmt.Sprint(as[1].InputSeqs) != fmt.Sprint([]int64{first}) {
+		t.Fatalf("first turn answer %+v", as[1])
+	}
+	if as[2].Text != "second answer" || fmt.Sprint(as[2].InputSeqs) != fmt.Sprint([]int64{second}) || as[2].GenerationID != fmt.Sprintf("u%d-a1", second) {
+		t.Fatalf("second turn answer %+v", as[2])
+	}
+	// The queued input was presented last, as the prompt.
+	reqs := e.fake.Requests()
+	msgs := reqs[len(reqs)-1].JSON()["messages"].([]any)
+	if last := msgs[len(msgs)-1].(map[string]any); last["content"] != "second, while you work" {
+		t.Fatalf("last message of the second turn: %v", last)
+	}
+}
+
+func TestGuideJoinsTheRunningTurn(t *testing.T) {
+	b := newBlockingTool()
+	e := setup(t, opts{sup: supervisor.Config{Tools: b.tools()}})
+	e.pushToolThenText("done, with your note")
+	first := e.input("s1", "do the thing", "")
+	<-b.started
+	guide := e.input("s1", "and use blue", gh.DeliveryGuide)
+	close(b.release)
+	e.settled("s1")
+	as := assistants(t, e.events("s1"))
+	if len(as) != 2 || fmt.Sprint(as[1].InputSeqs) != fmt.Sprint([]int64{first, guide}) {
+		t.Fatalf("answers %+v", as)
+	}
+	reqs := e.fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	msgs := reqs[1].JSON()["messages"].([]any)
+	if last := msgs[len(msgs)-1].(map[string]any); last["content"] != "and use blue" {
+		t.Fatalf("guide not injected last: %v", last)
+	}
+	// One run did it all: the guide did not queue another.
+	r, _, _ := e.k.LatestRun(e.ctx, "s1")
+	if r.State != gh.RunDone {
+		t.Fatalf("run %+v", r)
+	}
+}
+
+func TestProviderFailureIsRetriedThenWarned(t *testing.T) {
+	e := setup(t, opts{kernel: kernel.Config{MaxAttempts: 2}})
+	e.fake.SetDefault(modeltest.Reply{Status: 500})
+	e.input("s1", "hi", "")
+	run := e.settled("s1")
+	if run.State != gh.RunFailed || run.Attempts != 2 {
+		t.Fatalf("run %+v", run)
+	}
+	evs := e.events("s1")
+	as := assistants(t, evs)
+	if len(as) != 1 || as[0].StopReason != gh.StopError || !strings.HasPrefix(as[0].Text, "⚠️") || as[0].Hint == "" || as[0].ErrorCode != models.CodeServerError {
+		t.Fatalf("want exactly one ⚠️ message, got %+v", as)
+	}
+	if n := strings.Count(kinds(evs), "run.finished"); n != 2 {
+		t.Fatalf("%d run.finished for 2 attempts: %s", n, kinds(evs))
+	}
+	// A later success answers the same input: the failure consumed nothing.
+	e.fake.SetDefault(modeltest.Reply{Text: "better now"})
+	e.input("s1", "again?", "")
+	e.waitFor("an answer", func() bool { return len(assistants(t, e.events("s1"))) == 2 })
+	as = assistants(t, e.events("s1"))
+	if as[1].Text != "better now" || fmt.Sprint(as[1].InputSeqs) != "[1 5]" {
+		t.Fatalf("answer after failure %+v", as[1])
+	}
+}
+
+func TestNoModelConfiguredFailsOnceWithHint(t *testing.T) {
+	e := setup(t, opts{noDefault: true})
+	e.input("s1", "hi", "")
+	run := e.settled("s1")
+	if run.State != gh.RunFailed || run.Attempts != 1 {
+		t.Fatalf("run %+v (a missing model is not retried)", run)
+	}
+	as := assistants(t, e.events("s1"))
+	if len(as) != 1 || as[0].ErrorCode != models.CodeNotConfigured || !strings.Contains(as[0].Hint, "GATEHOUSE_MODEL") {
+		t.Fatalf("answer %+v", as)
+	}
+}
+
+func TestBrokenModelAnswersNeverBecomeAnswers(t *testing.T) {
+	for name, tc := range map[string]struct {
+		reply modeltest.Reply
+		code  string
+	}{
+		"timeout": {modeltest.Reply{Hang: true}, models.CodeTimeout},
+		"garbage": {modeltest.Reply{Garbage: true}, models.CodeBadResponse},
+		"cut":     {modeltest.Reply{Cut: true}, models.CodeBadResponse},
+		"429":     {modeltest.Reply{Status: 429, RetryAfter: "0"}, models.CodeRateLimited},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := setup(t, opts{kernel: kernel.Config{MaxAttempts: 1}, models: models.Config{RequestTimeout: 300 * time.Millisecond}})
+			e.fake.SetDefault(tc.reply)
+			e.input("s1", "hi", "")
+			e.settled("s1")
+			as := assistants(t, e.events("s1"))
+			if len(as) != 1 || as[0].StopReason != gh.StopError || as[0].ErrorCode != tc.code {
+				t.Fatalf("answers %+v", as)
+			}
+		})
+	}
+}
+
+func TestFallbackIsNoticed(t *testing.T) {
+	ant := modeltest.NewAnthropic(t, "ant-key")
+	e := setup(t, opts{models: models.Config{Selection: "openai:test-model,anthropic:claude-x", AnthropicAPIKey: "ant-key", AnthropicBaseURL: ant.BaseURL()}})
+	e.fake.SetDefault(modeltest.Reply{Status: 400})
+	ant.Push(modeltest.Reply{Text: "from the fallback"})
+	e.input("s1", "hi", "")
+	e.settled("s1")
+	evs := e.events("s1")
+	if got := kinds(evs); got != "user.message notice assistant.message run.finished" {
+		t.Fatalf("log %s", got)
+	}
+	var n gh.Notice
+	json.Unmarshal(evs[1].Payload, &n)
+	if n.Code != "model-fallback" || !strings.Contains(n.Text, "anthropic:claude-x") {
+		t.Fatalf("notice %+v", n)
+	}
+	if a := assistants(t, evs)[0]; a.Provider != "anthropic" || a.Text != "from the fallback" {
+		t.Fatalf("answer %+v", a)
+	}
+}
+
+func TestCompaction(t *testing.T) {
+	e := setup(t, opts{sup: supervisor.Config{ContextWindow: 400, CompactionShare: 0.5, KeepRecent: 2}})
+	long := strings.Repeat("words and more words ", 20)
+	e.fake.SetDefault(modeltest.Reply{Text: "SUMMARY-OR-ANSWER " + long})
+	for i := range 4 {
+		e.input("s1", fmt.Sprintf("message %d %s", i, long), "")
+		e.settled("s1")
+	}
+	evs := e.events("s1")
+	if !strings.Contains(kinds(evs), "compaction") {
+		t.Fatalf("no compaction: %s", kinds(evs))
+	}
+	loaded, err := e.k.Load(e.ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loaded) >= len(evs) {
+		t.Fatalf("load after compaction reads %d of %d events", len(loaded), len(evs))
+	}
+	reqs := e.fake.Requests()
+	last := reqs[len(reqs)-1].JSON()["messages"].([]any)
+	if !strings.Contains(fmt.Sprint(last[1]), "Summary of the earlier conversation") {
+		t.Fatalf("the last request does not start from the summary: %v", last[1])
+	}
+	// Every input was still answered exactly once.
+	answered := map[int64]int{}
+	for _, a := range assistants(t, evs) {
+		for _, s := range a.InputSeqs {
+			answered[s]++
+		}
+	}
+	for _, ev := range evs {
+		if ev.Kind == gh.KindUserMessage && answered[ev.Seq] != 1 {
+			t.Fatalf("input %d answered %d times", ev.Seq, answered[ev.Seq])
+		}
+	}
+}
+
+func TestCancelStopsARunningTurn(t *testing.T) {
+	b := newBlockingTool()
+	e := setup(t, opts{kernel: kernel.Config{LeaseTTL: 300 * time.Millisecond}, sup: supervisor.Config{Tools: b.tools()}})
+	e.pushToolThenText("never said")
+	e.input("s1", "start", "")
+	<-b.started
+	if _, err := e.k.Cancel(e.ctx, "s1", "user pressed stop"); err != nil {
+		t.Fatal(err)
+	}
+	run := e.settled("s1")
+	if run.State != gh.RunCancelled {
+		t.Fatalf("run %+v", run)
+	}
+	for _, a := range assistants(t, e.events("s1")) {
+		if a.Text == "never said" {
+			t.Fatal("a cancelled turn answered")
+		}
+	}
+}
+
+func TestDrainHandsTheRunBack(t *testing.T) {
+	b := newBlockingTool()
+	e := setup(t, opts{sup: supervisor.Config{Tools: b.tools()}})
+	e.pushToolThenText("finished by the next worker")
+	e.input("s1", "start", "")
+	<-b.started
+	ctx, cancel := context.WithTimeout(e.ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := e.sup.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stop: %v", err)
+	}
+	r, _, _ := e.k.LatestRun(e.ctx, "s1")
+	if r.State != gh.RunQueued || r.Attempts != 0 {
+		t.Fatalf("drained run %+v", r)
+	}
+	// Another worker picks it up, fills the missing tool result and answers.
+	close(b.release)
+	sup2, _ := supervisor.New(supervisor.Config{Kernel: e.k, Models: mustModels(t, e.fake), Tools: b.tools(), Poll: 20 * time.Millisecond})
+	sup2.Start(e.ctx)
+	defer sup2.Stop(e.ctx)
+	e.settled("s1")
+	as := assistants(t, e.events("s1"))
+	if len(as) != 2 || as[1].Text != "finished by the next worker" {
+		t.Fatalf("answers %+v", as)
+	}
+}
+
+func mustModels(t *testing.T, fake *modeltest.OpenAI) *models.Registry {
+	reg, err := models.New(models.Config{Selection: "openai:test-model", OpenAIAPIKey: "test-key", OpenAIBaseURL: fake.BaseURL(), RetryBase: time.Millisecond, MaxRetries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func TestUnreadableEventIsSkipped(t *testing.T) {
+	e := setup(t, opts{})
+	e.fake.SetDefault(modeltest.Reply{Text: "still here"})
+	e.k.CreateSession(e.ctx, gh.Session{ID: "s1"})
+	// A user.message whose text is not a string cannot be decoded.
+	if _, err := e.k.EdgeCommit(e.ctx, kernel.EdgeInput{SessionID: "s1", Event: gh.NewEvent{Kind: gh.KindUserMessage, Payload: json.RawMessage(`{"text":42}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	e.settled("s1")
+	good := e.input("s1", "a readable one", "")
+	e.waitFor("an answer", func() bool { return len(assistants(t, e.events("s1"))) == 1 })
+	if as := assistants(t, e.events("s1")); fmt.Sprint(as[0].InputSeqs) != fmt.Sprint([]int64{good}) {
+		t.Fatalf("answer %+v", as[0])
+	}
+}
