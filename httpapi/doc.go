@@ -1,6 +1,10 @@
-// Package httpapi serves Gatehouse over HTTP: health and readiness probes
-// now, the /v1 API, the SSE stream, admin endpoints and the embedded web
-// chat as they land. It maps error codes to HTTP statuses in one place
-// (errors.go) so every endpoint answers errors the same way: JSON
-// {code, message}.
+// Package httpapi serves Gatehouse over HTTP: the /v1 API (sessions,
+// input, events, cancel), the Server-Sent Events stream of a session's
+// log, the health and readiness probes, and, when configured, the embedded
+// web chat. It maps error codes to HTTP statuses in one place (errors.go)
+// so every endpoint answers errors the same way: JSON {code, message}.
+//
+// The API reads and writes through the kernel only: an input is committed
+// (with its queued run, in one transaction) before it is acknowledged, and
+// the stream projects committed events, never runtime state.
 package httpapi

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 
@@ -29,6 +30,10 @@ func statusOf(code gh.Code) int {
 	}
 }
 
+// errMethodNotAllowed marks a known path asked with the wrong method: code
+// invalid, answered 405 rather than 400.
+var errMethodNotAllowed = errors.New("method not allowed")
+
 type errorBody struct {
 	Code    gh.Code `json:"code"`
 	Message string  `json:"message"`
@@ -39,6 +44,9 @@ type errorBody struct {
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	code := gh.ErrorCode(err)
 	status := statusOf(code)
+	if errors.Is(err, errMethodNotAllowed) {
+		status = http.StatusMethodNotAllowed
+	}
 	msg := gh.ErrorMessage(err)
 	if status >= 500 {
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)

@@ -6,10 +6,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/kernel"
 )
 
 // Pinger reports whether a dependency answers; the store is one.
@@ -25,30 +29,88 @@ type Config struct {
 	Ready []Pinger
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+
+	// Kernel serves the /v1 API. Required for /v1: without it only the
+	// probes (and Web) are served and /v1 answers 404.
+	Kernel *kernel.Kernel
+	// APIToken, when set, is required on every /v1 request as
+	// "Authorization: Bearer <token>" (or the access_token query parameter,
+	// for browsers' EventSource, which cannot set headers). Defaults to
+	// empty: no authentication. cmd refuses to bind a non-loopback address
+	// without one.
+	APIToken string
+	// MaxBodyBytes bounds a request body. Defaults to 1 MiB.
+	MaxBodyBytes int64
+	// Heartbeat is how often an idle SSE stream sends a ": ping" comment,
+	// so proxies keep it open and clients notice a dead one. Defaults to 15s.
+	Heartbeat time.Duration
+	// Poll is how often an SSE stream re-reads the log without a signal:
+	// commits made by another replica are not signalled in this process.
+	// Defaults to 2s.
+	Poll time.Duration
+	// Tenant is the tenant whose sessions the API serves. Defaults to
+	// gatehouse.DefaultTenant.
+	Tenant string
+	// Web, when set, serves GET / and GET /assets/ (the embedded web chat,
+	// httpapi/web.Handler()). It receives the full request path. Defaults
+	// to nil: no web chat.
+	Web http.Handler
+}
+
+func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:8080"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = 15 * time.Second
+	}
+	if c.Poll <= 0 {
+		c.Poll = 2 * time.Second
+	}
+	if c.Tenant == "" {
+		c.Tenant = gh.DefaultTenant
+	}
+	return c
 }
 
 // Server is the HTTP surface. Start it, Stop it to drain.
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
+	k        *kernel.Kernel
 	srv      *http.Server
 	ln       net.Listener
 	draining atomic.Bool
 	done     chan error
+
+	// streams holds the cancel functions of open SSE streams: Stop ends
+	// them, since a stream never finishes by itself and Shutdown would
+	// wait for it until its deadline.
+	mu       sync.Mutex
+	streams  map[*int]context.CancelFunc
+	stopping bool
 }
 
 // New builds a server; nothing listens until Start.
 func New(cfg Config) *Server {
-	if cfg.Addr == "" {
-		cfg.Addr = "127.0.0.1:8080"
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	s := &Server{cfg: cfg, log: cfg.Logger}
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, log: cfg.Logger, k: cfg.Kernel, streams: map[*int]context.CancelFunc{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	if s.k != nil {
+		s.routeV1(mux)
+	}
+	if cfg.Web != nil {
+		mux.Handle("GET /{$}", cfg.Web)
+		mux.Handle("GET /assets/", cfg.Web)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, gh.Errorf(gh.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
@@ -58,6 +120,45 @@ func New(cfg Config) *Server {
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	return s
+}
+
+// routeV1 registers the /v1 API. Every path also gets a method-less
+// pattern answering 405, so a wrong method is not mistaken for an unknown
+// route.
+func (s *Server) routeV1(mux *http.ServeMux) {
+	routes := []struct {
+		method, path string
+		h            http.HandlerFunc
+	}{
+		{"POST", "/v1/sessions", s.createSession},
+		{"GET", "/v1/sessions", s.listSessions},
+		{"GET", "/v1/sessions/{id}", s.getSession},
+		{"POST", "/v1/sessions/{id}/input", s.input},
+		{"GET", "/v1/sessions/{id}/events", s.events},
+		{"GET", "/v1/sessions/{id}/stream", s.stream},
+		{"POST", "/v1/sessions/{id}/cancel", s.cancel},
+	}
+	allow := map[string][]string{}
+	var paths []string
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.path, s.auth(rt.h))
+		if _, ok := allow[rt.path]; !ok {
+			paths = append(paths, rt.path)
+		}
+		allow[rt.path] = append(allow[rt.path], rt.method)
+		if rt.method == "GET" {
+			allow[rt.path] = append(allow[rt.path], "HEAD")
+		}
+	}
+	for _, p := range paths {
+		methods := allow[p]
+		slices.Sort(methods)
+		list := strings.Join(methods, ", ")
+		mux.Handle(p, s.auth(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", list)
+			writeError(w, r, s.log, gh.Wrap(gh.CodeInvalid, errMethodNotAllowed, "method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path, list))
+		}))
+	}
 }
 
 // Handler returns the routes, for tests that serve them themselves.
@@ -90,11 +191,38 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // Done reports the server's end: nil after Stop, an error if serving failed.
 func (s *Server) Done() <-chan error { return s.done }
 
-// Stop drains: /readyz turns 503 so load balancers stop sending, new
+// Stop drains: /readyz turns 503 so load balancers stop sending, open SSE
+// streams end (clients reconnect elsewhere with Last-Event-ID), new
 // connections are refused, and requests in flight finish until ctx ends.
 func (s *Server) Stop(ctx context.Context) error {
 	s.draining.Store(true)
+	s.mu.Lock()
+	s.stopping = true
+	for _, cancel := range s.streams {
+		cancel()
+	}
+	s.mu.Unlock()
 	return s.srv.Shutdown(ctx)
+}
+
+// trackStream returns a context for a stream that Stop cancels, and the
+// function that releases it. ok is false once Stop began.
+func (s *Server) trackStream(parent context.Context) (ctx context.Context, release func(), ok bool) {
+	ctx, cancel := context.WithCancel(parent)
+	key := new(int)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		cancel()
+		return ctx, func() {}, false
+	}
+	s.streams[key] = cancel
+	return ctx, func() {
+		s.mu.Lock()
+		delete(s.streams, key)
+		s.mu.Unlock()
+		cancel()
+	}, true
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -88,11 +88,20 @@ func (k *Kernel) edgeResult(res store.AppendResult, p store.AppendParams, err er
 // already committed with the same payload come back as they were
 // committed (a retried attempt re-deriving the same generationId).
 func (k *Kernel) Commit(ctx context.Context, l gh.Lease, events ...gh.NewEvent) ([]Committed, error) {
+	return k.CommitWithCalls(ctx, l, nil, events...)
+}
+
+// CommitWithCalls is Commit that also writes ledger rows of the model calls
+// behind the events, in the same transaction: an answer and the cost of
+// producing it land together, and a turn costs no extra commit for them.
+func (k *Kernel) CommitWithCalls(ctx context.Context, l gh.Lease, calls []gh.LedgerRow, events ...gh.NewEvent) ([]Committed, error) {
 	var out []Committed
 	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
-		out, err = k.CommitTx(ctx, tx, l, events...)
-		return err
+		if out, err = k.CommitTx(ctx, tx, l, events...); err != nil {
+			return err
+		}
+		return k.addCalls(ctx, tx, calls)
 	})
 	if err == nil {
 		k.Notify(l.SessionID)
@@ -132,4 +141,17 @@ func (k *Kernel) CommitTx(ctx context.Context, tx store.Tx, l gh.Lease, events .
 		out = append(out, Committed{Event: res.Event, Duplicate: res.Existing})
 	}
 	return out, nil
+}
+
+func (k *Kernel) addCalls(ctx context.Context, tx store.Tx, calls []gh.LedgerRow) error {
+	now := k.now()
+	for _, c := range calls {
+		if c.Created.IsZero() {
+			c.Created = now
+		}
+		if err := tx.AddLedger(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

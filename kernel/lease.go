@@ -56,6 +56,11 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 	if err := validID("owner", owner); err != nil {
 		return gh.Lease{}, false, err
 	}
+	// Idle workers ask the read side first, so waiting costs no write
+	// transaction (on SQLite, no turn at the single writer).
+	if any, err := k.st.HasClaimable(ctx, k.now()); err != nil || !any {
+		return gh.Lease{}, false, err
+	}
 	var lease gh.Lease
 	var ok bool
 	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
@@ -162,6 +167,8 @@ type Settle struct {
 	// Events are committed with the settle, in its transaction (the
 	// attempt's run.finished account).
 	Events []gh.NewEvent
+	// Calls are ledger rows written with the settle.
+	Calls []gh.LedgerRow
 	// NoRetry makes a failure terminal at once: retrying cannot help (no
 	// model configured, a key refused).
 	NoRetry bool
@@ -197,6 +204,9 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 			if _, err := k.CommitTx(ctx, tx, l, s.Events...); err != nil {
 				return err
 			}
+		}
+		if err := k.addCalls(ctx, tx, s.Calls); err != nil {
+			return err
 		}
 		sess, run, err := k.fence(ctx, tx, l, now)
 		if err != nil {

@@ -54,6 +54,10 @@ type Reader interface {
 	GetRun(ctx context.Context, id int64) (gh.Run, error)
 	// LatestRun returns the session's newest run, if any.
 	LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error)
+	// HasClaimable reports whether any run is claimable at now, without
+	// taking a lock: idle workers check it before they open a write
+	// transaction.
+	HasClaimable(ctx context.Context, now time.Time) (bool, error)
 	// Ledger returns the session's model calls, oldest first, at most limit.
 	Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error)
 }

@@ -72,7 +72,7 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	out.summary.DurationMs = time.Since(started).Milliseconds()
 	payload, _ := json.Marshal(out.summary)
 	settled, err := s.k.Finish(settleCtx, lease, kernel.Settle{
-		Outcome: out.status, Reason: out.reason, NoRetry: out.noRetry,
+		Outcome: out.status, Reason: out.reason, NoRetry: out.noRetry, Calls: calls.take(),
 		Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: payload, Key: fmt.Sprintf("run%d-attempt%d-finished", lease.RunID, lease.Attempt)}},
 	})
 	if err != nil {
@@ -353,8 +353,16 @@ func (s *Supervisor) commit(ctx context.Context, lease gh.Lease, kind gh.Kind, k
 	if err != nil {
 		return 0, gh.Wrap(gh.CodeInternal, err, "encode %s", kind)
 	}
-	c, err := s.k.Commit(ctx, lease, gh.NewEvent{Kind: kind, Payload: raw, Key: key})
+	ci := callInfoFrom(ctx)
+	calls := ci.take()
+	c, err := s.k.CommitWithCalls(ctx, lease, calls, gh.NewEvent{Kind: kind, Payload: raw, Key: key})
 	if err != nil {
+		if ci != nil {
+			// Not written: keep them for the settle.
+			ci.mu.Lock()
+			ci.pending = append(calls, ci.pending...)
+			ci.mu.Unlock()
+		}
 		return 0, err
 	}
 	return c[0].Event.Seq, nil

@@ -18,6 +18,25 @@ type callInfo struct {
 	runID     int64
 	mu        sync.Mutex
 	costUSD   float64
+	// pending rows are written with the attempt's next commit.
+	pending []gh.LedgerRow
+}
+
+// take returns the rows not yet written and forgets them.
+func (ci *callInfo) take() []gh.LedgerRow {
+	if ci == nil {
+		return nil
+	}
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	out := ci.pending
+	ci.pending = nil
+	return out
+}
+
+func callInfoFrom(ctx context.Context) *callInfo {
+	ci, _ := ctx.Value(callInfoKey{}).(*callInfo)
+	return ci
 }
 
 type callInfoKey struct{}
@@ -26,11 +45,16 @@ func withCallInfo(ctx context.Context, ci *callInfo) context.Context {
 	return context.WithValue(ctx, callInfoKey{}, ci)
 }
 
-// Ledger returns the models.Config.Ledger hook that writes every model
-// call to the kernel's ledger. Wire it when building the registry.
+// Ledger returns the models.Config.Ledger hook that records every model
+// call. A call made by a turn is written with the turn's next commit (its
+// answer, or its settle), so the ledger costs the turn no commit of its
+// own; a call made outside a turn is written at once.
 func Ledger(k *kernel.Kernel, log *slog.Logger) func(ctx context.Context, row models.LedgerRow) {
+	if log == nil {
+		log = slog.Default()
+	}
 	return func(ctx context.Context, row models.LedgerRow) {
-		ci, _ := ctx.Value(callInfoKey{}).(*callInfo)
+		ci := callInfoFrom(ctx)
 		r := gh.LedgerRow{
 			Provider: row.Provider, Model: row.Model, Attempt: row.Attempt, InputTokens: row.InputTokens,
 			OutputTokens: row.OutputTokens, CostUSD: row.CostUSD, DurationMs: row.Duration.Milliseconds(), Error: row.Err,
@@ -39,7 +63,9 @@ func Ledger(k *kernel.Kernel, log *slog.Logger) func(ctx context.Context, row mo
 			r.SessionID, r.RunID = ci.sessionID, ci.runID
 			ci.mu.Lock()
 			ci.costUSD += row.CostUSD
+			ci.pending = append(ci.pending, r)
 			ci.mu.Unlock()
+			return
 		}
 		// The row outlives a cancelled call: it happened and it cost.
 		if err := k.RecordCall(context.WithoutCancel(ctx), r); err != nil {

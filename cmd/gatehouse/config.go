@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -230,7 +231,23 @@ func loadConfig(file string, getenv func(string) string) (Config, error) {
 			}
 		}
 	}
+	if c.APIToken == "" && !loopback(c.Addr) {
+		return c, fmt.Errorf("GATEHOUSE_ADDR %s is not a loopback address: set GATEHOUSE_API_TOKEN to serve the API beyond this machine", c.Addr)
+	}
 	return c, nil
+}
+
+// loopback reports whether addr listens only on this machine.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func lookup(getenv func(string) string, name string) (string, bool) {

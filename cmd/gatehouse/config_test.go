@@ -73,3 +73,27 @@ func TestConfigurationDocListsEverySetting(t *testing.T) {
 		}
 	}
 }
+
+func TestNonLoopbackNeedsAToken(t *testing.T) {
+	if _, err := loadConfig("", env(map[string]string{"GATEHOUSE_ADDR": "0.0.0.0:8080"})); err == nil || !strings.Contains(err.Error(), "GATEHOUSE_API_TOKEN") {
+		t.Fatalf("open address without a token: %v", err)
+	}
+	if _, err := loadConfig("", env(map[string]string{"GATEHOUSE_ADDR": "0.0.0.0:8080", "GATEHOUSE_API_TOKEN": "s3cret"})); err != nil {
+		t.Fatalf("open address with a token: %v", err)
+	}
+	for _, addr := range []string{"127.0.0.1:9", "[::1]:9", "localhost:9"} {
+		if _, err := loadConfig("", env(map[string]string{"GATEHOUSE_ADDR": addr})); err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+	}
+}
+
+func TestPrices(t *testing.T) {
+	p, err := parsePrices("openai:gpt-4.1-mini=0.4/1.6, anthropic:claude=3/15")
+	if err != nil || p["openai:gpt-4.1-mini"].OutputPerMTok != 1.6 || p["anthropic:claude"].InputPerMTok != 3 {
+		t.Fatalf("prices %+v %v", p, err)
+	}
+	if _, err := loadConfig("", env(map[string]string{"GATEHOUSE_PRICES": "gpt=cheap"})); err == nil {
+		t.Fatal("bad price table accepted")
+	}
+}

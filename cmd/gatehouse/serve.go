@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/httpapi"
+	"github.com/gatehouse/gatehouse/httpapi/web"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/supervisor"
@@ -49,7 +50,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 
-	api := httpapi.New(httpapi.Config{Addr: cfg.Addr, Ready: []httpapi.Pinger{st}, Logger: log})
+	api := httpapi.New(httpapi.Config{
+		Addr: cfg.Addr, Ready: []httpapi.Pinger{st}, Logger: log,
+		Kernel: k, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
+	})
 	if err := api.Start(ctx); err != nil {
 		return err
 	}

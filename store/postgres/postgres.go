@@ -241,6 +241,11 @@ func (s *Store) AddLedger(ctx context.Context, row gh.LedgerRow) error {
 	return s.auto().AddLedger(ctx, row)
 }
 
+// HasClaimable implements store.Reader.
+func (s *Store) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
+	return s.auto().HasClaimable(ctx, now)
+}
+
 // Ledger implements store.Reader.
 func (s *Store) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
 	return s.auto().Ledger(ctx, sessionID, limit)

@@ -293,3 +293,10 @@ func (t *tx) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.Ledg
 	})
 	return out, dbErr(err, "read ledger")
 }
+
+func (t *tx) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
+	var ok bool
+	err := t.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE state = 'running' AND lease_expires_at <= $1)
+		OR EXISTS (SELECT 1 FROM runs WHERE state = 'queued' AND available_at <= $1)`, now).Scan(&ok)
+	return ok, dbErr(err, "check claimable")
+}

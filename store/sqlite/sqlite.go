@@ -165,6 +165,11 @@ func (s *Store) AddLedger(ctx context.Context, row gh.LedgerRow) error {
 	return s.InTx(ctx, func(ctx context.Context, t store.Tx) error { return t.AddLedger(ctx, row) })
 }
 
+// HasClaimable implements store.Reader.
+func (s *Store) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
+	return s.reader().HasClaimable(ctx, now)
+}
+
 // Ledger implements store.Reader.
 func (s *Store) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
 	return s.reader().Ledger(ctx, sessionID, limit)

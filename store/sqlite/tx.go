@@ -283,3 +283,13 @@ func (t *tx) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.Ledg
 	}
 	return out, dbErr(rows.Err(), "read ledger")
 }
+
+func (t *tx) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
+	var one int
+	err := t.q.QueryRowContext(ctx, `SELECT 1 WHERE EXISTS (SELECT 1 FROM runs WHERE state = 'running' AND lease_expires_at <= ?1)
+		OR EXISTS (SELECT 1 FROM runs WHERE state = 'queued' AND available_at <= ?1)`, micros(now)).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, dbErr(err, "check claimable")
+}

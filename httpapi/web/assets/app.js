@@ -1,0 +1,818 @@
+// Gatehouse web chat. Plain JavaScript, no build step.
+//
+// The conversation is projected from the session's committed events only
+// (GET /v1/sessions/{id}/events, then the SSE stream). Partial text is shown
+// while a model streams and is replaced by the committed assistant.message.
+// Payload text is only ever set with textContent, never parsed as HTML.
+"use strict";
+
+(() => {
+  const TOKEN_KEY = "gatehouse.token";
+  const PAGE = 1000;
+  const KINDS = [
+    "user.message", "assistant.message", "tool.result", "run.started",
+    "run.finished", "notice", "compaction", "gate.opened", "gate.decided",
+    "effect.receipt",
+  ];
+
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    sidebar: $("sidebar"), scrim: $("scrim"), menu: $("menu"),
+    sessions: $("sessions"), newChat: $("new-chat"),
+    title: $("chat-title"), conn: $("conn"), cancel: $("cancel"),
+    scroller: $("scroller"), banner: $("banner"), empty: $("empty"),
+    conversation: $("conversation"),
+    composer: $("composer"), input: $("input"), delivery: $("delivery"), send: $("send"),
+    tokenDialog: $("token-dialog"), tokenForm: $("token-form"),
+    tokenInput: $("token-input"), tokenWhy: $("token-why"),
+  };
+
+  // ---- API ---------------------------------------------------------------
+
+  let tokenWaiter = null;
+
+  function token() {
+    try { return localStorage.getItem(TOKEN_KEY) || ""; } catch { return ""; }
+  }
+
+  // askToken shows the token dialog once, however many requests were refused
+  // at the same time, and resolves when the user has entered one.
+  function askToken(rejected) {
+    if (tokenWaiter) return tokenWaiter;
+    tokenWaiter = new Promise((resolve) => {
+      ui.tokenWhy.textContent = rejected
+        ? "The saved token was refused. Enter the API token."
+        : "This Gatehouse needs its API token.";
+      ui.tokenInput.value = "";
+      const done = (ev) => {
+        ev.preventDefault();
+        const t = ui.tokenInput.value.trim();
+        if (!t) return;
+        try { localStorage.setItem(TOKEN_KEY, t); } catch { /* private mode */ }
+        ui.tokenForm.removeEventListener("submit", done);
+        ui.tokenDialog.close();
+        tokenWaiter = null;
+        resolve(t);
+      };
+      ui.tokenForm.addEventListener("submit", done);
+      ui.tokenDialog.showModal();
+      ui.tokenInput.focus();
+    });
+    return tokenWaiter;
+  }
+
+  class APIError extends Error {
+    constructor(status, code, message) {
+      super(message || code || `HTTP ${status}`);
+      this.status = status;
+      this.code = code || "";
+    }
+  }
+
+  // api sends a request with the token, asks for a token on 401 and tries
+  // again, and answers the decoded JSON body or throws an APIError.
+  async function api(path, opts = {}) {
+    for (let tries = 0; ; tries++) {
+      const headers = { Accept: "application/json", ...(opts.headers || {}) };
+      const t = token();
+      if (t) headers.Authorization = `Bearer ${t}`;
+      let body = opts.body;
+      if (body !== undefined && typeof body !== "string") {
+        body = JSON.stringify(body);
+        headers["Content-Type"] = "application/json";
+      }
+      const res = await fetch(path, { method: opts.method || "GET", headers, body, cache: "no-store" });
+      if (res.status === 401 && tries < 5) {
+        await askToken(Boolean(t));
+        continue;
+      }
+      let data = null;
+      const text = await res.text();
+      if (text) {
+        try { data = JSON.parse(text); } catch { data = null; }
+      }
+      if (!res.ok) {
+        throw new APIError(res.status, data && data.code, (data && data.message) || text.trim() || res.statusText);
+      }
+      return data || {};
+    }
+  }
+
+  function newRequestID() {
+    if (crypto.randomUUID) return crypto.randomUUID();
+    // crypto.randomUUID needs a secure context; getRandomValues does not.
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  }
+
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+  // ---- state -------------------------------------------------------------
+
+  const state = {
+    sessions: [],
+    id: "",          // the open session
+    epoch: 0,        // bumps on every switch, so late answers are dropped
+    events: [],      // committed events, in seq order, gap-free
+    lastSeq: 0,
+    early: new Map(), // seq → event that arrived ahead of a gap
+    partials: new Map(), // generationId → streaming text
+    outbox: [],      // {requestId, text, seq?, failed?} sent, not yet seen in the log
+    es: null,
+    retry: null,
+    catchingUp: false,
+    running: false,
+  };
+
+  // ---- sessions ----------------------------------------------------------
+
+  function sessionFromHash() {
+    const m = /^#\/?s\/([^/?#]+)/.exec(location.hash);
+    return m ? decodeURIComponent(m[1]) : "";
+  }
+
+  function sessionLabel(s) {
+    if (s.title) return s.title;
+    return `Chat ${String(s.id).slice(0, 8)}`;
+  }
+
+  function relTime(iso) {
+    const t = Date.parse(iso);
+    if (!t) return "";
+    const s = Math.round((Date.now() - t) / 1000);
+    if (s < 60) return "just now";
+    if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+    if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+    return new Date(t).toLocaleDateString();
+  }
+
+  async function loadSessions() {
+    try {
+      const data = await api("/v1/sessions");
+      state.sessions = Array.isArray(data.sessions) ? data.sessions : [];
+      renderSessions();
+    } catch (err) {
+      showBanner(`Could not load chats: ${err.message}`);
+    }
+  }
+
+  function renderSessions() {
+    const list = state.sessions.slice().sort((a, b) =>
+      String(b.updatedAt || "").localeCompare(String(a.updatedAt || "")));
+    const frag = document.createDocumentFragment();
+    for (const s of list) {
+      const li = el("li", "session-item");
+      const a = el("a", "session-link");
+      a.href = `#/s/${encodeURIComponent(s.id)}`;
+      a.dataset.testid = "session-item";
+      a.dataset.sessionId = s.id;
+      if (s.id === state.id) a.setAttribute("aria-current", "page");
+      a.append(el("span", "session-title", sessionLabel(s)));
+      a.append(el("span", "session-time", relTime(s.updatedAt)));
+      li.append(a);
+      frag.append(li);
+    }
+    if (!list.length) frag.append(el("li", "session-none", "No chats yet"));
+    ui.sessions.replaceChildren(frag);
+    const cur = state.sessions.find((s) => s.id === state.id);
+    ui.title.textContent = cur ? sessionLabel(cur) : state.id ? `Chat ${state.id.slice(0, 8)}` : "Gatehouse";
+  }
+
+  async function newChat() {
+    ui.newChat.disabled = true;
+    try {
+      const data = await api("/v1/sessions", { method: "POST", body: {} });
+      const s = data.session;
+      if (!s || !s.id) throw new Error("the server answered no session");
+      if (!state.sessions.some((x) => x.id === s.id)) state.sessions.unshift(s);
+      location.hash = `#/s/${encodeURIComponent(s.id)}`;
+      closeSidebar();
+    } catch (err) {
+      showBanner(`Could not start a chat: ${err.message}`);
+    } finally {
+      ui.newChat.disabled = false;
+    }
+  }
+
+  // ---- opening a session and following its log ---------------------------
+
+  function closeStream() {
+    if (state.es) { state.es.close(); state.es = null; }
+    if (state.retry) { clearTimeout(state.retry); state.retry = null; }
+  }
+
+  async function openSession(id) {
+    closeStream();
+    state.epoch++;
+    const epoch = state.epoch;
+    Object.assign(state, {
+      id, events: [], lastSeq: 0, early: new Map(), partials: new Map(),
+      outbox: [], catchingUp: false, running: false,
+    });
+    hideBanner();
+    renderSessions();
+    render();
+    ui.input.disabled = ui.send.disabled = !id;
+    if (!id) { setConn("idle"); return; }
+    setConn("connecting");
+    try {
+      await catchUp(epoch);
+    } catch (err) {
+      if (epoch !== state.epoch) return;
+      if (err.status === 404) {
+        showBanner("This chat does not exist.");
+        ui.input.disabled = ui.send.disabled = true;
+        setConn("idle");
+        return;
+      }
+      showBanner(`Could not load the chat: ${err.message}`);
+    }
+    if (epoch !== state.epoch) return;
+    connect(epoch);
+    ui.input.focus();
+  }
+
+  // catchUp reads the committed events after lastSeq, page by page.
+  async function catchUp(epoch) {
+    if (state.catchingUp) return;
+    state.catchingUp = true;
+    try {
+      for (;;) {
+        const data = await api(`/v1/sessions/${encodeURIComponent(state.id)}/events?after=${state.lastSeq}&limit=${PAGE}`);
+        if (epoch !== state.epoch) return;
+        const evs = Array.isArray(data.events) ? data.events : [];
+        for (const ev of evs) accept(ev);
+        if (evs.length < PAGE) break;
+      }
+      drainEarly();
+    } finally {
+      if (epoch === state.epoch) state.catchingUp = false;
+    }
+    scheduleRender();
+  }
+
+  // accept applies the next committed event; it ignores repeats and keeps
+  // an event that arrived ahead of a gap until the gap is filled.
+  function accept(ev) {
+    if (!ev || typeof ev.seq !== "number" || ev.seq <= state.lastSeq) return;
+    if (ev.seq !== state.lastSeq + 1) {
+      state.early.set(ev.seq, ev);
+      return;
+    }
+    state.events.push(ev);
+    state.lastSeq = ev.seq;
+    if (ev.kind === "assistant.message") {
+      const p = payloadOf(ev);
+      state.partials.delete(p.generationId || "");
+    }
+    if (ev.kind === "run.finished") state.partials.clear();
+    state.outbox = state.outbox.filter((o) => !(o.seq && o.seq <= state.lastSeq));
+    if (ev.kind === "user.message") {
+      const p = payloadOf(ev);
+      if (p.requestId) state.outbox = state.outbox.filter((o) => o.requestId !== p.requestId);
+    }
+  }
+
+  function drainEarly() {
+    while (state.early.has(state.lastSeq + 1)) {
+      const ev = state.early.get(state.lastSeq + 1);
+      state.early.delete(ev.seq);
+      accept(ev);
+    }
+    for (const seq of state.early.keys()) if (seq <= state.lastSeq) state.early.delete(seq);
+  }
+
+  function connect(epoch) {
+    closeStream();
+    const t = token();
+    let url = `/v1/sessions/${encodeURIComponent(state.id)}/stream?after=${state.lastSeq}`;
+    if (t) url += `&access_token=${encodeURIComponent(t)}`;
+    const es = new EventSource(url);
+    state.es = es;
+    const onCommitted = (msg) => {
+      if (epoch !== state.epoch) return;
+      let ev;
+      try { ev = JSON.parse(msg.data); } catch { return; }
+      const before = state.lastSeq;
+      accept(ev);
+      drainEarly();
+      if (state.early.size) {
+        catchUp(epoch).catch(() => {});
+      }
+      if (state.lastSeq !== before) {
+        scheduleRender();
+        if (ev.kind === "run.finished" || ev.kind === "user.message") refreshSessionsSoon();
+      }
+    };
+    for (const k of KINDS) es.addEventListener(k, onCommitted);
+    es.onmessage = onCommitted; // a frame without an event name
+    es.addEventListener("partial", (msg) => {
+      if (epoch !== state.epoch) return;
+      let p;
+      try { p = JSON.parse(msg.data); } catch { return; }
+      if (!p || typeof p.text !== "string") return;
+      const gen = p.generationId || "";
+      if (state.events.some((e) => e.kind === "assistant.message" && payloadOf(e).generationId === gen && gen)) return;
+      state.partials.set(gen, (state.partials.get(gen) || "") + p.text);
+      scheduleRender();
+    });
+    es.onopen = () => { if (epoch === state.epoch) setConn("live"); };
+    es.onerror = () => {
+      if (epoch !== state.epoch) return;
+      if (es.readyState === EventSource.CLOSED) {
+        // The server refused the stream (a 401, a 404, a restart): find
+        // out through the API, which asks for a token if that is it, and
+        // connect again from what is committed.
+        setConn("offline");
+        closeStream();
+        state.retry = setTimeout(async () => {
+          try { await catchUp(epoch); } catch { /* shown by the next try */ }
+          if (epoch === state.epoch) connect(epoch);
+        }, 2000);
+      } else {
+        setConn("connecting"); // EventSource retries by itself with Last-Event-ID
+      }
+    };
+  }
+
+  let sessionsTimer = null;
+  function refreshSessionsSoon() {
+    if (sessionsTimer) return;
+    sessionsTimer = setTimeout(() => { sessionsTimer = null; loadSessions(); }, 500);
+  }
+
+  // ---- sending -------------------------------------------------------------
+
+  async function send(text, delivery) {
+    const id = state.id;
+    const epoch = state.epoch;
+    const item = { requestId: newRequestID(), text, delivery };
+    state.outbox.push(item);
+    scheduleRender();
+    // The same requestId on every try: a retried POST never makes a second message.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const res = await api(`/v1/sessions/${encodeURIComponent(id)}/input`, {
+          method: "POST",
+          headers: { "X-Gatehouse-Source": "web" },
+          body: { text, requestId: item.requestId, delivery },
+        });
+        if (epoch !== state.epoch) return;
+        item.seq = res.seq;
+        if (item.seq && item.seq <= state.lastSeq) {
+          state.outbox = state.outbox.filter((o) => o !== item);
+        } else if (item.seq > state.lastSeq && !state.es) {
+          catchUp(epoch).catch(() => {});
+        }
+        scheduleRender();
+        return;
+      } catch (err) {
+        const retryable = !(err instanceof APIError) || err.status >= 500 || err.status === 429;
+        if (!retryable || attempt >= 5) {
+          if (epoch !== state.epoch) return;
+          item.failed = err.message;
+          scheduleRender();
+          return;
+        }
+        await sleep(500 * 2 ** (attempt - 1));
+      }
+    }
+  }
+
+  // ---- projection ----------------------------------------------------------
+
+  function payloadOf(ev) {
+    const p = ev && ev.payload;
+    if (p && typeof p === "object") return p;
+    if (typeof p === "string") {
+      try { return JSON.parse(p) || {}; } catch { return {}; }
+    }
+    return {};
+  }
+
+  // project turns the committed events into turns. A turn opens with the
+  // first input after a run.finished boundary and closes at the next one.
+  // An input committed while a turn is open waits in the queue; the queue
+  // drains only at a run.finished boundary, never when an assistant
+  // message arrives (the readiness rule). A guide input joins the running
+  // turn.
+  function project(events) {
+    const items = [];  // top-level: turns and system lines, in order
+    let turn = null;   // the open turn
+    let queue = [];    // inputs waiting for the open turn to end
+    let lastTurn = null;
+    const calls = new Map(); // toolCallId → tool entry
+    const consumed = new Set(); // user.message seqs a model request presented
+
+    const openTurn = (inputs) => {
+      turn = { type: "turn", inputs: [], parts: [], finished: null, failed: false };
+      for (const u of inputs) turn.parts.push({ type: "user", ev: u.ev, p: u.p });
+      items.push(turn);
+      lastTurn = turn;
+      return turn;
+    };
+    const current = () => turn || openTurn([]);
+    const lastWork = (t) => {
+      const last = t.parts[t.parts.length - 1];
+      if (last && last.type === "work") return last;
+      const w = { type: "work", tools: [] };
+      t.parts.push(w);
+      return w;
+    };
+
+    for (const ev of events) {
+      const p = payloadOf(ev);
+      switch (ev.kind) {
+        case "user.message": {
+          const u = { ev, p };
+          if (!turn) {
+            openTurn([u]);
+          } else if (p.delivery === "guide") {
+            turn.parts.push({ type: "user", ev, p, guide: true });
+          } else {
+            queue.push(u);
+          }
+          break;
+        }
+        case "run.started":
+          if (!turn && queue.length) { openTurn(queue); queue = []; }
+          break;
+        case "assistant.message": {
+          const t = current();
+          const text = typeof p.text === "string" ? p.text : "";
+          const toolCalls = Array.isArray(p.toolCalls) ? p.toolCalls : [];
+          if (p.stopReason !== "error" && p.stopReason !== "aborted" && Array.isArray(p.inputSeqs)) {
+            for (const s of p.inputSeqs) consumed.add(s);
+          }
+          if (p.stopReason === "error") {
+            t.parts.push({ type: "error", ev, p, text: p.error || text || "The model failed.", hint: p.hint, code: p.errorCode });
+            t.failed = true;
+            break;
+          }
+          if (text) t.parts.push({ type: "assistant", ev, p, text });
+          if (toolCalls.length) {
+            const w = lastWork(t);
+            for (const c of toolCalls) {
+              const entry = { call: c, result: null };
+              w.tools.push(entry);
+              if (c && c.id) calls.set(c.id, entry);
+            }
+          }
+          if (p.stopReason === "aborted") t.parts.push({ type: "note", text: "Stopped." });
+          if (p.stopReason === "max_tokens") t.parts.push({ type: "note", text: "The answer was cut off (max tokens)." });
+          break;
+        }
+        case "tool.result": {
+          const entry = calls.get(p.toolCallId);
+          if (entry) {
+            entry.result = p;
+          } else {
+            lastWork(current()).tools.push({ call: { id: p.toolCallId, name: p.name }, result: p });
+          }
+          break;
+        }
+        case "gate.opened": {
+          const tool = p.tool || p.toolName || p.name || (p.toolCall && p.toolCall.name) || (p.call && p.call.name) || "a tool";
+          current().parts.push({ type: "gate", text: `Approval requested: ${tool}` });
+          break;
+        }
+        case "gate.decided": {
+          const decision = p.decision || p.outcome || "decided";
+          const by = p.by || p.user || p.decidedBy || "someone";
+          (turn || lastTurn || current()).parts.push({ type: "gate", text: `${cap(decision)} by ${by}` });
+          break;
+        }
+        case "notice": {
+          const line = { type: "notice", text: p.text || p.code || "Notice", code: p.code };
+          if (turn) turn.parts.push(line); else items.push(line);
+          break;
+        }
+        case "compaction":
+          items.push({ type: "compaction", text: p.summary || "" });
+          break;
+        case "run.finished": {
+          const t = turn || lastTurn;
+          if (t) {
+            t.finished = p;
+            const status = p.status || "";
+            if ((status === "failed" || status === "error") && !t.failed) {
+              t.parts.push({ type: "error", p, text: p.error || "The turn failed.", hint: p.hint });
+              t.failed = true;
+            } else if (status === "cancelled" && !t.parts.some((x) => x.type === "note" && x.text === "Stopped.")) {
+              t.parts.push({ type: "note", text: "Stopped." });
+            }
+          }
+          turn = null;
+          // The boundary: the queue drains. An input the finished turn's
+          // model requests already presented (inputSeqs) was answered by
+          // it; the others open the next turn.
+          if (queue.length) {
+            const answered = queue.filter((u) => consumed.has(u.ev.seq));
+            const waiting = queue.filter((u) => !consumed.has(u.ev.seq));
+            if (answered.length && t) {
+              let at = 0;
+              while (at < t.parts.length && t.parts[at].type === "user") at++;
+              t.parts.splice(at, 0, ...answered.map((u) => ({ type: "user", ev: u.ev, p: u.p })));
+            } else if (answered.length) {
+              waiting.unshift(...answered);
+            }
+            queue = [];
+            if (waiting.length) openTurn(waiting);
+          }
+          break;
+        }
+        default:
+          break; // bookkeeping (effect.receipt) is not shown
+      }
+    }
+    return { items, queue, running: Boolean(turn) };
+  }
+
+  function cap(s) { s = String(s); return s.charAt(0).toUpperCase() + s.slice(1); }
+
+  // ---- rendering -----------------------------------------------------------
+
+  function el(tag, cls, text) {
+    const n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined && text !== null) n.textContent = String(text);
+    return n;
+  }
+
+  let renderQueued = false;
+  function scheduleRender() {
+    if (renderQueued) return;
+    renderQueued = true;
+    requestAnimationFrame(() => { renderQueued = false; render(); });
+  }
+
+  function fmtMs(ms) {
+    if (!ms && ms !== 0) return "";
+    return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+  }
+
+  function userBubble(ev, p, extra = {}) {
+    const li = el("li", "msg msg-user");
+    li.dataset.testid = "message";
+    li.dataset.role = "user";
+    if (ev) li.dataset.seq = ev.seq;
+    if (extra.queued) li.dataset.queued = "true";
+    if (extra.guide) li.dataset.guide = "true";
+    li.append(el("div", "bubble", p.text || ""));
+    const notes = [];
+    if (extra.queued) notes.push(["queued", "Queued"]);
+    if (extra.guide) notes.push(["guide", "Guide for the running turn"]);
+    if (p.requestedDelivery === "guide" && p.delivery === "queue") {
+      notes.push(["downgraded", "(sent as queued: no turn was running)"]);
+    }
+    if (p.source && p.source !== "web") notes.push(["source", `via ${p.source}`]);
+    if (notes.length) {
+      const line = el("div", "msg-note");
+      notes.forEach(([kind, text], i) => {
+        if (i) line.append(document.createTextNode(" · "));
+        const n = el("span", `note-${kind}`, text);
+        n.dataset.testid = `note-${kind}`;
+        line.append(n);
+      });
+      li.append(line);
+    }
+    return li;
+  }
+
+  function assistantBubble(text, ev) {
+    const li = el("li", "msg msg-assistant");
+    li.dataset.testid = "message";
+    li.dataset.role = "assistant";
+    if (ev) li.dataset.seq = ev.seq;
+    li.append(el("div", "bubble", text));
+    return li;
+  }
+
+  function errorBubble(part) {
+    const li = el("li", "msg msg-assistant msg-error");
+    li.dataset.testid = "message";
+    li.dataset.role = "assistant";
+    li.dataset.error = "true";
+    if (part.ev) li.dataset.seq = part.ev.seq;
+    const b = el("div", "bubble");
+    const head = el("div", "error-text");
+    head.append(el("span", "error-icon", "⚠️ "), document.createTextNode(part.text));
+    b.append(head);
+    if (part.hint) {
+      const h = el("div", "error-hint", part.hint);
+      h.dataset.testid = "error-hint";
+      b.append(h);
+    }
+    if (part.code) b.append(el("div", "error-code", part.code));
+    li.append(b);
+    return li;
+  }
+
+  function workBlock(work, openSet) {
+    const li = el("li", "work");
+    li.dataset.testid = "tool-work";
+    const d = el("details");
+    const key = work.tools.map((t) => t.call && t.call.id).join(",");
+    d.dataset.key = key;
+    if (openSet.has(key)) d.open = true;
+    const n = work.tools.length;
+    const pending = work.tools.filter((t) => !t.result).length;
+    const failed = work.tools.filter((t) => t.result && t.result.isError).length;
+    const names = [...new Set(work.tools.map((t) => (t.call && t.call.name) || "tool"))].join(", ");
+    let summary = `${pending ? "Running" : "Used"} ${names}`;
+    if (n > 1) summary += ` (${n} calls)`;
+    if (!pending && failed) summary += ` · ${failed} failed`;
+    d.append(el("summary", "", summary));
+    for (const t of work.tools) {
+      const item = el("div", "tool");
+      item.dataset.testid = "tool-call";
+      if (t.result && t.result.isError) item.classList.add("tool-failed");
+      const head = el("div", "tool-head");
+      head.append(el("span", "tool-name", (t.call && t.call.name) || "tool"));
+      if (t.result && t.result.durationMs !== undefined) head.append(el("span", "tool-time", fmtMs(t.result.durationMs)));
+      item.append(head);
+      const args = t.call && t.call.arguments;
+      if (args !== undefined && args !== null && args !== "") {
+        const s = typeof args === "string" ? args : JSON.stringify(args);
+        if (s && s !== "{}") item.append(el("pre", "tool-args", s));
+      }
+      if (t.result) {
+        const r = el("pre", "tool-result", t.result.content || (t.result.isError ? "(error)" : "(no output)"));
+        r.dataset.testid = "tool-result";
+        item.append(r);
+      } else {
+        item.append(el("div", "tool-pending", "running…"));
+      }
+      d.append(item);
+    }
+    li.append(d);
+    return li;
+  }
+
+  function systemLine(text, cls, testid) {
+    const li = el("li", `sys ${cls || ""}`.trim());
+    li.dataset.testid = testid || "notice";
+    li.dataset.role = "system";
+    li.append(el("span", "", text));
+    return li;
+  }
+
+  function runMeta(f) {
+    const bits = [];
+    if (f.status && f.status !== "done") bits.push(f.status);
+    if (f.model) bits.push(f.model);
+    const tok = f.tokens ? (f.tokens.inputTokens || 0) + (f.tokens.outputTokens || 0) : 0;
+    if (tok) bits.push(`${tok} tokens`);
+    if (f.durationMs) bits.push(fmtMs(f.durationMs));
+    if (!bits.length) bits.push(f.status || "done");
+    const li = el("li", "meta", bits.join(" · "));
+    li.dataset.testid = "run-meta";
+    return li;
+  }
+
+  function render() {
+    const openSet = new Set();
+    for (const d of ui.conversation.querySelectorAll("details[open]")) openSet.add(d.dataset.key);
+    const nearBottom = ui.scroller.scrollHeight - ui.scroller.scrollTop - ui.scroller.clientHeight < 80;
+
+    const view = project(state.events);
+    state.running = view.running || view.queue.length > 0;
+    const frag = document.createDocumentFragment();
+
+    for (const item of view.items) {
+      if (item.type === "notice") { frag.append(systemLine(item.text)); continue; }
+      if (item.type === "compaction") {
+        const li = el("li", "sys compaction");
+        li.dataset.testid = "compaction";
+        li.dataset.role = "system";
+        const d = el("details");
+        d.append(el("summary", "", "Earlier messages were summarised"));
+        d.append(el("div", "compaction-text", item.text));
+        li.append(d);
+        frag.append(li);
+        continue;
+      }
+      for (const part of item.parts) {
+        switch (part.type) {
+          case "user": frag.append(userBubble(part.ev, part.p, { guide: part.guide })); break;
+          case "assistant": frag.append(assistantBubble(part.text, part.ev)); break;
+          case "error": frag.append(errorBubble(part)); break;
+          case "work": frag.append(workBlock(part, openSet)); break;
+          case "gate": frag.append(systemLine(part.text, "gate", "gate")); break;
+          case "notice": frag.append(systemLine(part.text)); break;
+          case "note": frag.append(systemLine(part.text, "note", "note")); break;
+          default: break;
+        }
+      }
+      if (item.finished) {
+        const m = runMeta(item.finished);
+        if (m) frag.append(m);
+      }
+    }
+
+    // Streaming text of the running turn, keyed by generationId.
+    for (const [gen, text] of state.partials) {
+      if (!text) continue;
+      const li = el("li", "msg msg-assistant msg-streaming");
+      li.dataset.testid = "streaming";
+      li.dataset.generationId = gen;
+      li.append(el("div", "bubble", text));
+      frag.append(li);
+    }
+    if (view.running && !state.partials.size) {
+      const li = el("li", "typing");
+      li.dataset.testid = "typing";
+      li.setAttribute("aria-label", "The agent is working");
+      li.append(el("span"), el("span"), el("span"));
+      frag.append(li);
+    }
+    for (const u of view.queue) frag.append(userBubble(u.ev, u.p, { queued: true }));
+
+    // Sent, not yet in the log.
+    for (const o of state.outbox) {
+      const li = el("li", "msg msg-user msg-pending");
+      li.dataset.testid = "pending";
+      li.dataset.role = "pending";
+      li.append(el("div", "bubble", o.text));
+      li.append(el("div", "msg-note", o.failed ? `Not sent: ${o.failed}` : "Sending…"));
+      if (o.failed) li.classList.add("msg-failed");
+      frag.append(li);
+    }
+
+    ui.conversation.replaceChildren(frag);
+    ui.empty.hidden = Boolean(state.id) && (state.events.length > 0 || state.outbox.length > 0 || state.partials.size > 0);
+    if (state.id && !state.events.length && !state.outbox.length) {
+      ui.empty.firstElementChild.textContent = "Say something to start.";
+    } else if (!state.id) {
+      ui.empty.firstElementChild.textContent = "Start a new chat, or pick one from the list.";
+    }
+    ui.cancel.hidden = !(state.id && state.running);
+    ui.delivery.hidden = !(state.id && state.running);
+    if (ui.delivery.hidden) ui.delivery.value = "queue";
+    if (nearBottom) ui.scroller.scrollTop = ui.scroller.scrollHeight;
+  }
+
+  // ---- chrome --------------------------------------------------------------
+
+  function setConn(s) {
+    ui.conn.dataset.state = s;
+    ui.conn.textContent = { live: "live", connecting: "connecting…", offline: "offline", idle: "" }[s] || "";
+  }
+
+  function showBanner(text) {
+    ui.banner.textContent = text;
+    ui.banner.hidden = false;
+  }
+  function hideBanner() { ui.banner.hidden = true; ui.banner.textContent = ""; }
+
+  function openSidebar() { document.body.classList.add("show-sidebar"); ui.scrim.hidden = false; }
+  function closeSidebar() { document.body.classList.remove("show-sidebar"); ui.scrim.hidden = true; }
+
+  function autosize() {
+    ui.input.style.height = "auto";
+    ui.input.style.height = `${Math.min(ui.input.scrollHeight, 200)}px`;
+  }
+
+  ui.tokenDialog.addEventListener("cancel", (ev) => ev.preventDefault()); // the token is needed
+  ui.composer.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const text = ui.input.value;
+    if (!state.id || !text.trim()) return;
+    const delivery = state.running && ui.delivery.value === "guide" ? "guide" : "queue";
+    ui.input.value = "";
+    autosize();
+    send(text, delivery);
+  });
+  ui.input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      ui.composer.requestSubmit();
+    }
+  });
+  ui.input.addEventListener("input", autosize);
+  ui.newChat.addEventListener("click", newChat);
+  ui.menu.addEventListener("click", openSidebar);
+  ui.scrim.addEventListener("click", closeSidebar);
+  ui.sessions.addEventListener("click", (ev) => { if (ev.target.closest("a")) closeSidebar(); });
+  ui.cancel.addEventListener("click", async () => {
+    ui.cancel.disabled = true;
+    try {
+      await api(`/v1/sessions/${encodeURIComponent(state.id)}/cancel`, { method: "POST", body: {} });
+    } catch (err) {
+      showBanner(`Could not stop: ${err.message}`);
+    } finally {
+      ui.cancel.disabled = false;
+    }
+  });
+  window.addEventListener("hashchange", () => {
+    const id = sessionFromHash();
+    if (id !== state.id) openSession(id);
+  });
+  setInterval(() => { if (!document.hidden) renderSessions(); }, 60000);
+
+  loadSessions();
+  openSession(sessionFromHash());
+})();

@@ -1,0 +1,516 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/httpapi"
+	"github.com/gatehouse/gatehouse/httpapi/web"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/supervisor"
+)
+
+// waitFor bounds how long a test waits for something that must happen; it
+// is a hang guard, not a speed assertion.
+const waitFor = 30 * time.Second
+
+// chromium finds the browser: GATEHOUSE_TEST_CHROMIUM, else Debian's
+// chromium on the PATH. Without one the test is skipped, unless
+// GATEHOUSE_TEST_REQUIRE_SERVICES=1 makes that a failure (CI).
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("GATEHOUSE_TEST_CHROMIUM"); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		missing(t, fmt.Sprintf("GATEHOUSE_TEST_CHROMIUM=%s does not exist", p))
+	}
+	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	missing(t, "no chromium found (apt-get install chromium, or set GATEHOUSE_TEST_CHROMIUM)")
+	return ""
+}
+
+func missing(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("GATEHOUSE_TEST_REQUIRE_SERVICES") == "1" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
+
+// stack is the real Gatehouse on loopback: a SQLite store, the kernel, the
+// scripted model, the supervisor (unless manual) and the HTTP API with the
+// web chat.
+type stack struct {
+	url string
+	k   *kernel.Kernel
+}
+
+// stackOpts says what startStack runs.
+type stackOpts struct {
+	script string // the scripted model's steps
+	manual bool   // no supervisor: the test plays the worker
+	token  string // the API token, if any
+}
+
+func startStack(t *testing.T, o stackOpts) *stack {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "gatehouse.db")})
+	if err != nil {
+		t.Fatalf("open sqlite: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	k := kernel.New(st, kernel.Config{})
+
+	if !o.manual {
+		scriptFile := filepath.Join(dir, "script.json")
+		if err := os.WriteFile(scriptFile, []byte(o.script), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		reg, err := models.New(models.Config{Selection: "scripted:demo", ScriptFile: scriptFile})
+		if err != nil {
+			t.Fatalf("models: %v", err)
+		}
+		sup, err := supervisor.New(supervisor.Config{Kernel: k, Models: reg, Logger: log, Poll: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("supervisor: %v", err)
+		}
+		if err := sup.Start(ctx); err != nil {
+			t.Fatalf("supervisor start: %v", err)
+		}
+		t.Cleanup(func() {
+			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer scancel()
+			if err := sup.Stop(sctx); err != nil {
+				t.Errorf("supervisor stop: %v", err)
+			}
+		})
+	}
+
+	srv := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Kernel: k, Web: web.Handler(), Logger: log, APIToken: o.token})
+	if err := srv.Start(ctx); err != nil {
+		t.Fatalf("http start: %v", err)
+	}
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		if err := srv.Stop(sctx); err != nil {
+			t.Errorf("http stop: %v", err)
+		}
+	})
+	return &stack{url: "http://" + srv.Addr(), k: k}
+}
+
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// browser starts a headless chromium with a fresh profile and returns a
+// tab. Its cleanup waits for the browser to exit, before the profile
+// directory and the servers go.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromium(t)
+	profile := t.TempDir()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1100, 800),
+	)
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() {
+		cancel()
+		acancel()
+	})
+	// Start the browser now, so a broken install fails here, clearly.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium %s: %v", exe, err)
+	}
+	// An uncaught exception or a console.error in the page fails the test.
+	var mu sync.Mutex
+	var problems []string
+	if err := chromedp.Listen(ctx, func(ev any) {
+		var msg string
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			msg = fmt.Sprintf("uncaught exception: %s %s:%d", d.Text, d.URL, d.LineNumber+1)
+			if d.Exception != nil {
+				msg += " " + d.Exception.Description
+			}
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type != runtime.ConsoleAPICalledTypeError {
+				return
+			}
+			msg = "console.error:"
+			for _, a := range ev.Args {
+				msg += " " + string(a.Value) + a.Description
+			}
+		default:
+			return
+		}
+		mu.Lock()
+		problems = append(problems, msg)
+		mu.Unlock()
+	}); err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range problems {
+			t.Errorf("page: %s", p)
+		}
+	})
+	tctx, tcancel := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(tcancel)
+	return tctx
+}
+
+func css(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+// bubble is a rendered message as the page shows it.
+type bubble struct {
+	Role   string `json:"role"`
+	Text   string `json:"text"`
+	Error  bool   `json:"error"`
+	Queued bool   `json:"queued"`
+	Tags   int    `json:"tags"` // element children inside the text: must be 0
+}
+
+const bubblesJS = `Array.from(document.querySelectorAll('[data-testid="message"]')).map(m => {
+  const b = m.querySelector('.bubble');
+  return {role: m.dataset.role, text: b ? b.textContent : '', error: m.dataset.error === 'true',
+          queued: m.dataset.queued === 'true', tags: b ? b.querySelectorAll('b,script,img').length : 0};
+})`
+
+func bubbles(t *testing.T, ctx context.Context) []bubble {
+	t.Helper()
+	bs, err := chromedp.Run(ctx, chromedp.Evaluate[[]bubble](bubblesJS))
+	if err != nil {
+		t.Fatalf("read bubbles: %v", err)
+	}
+	return bs
+}
+
+// until polls a JavaScript predicate in the page.
+func until(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(waitFor))); err != nil {
+		bs, _ := chromedp.Run(context.WithoutCancel(ctx), chromedp.Evaluate[[]bubble](bubblesJS))
+		t.Fatalf("waiting for %s: %v (bubbles now: %+v)", what, err, bs)
+	}
+}
+
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	dir := os.Getenv("GATEHOUSE_TEST_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+// newChat opens the page, starts a chat and returns its session id.
+func newChat(t *testing.T, ctx context.Context, url string) string {
+	t.Helper()
+	do(t, ctx, "open the page",
+		chromedp.Navigate(url+"/"),
+		chromedp.WaitVisible(css(`[data-testid="new-chat"]`)),
+		chromedp.Click(css(`[data-testid="new-chat"]`)),
+		chromedp.WaitEnabled(css(`[data-testid="composer-input"]`)),
+	)
+	until(t, ctx, "the session in the URL", `location.hash.startsWith('#/s/')`)
+	id, err := chromedp.Run(ctx, chromedp.Evaluate[string](`decodeURIComponent(location.hash.slice(4))`))
+	if err != nil || id == "" {
+		t.Fatalf("session id from the URL: %q %v", id, err)
+	}
+	until(t, ctx, "the session in the list",
+		fmt.Sprintf(`!!document.querySelector('[data-testid="session-item"][data-session-id=%q][aria-current="page"]')`, id))
+	return id
+}
+
+func sendMessage(t *testing.T, ctx context.Context, text string) {
+	t.Helper()
+	do(t, ctx, "send "+text,
+		chromedp.SendKeys(css(`[data-testid="composer-input"]`), text),
+		chromedp.Click(css(`[data-testid="send-button"]`)),
+	)
+}
+
+const answer = "Hello! I am the scripted demo. <b>not bold</b> & done."
+
+func TestBrowserChat(t *testing.T) {
+	script := fmt.Sprintf(`[{"match": "hello", "text": %q}]`, answer)
+	s := startStack(t, stackOpts{script: script})
+	ctx := browser(t)
+
+	newChat(t, ctx, s.url)
+	sendMessage(t, ctx, "hello gatehouse")
+
+	until(t, ctx, "the scripted answer",
+		fmt.Sprintf(`Array.from(document.querySelectorAll('[data-testid="message"][data-role="assistant"] .bubble')).some(b => b.textContent === %q)`, answer))
+	until(t, ctx, "the turn to end", `!document.querySelector('[data-testid="typing"],[data-testid="streaming"],[data-testid="pending"]') && !!document.querySelector('[data-testid="run-meta"]')`)
+
+	want := []bubble{{Role: "user", Text: "hello gatehouse"}, {Role: "assistant", Text: answer}}
+	if got := bubbles(t, ctx); !slices.Equal(got, want) {
+		t.Fatalf("bubbles = %+v, want %+v", got, want)
+	}
+	input, err := chromedp.Run(ctx, chromedp.Value(css(`[data-testid="composer-input"]`)))
+	if err != nil || input != "" {
+		t.Errorf("composer after send = %q, %v; want it empty", input, err)
+	}
+	screenshot(t, ctx, "chat.png")
+
+	// A reload shows the same conversation from the log: the same bubbles,
+	// no duplicates.
+	do(t, ctx, "reload", chromedp.Reload())
+	until(t, ctx, "the conversation after the reload",
+		`document.querySelectorAll('[data-testid="message"]').length >= 2 && !!document.querySelector('[data-testid="run-meta"]')`)
+	if got := bubbles(t, ctx); !slices.Equal(got, want) {
+		t.Fatalf("after reload: bubbles = %+v, want %+v", got, want)
+	}
+
+	// At phone width the chat list folds away and the conversation fits.
+	do(t, ctx, "phone width", chromedp.EmulateViewport(390, 760, chromedp.EmulateMobile))
+	until(t, ctx, "the menu button", `getComputedStyle(document.querySelector('[data-testid="menu-toggle"]')).display !== 'none'`)
+	until(t, ctx, "the chat list to fold away", `document.querySelector('[data-testid="sidebar"]').getBoundingClientRect().right <= 0`)
+	if wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)); err != nil || wide {
+		t.Errorf("page wider than a phone: %v %v", wide, err)
+	}
+	screenshot(t, ctx, "chat-phone.png")
+}
+
+func TestBrowserFailedTurn(t *testing.T) {
+	// model-unauthorized is not retried: the turn fails at once.
+	s := startStack(t, stackOpts{script: `[{"error": "model-unauthorized"}]`})
+	ctx := browser(t)
+
+	newChat(t, ctx, s.url)
+	sendMessage(t, ctx, "will this work?")
+	until(t, ctx, "the failure", `!!document.querySelector('[data-testid="message"][data-error="true"]')`)
+	until(t, ctx, "the turn to end", `!document.querySelector('[data-testid="typing"]')`)
+
+	bs := bubbles(t, ctx)
+	if len(bs) != 2 || bs[0].Role != "user" || bs[0].Text != "will this work?" || !bs[1].Error {
+		t.Fatalf("bubbles = %+v, want the input and one failure", bs)
+	}
+	if !strings.HasPrefix(bs[1].Text, "⚠️") || !strings.Contains(bs[1].Text, "scripted failure") {
+		t.Errorf("failure text = %q, want ⚠️ and the error", bs[1].Text)
+	}
+	hint, err := chromedp.Run(ctx, chromedp.Text(css(`[data-testid="error-hint"]`)))
+	if err != nil || !strings.Contains(hint, "refused the key") {
+		t.Errorf("hint = %q, %v; want the provider hint", hint, err)
+	}
+	screenshot(t, ctx, "failed.png")
+}
+
+// TestBrowserStreamingQueue drives the worker side by hand, so each step
+// can be seen: partial text streams into a bubble that the committed
+// answer replaces, and an input typed while the turn runs stays queued
+// until the run.finished boundary.
+func TestBrowserStreamingQueue(t *testing.T) {
+	s := startStack(t, stackOpts{manual: true})
+	ctx := browser(t)
+	bg := context.Background()
+
+	id := newChat(t, ctx, s.url)
+	sendMessage(t, ctx, "first question")
+	until(t, ctx, "the input", `!!document.querySelector('[data-testid="message"][data-role="user"]')`)
+
+	lease := claim(t, s.k)
+	if lease.SessionID != id {
+		t.Fatalf("claimed session %q, want %q", lease.SessionID, id)
+	}
+
+	// Partial deltas show in one streaming bubble.
+	const gen = "u1-a1"
+	until(t, ctx, "the stream to connect", `document.querySelector('[data-testid="conn-status"]').dataset.state === 'live'`)
+	for _, d := range []string{"Thinking ", "about <i>it</i>", "…"} {
+		s.k.PublishPartial(kernel.Partial{SessionID: id, GenerationID: gen, Text: d})
+	}
+	until(t, ctx, "the streaming text",
+		`(document.querySelector('[data-testid="streaming"] .bubble') || {}).textContent === 'Thinking about <i>it</i>…'`)
+
+	// An input sent while the turn runs is queued.
+	sendMessage(t, ctx, "second question")
+	until(t, ctx, "the queued input", `!!document.querySelector('[data-testid="message"][data-queued="true"]')`)
+
+	// The committed answer replaces the streaming bubble; the queue does
+	// not drain on an assistant message.
+	commit(t, s.k, lease, gh.KindAssistantMessage, gen, gh.AssistantMessage{
+		GenerationID: gen, Text: "The first answer.", InputSeqs: []int64{1}, StopReason: gh.StopEndTurn,
+	})
+	until(t, ctx, "the answer", `Array.from(document.querySelectorAll('[data-testid="message"][data-role="assistant"]')).some(m => m.textContent === 'The first answer.')`)
+	until(t, ctx, "the streaming bubble to go", `!document.querySelector('[data-testid="streaming"]')`)
+	if bs := bubbles(t, ctx); len(bs) != 3 || !bs[2].Queued || bs[2].Text != "second question" {
+		t.Fatalf("before run.finished: bubbles = %+v, want the second input still queued", bs)
+	}
+
+	// run.finished is the boundary: the queued input opens the next turn.
+	finished, _ := json.Marshal(gh.RunFinished{RunID: lease.RunID, Status: "done", Turns: 1, StopReason: gh.StopEndTurn, DurationMs: 1200})
+	if _, err := s.k.Finish(bg, lease, kernel.Settle{Outcome: gh.OutcomeDone, Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: finished}}}); err != nil {
+		t.Fatalf("finish: %v", err)
+	}
+	until(t, ctx, "the queue to drain", `!document.querySelector('[data-testid="message"][data-queued="true"]')`)
+	want := []bubble{
+		{Role: "user", Text: "first question"},
+		{Role: "assistant", Text: "The first answer."},
+		{Role: "user", Text: "second question"},
+	}
+	if got := bubbles(t, ctx); !slices.Equal(got, want) {
+		t.Fatalf("after run.finished: bubbles = %+v, want %+v", got, want)
+	}
+
+	// A guide with no turn running is committed as queued, and says so.
+	edge(t, s.k, id, gh.UserMessage{Text: "a guide", Delivery: gh.DeliveryQueue, RequestedDelivery: gh.DeliveryGuide, Source: "api"})
+	edge(t, s.k, id, gh.UserMessage{Text: "<script>alert(1)</script>", Delivery: gh.DeliveryQueue, Source: "api"})
+	until(t, ctx, "the downgrade note", `!!document.querySelector('[data-testid="note-downgraded"]')`)
+	screenshot(t, ctx, "streaming-queue.png")
+	if bs := bubbles(t, ctx); bs[len(bs)-1].Text != "<script>alert(1)</script>" || bs[len(bs)-1].Tags != 0 {
+		t.Errorf("payload text was not escaped: %+v", bs[len(bs)-1])
+	}
+
+	// The next turn uses a tool: the work folds under the turn, with the
+	// tool's name and result.
+	lease = claim(t, s.k)
+	commit(t, s.k, lease, gh.KindAssistantMessage, "u2-a1", gh.AssistantMessage{
+		GenerationID: "u2-a1", Text: "Let me look.", InputSeqs: []int64{2}, StopReason: gh.StopToolUse,
+		ToolCalls: []gh.ToolCall{{ID: "tc_1", Name: "workspace.list", Arguments: json.RawMessage(`{"path":"."}`)}},
+	})
+	commit(t, s.k, lease, gh.KindToolResult, "tc_1", gh.ToolResult{ToolCallID: "tc_1", Name: "workspace.list", Content: "src/ web/ docs/", DurationMs: 90})
+	commit(t, s.k, lease, gh.KindNotice, "", gh.Notice{Code: "model-fallback", Text: "scripted:a failed (model-timeout); answered by scripted:b"})
+	commit(t, s.k, lease, gh.KindAssistantMessage, "u2-a2", gh.AssistantMessage{
+		GenerationID: "u2-a2", Text: "There are three folders.", InputSeqs: []int64{2}, StopReason: gh.StopEndTurn,
+	})
+	until(t, ctx, "the tool work", `(document.querySelector('[data-testid="tool-work"] summary') || {}).textContent === 'Used workspace.list'`)
+	do(t, ctx, "open the tool work", chromedp.Click(css(`[data-testid="tool-work"] summary`)))
+	until(t, ctx, "the tool result", `(document.querySelector('[data-testid="tool-result"]') || {}).textContent === 'src/ web/ docs/'`)
+	until(t, ctx, "the notice", `(document.querySelector('[data-testid="notice"]') || {}).textContent === 'scripted:a failed (model-timeout); answered by scripted:b'`)
+	screenshot(t, ctx, "tools.png")
+}
+
+// claim plays a worker: it waits for the session's queued run and claims it.
+func claim(t *testing.T, k *kernel.Kernel) gh.Lease {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		l, ok, err := k.Claim(context.Background(), "test-worker")
+		if err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+		if ok {
+			return l
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no run to claim")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func commit(t *testing.T, k *kernel.Kernel, l gh.Lease, kind gh.Kind, key string, payload any) {
+	t.Helper()
+	b, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Commit(context.Background(), l, gh.NewEvent{Kind: kind, Key: key, Payload: b}); err != nil {
+		t.Fatalf("commit %s: %v", kind, err)
+	}
+}
+
+func edge(t *testing.T, k *kernel.Kernel, session string, u gh.UserMessage) {
+	t.Helper()
+	b, err := json.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.EdgeCommit(context.Background(), kernel.EdgeInput{SessionID: session, Event: gh.NewEvent{Kind: gh.KindUserMessage, Payload: b}}); err != nil {
+		t.Fatalf("edge commit: %v", err)
+	}
+}
+
+// TestBrowserToken: with an API token the page asks for it once, keeps it,
+// and uses it on fetch and on the stream.
+func TestBrowserToken(t *testing.T) {
+	s := startStack(t, stackOpts{script: `[{"text": "Authorised answer."}]`, token: "s3cret-token"})
+	ctx := browser(t)
+
+	do(t, ctx, "open the page and give the token",
+		chromedp.Navigate(s.url+"/"),
+		chromedp.WaitVisible(css(`[data-testid="token-input"]`)),
+		chromedp.SendKeys(css(`[data-testid="token-input"]`), "s3cret-token"),
+		chromedp.Click(css(`[data-testid="token-submit"]`)),
+		chromedp.WaitNotVisible(css(`[data-testid="token-dialog"]`)),
+		chromedp.Click(css(`[data-testid="new-chat"]`)),
+		chromedp.WaitEnabled(css(`[data-testid="composer-input"]`)),
+	)
+	until(t, ctx, "the session in the URL", `location.hash.startsWith('#/s/')`)
+	sendMessage(t, ctx, "are you there?")
+	until(t, ctx, "the answer over the stream", `Array.from(document.querySelectorAll('[data-testid="message"][data-role="assistant"]')).some(m => m.textContent === 'Authorised answer.')`)
+
+	do(t, ctx, "reload", chromedp.Reload())
+	until(t, ctx, "the conversation after the reload", `document.querySelectorAll('[data-testid="message"]').length === 2`)
+	if open, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('[data-testid="token-dialog"]').open`)); err != nil || open {
+		t.Errorf("token dialog open after reload: %v %v; want the kept token used", open, err)
+	}
+	until(t, ctx, "the stream with the token", `document.querySelector('[data-testid="conn-status"]').dataset.state === 'live'`)
+}
