@@ -51,6 +51,14 @@ type Config struct {
 	// Tenant is the tenant whose sessions the API serves. Defaults to
 	// gatehouse.DefaultTenant.
 	Tenant string
+	// Model is the configured model selection, shown by GET /v1/info.
+	// Defaults to empty: no model configured.
+	Model string
+	// ModelHint tells how to configure a model; GET /v1/info returns it
+	// when Model is empty, and the web chat shows it. Defaults to empty.
+	ModelHint string
+	// Version is reported by GET /v1/info. Defaults to "dev".
+	Version string
 	// Web, when set, serves GET / and GET /assets/ (the embedded web chat,
 	// httpapi/web.Handler()). It receives the full request path. Defaults
 	// to nil: no web chat.
@@ -75,6 +83,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Tenant == "" {
 		c.Tenant = gh.DefaultTenant
+	}
+	if c.Version == "" {
+		c.Version = "dev"
 	}
 	return c
 }
@@ -137,6 +148,7 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		{"GET", "/v1/sessions/{id}/events", s.events},
 		{"GET", "/v1/sessions/{id}/stream", s.stream},
 		{"POST", "/v1/sessions/{id}/cancel", s.cancel},
+		{"GET", "/v1/info", s.info},
 	}
 	allow := map[string][]string{}
 	var paths []string
@@ -243,4 +255,14 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// info tells a client what this gateway runs: its version and model, and
+// how to configure one when there is none (the web chat shows that).
+func (s *Server) info(w http.ResponseWriter, r *http.Request) {
+	body := map[string]any{"version": s.cfg.Version, "model": s.cfg.Model, "modelConfigured": s.cfg.Model != ""}
+	if s.cfg.Model == "" {
+		body["hint"] = s.cfg.ModelHint
+	}
+	writeJSON(w, http.StatusOK, body)
 }

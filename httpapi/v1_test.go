@@ -353,3 +353,24 @@ func TestRoutes(t *testing.T) {
 		}
 	})
 }
+
+func TestInfoSaysHowToConfigureAModel(t *testing.T) {
+	run(t, httpapi.Config{ModelHint: "set GATEHOUSE_MODEL"}, func(t *testing.T, e *env) {
+		var info struct {
+			Model           string `json:"model"`
+			ModelConfigured bool   `json:"modelConfigured"`
+			Hint            string `json:"hint"`
+		}
+		e.do("GET", "/v1/info", nil).expect(t, 200, "").decode(t, &info)
+		if info.ModelConfigured || info.Hint != "set GATEHOUSE_MODEL" {
+			t.Fatalf("info without a model: %+v", info)
+		}
+	})
+	run(t, httpapi.Config{Model: "openai:gpt-4.1-mini", ModelHint: "x"}, func(t *testing.T, e *env) {
+		var info map[string]any
+		e.do("GET", "/v1/info", nil).expect(t, 200, "").decode(t, &info)
+		if info["modelConfigured"] != true || info["model"] != "openai:gpt-4.1-mini" || info["hint"] != nil {
+			t.Fatalf("info with a model: %+v", info)
+		}
+	})
+}

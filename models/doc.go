@@ -99,7 +99,9 @@
 // (codes retried over HTTP, such as model-rate-limited or
 // model-server-error, are retried, and each attempt takes a step). A step
 // may have "match": if the request's last message is a user message that
-// contains it (case-insensitive), the first such step is chosen; otherwise
+// contains it (case-insensitive), the first such step is chosen; a step
+// whose match is "*" answers any user message no other step matched;
+// otherwise
 // the step after the previously chosen one is (the first step at start), so
 // a tool result is followed by the next step in the file. Past the last step
 // calls fail with model-bad-response. Unknown fields are rejected. Text is

@@ -765,3 +765,18 @@ func TestEnvironmentDoesNotLeakIntoClients(t *testing.T) {
 		t.Fatalf("environment leaked into anthropic headers: %v", h)
 	}
 }
+
+func TestScriptedWildcardAnswersAnyMessage(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "script.json")
+	os.WriteFile(file, []byte(`[{"match":"hello","text":"hi!"},{"match":"*","text":"anything"}]`), 0o644)
+	reg, err := models.New(models.Config{Selection: "scripted:demo", ScriptFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{{"hello there", "hi!"}, {"what?", "anything"}, {"again", "anything"}, {"HELLO", "hi!"}} {
+		resp, _, err := reg.Call(context.Background(), nil, models.Request{Messages: []models.Message{{Role: models.RoleUser, Text: tc.in}}}, nil)
+		if err != nil || resp.Text != tc.want {
+			t.Fatalf("%q: %q %v", tc.in, resp.Text, err)
+		}
+	}
+}

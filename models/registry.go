@@ -132,7 +132,8 @@ func (r *Registry) check(chain Chain) error {
 	return nil
 }
 
-const notConfiguredHint = "no model selected: set GATEHOUSE_MODEL, e.g. GATEHOUSE_MODEL=openai:gpt-4.1-mini with OPENAI_API_KEY, " +
+// NotConfiguredHint tells how to configure a model.
+const NotConfiguredHint = "no model selected: set GATEHOUSE_MODEL, e.g. GATEHOUSE_MODEL=openai:gpt-4.1-mini with OPENAI_API_KEY, " +
 	"or OPENAI_BASE_URL for a local OpenAI-compatible server (Ollama, vLLM, llama.cpp), " +
 	"or anthropic:<model> with ANTHROPIC_API_KEY, or scripted:demo with GATEHOUSE_SCRIPT_FILE"
 
@@ -150,7 +151,7 @@ func (r *Registry) Call(ctx context.Context, chain Chain, req Request, onDelta f
 		chain = r.selected
 	}
 	if len(chain) == 0 {
-		return Response{}, nil, newError(CodeNotConfigured, false, nil, "%s", notConfiguredHint)
+		return Response{}, nil, newError(CodeNotConfigured, false, nil, "%s", NotConfiguredHint)
 	}
 	if err := r.check(chain); err != nil {
 		return Response{}, nil, err

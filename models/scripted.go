@@ -135,7 +135,14 @@ func (p *scriptedProvider) choose(msgs []Message) (int, error) {
 	if n := len(msgs); n > 0 && msgs[n-1].Role == RoleUser {
 		text := strings.ToLower(msgs[n-1].Text)
 		for i, s := range p.steps {
-			if s.Match != "" && strings.Contains(text, strings.ToLower(s.Match)) {
+			if s.Match != "" && s.Match != "*" && strings.Contains(text, strings.ToLower(s.Match)) {
+				p.next = i + 1
+				return i, nil
+			}
+		}
+		// "*" answers any user message no other step matched.
+		for i, s := range p.steps {
+			if s.Match == "*" {
 				p.next = i + 1
 				return i, nil
 			}

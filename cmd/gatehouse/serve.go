@@ -53,6 +53,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	api := httpapi.New(httpapi.Config{
 		Addr: cfg.Addr, Ready: []httpapi.Pinger{st}, Logger: log,
 		Kernel: k, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
+		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(),
 	})
 	if err := api.Start(ctx); err != nil {
 		return err

@@ -813,6 +813,21 @@
   });
   setInterval(() => { if (!document.hidden) renderSessions(); }, 60000);
 
+  // With no model configured the gateway still runs; say how to set one.
+  async function loadInfo() {
+    try {
+      const info = await api("/v1/info");
+      const el = $("model-hint");
+      if (!info.modelConfigured) {
+        el.textContent = "No model is configured, so turns will fail. " + (info.hint || "Set GATEHOUSE_MODEL.");
+        el.hidden = false;
+      } else {
+        el.hidden = true;
+      }
+    } catch (e) { /* the banner already reports API errors */ }
+  }
+
+  loadInfo();
   loadSessions();
   openSession(sessionFromHash());
 })();
