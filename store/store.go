@@ -60,6 +60,23 @@ type Reader interface {
 	HasClaimable(ctx context.Context, now time.Time) (bool, error)
 	// Ledger returns the session's model calls, oldest first, at most limit.
 	Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error)
+	// GetGate returns a gate or a CodeNotFound error.
+	GetGate(ctx context.Context, id string) (gh.Gate, error)
+	// ListGates returns gates, newest first: of one session when sessionID
+	// is set, in one state when state is set.
+	ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error)
+	// DueGates returns pending gates whose expiry is at or before now.
+	DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error)
+	// UnloggedGates returns decided gates whose gate.decided is not in the
+	// log yet (a crash between the decision and its commit).
+	UnloggedGates(ctx context.Context, limit int) ([]gh.Gate, error)
+}
+
+// GateDecision is a compare-and-set on a pending gate.
+type GateDecision struct {
+	ID string
+	gh.Decision
+	Now time.Time
 }
 
 // Writer holds the writes. Inside a Tx they commit together; on a Store
@@ -75,6 +92,16 @@ type Writer interface {
 	Append(ctx context.Context, p AppendParams) (AppendResult, error)
 	// AddLedger records one model call.
 	AddLedger(ctx context.Context, row gh.LedgerRow) error
+	// InsertGate stores a pending gate; a gate with that id already there
+	// is left alone (inserted false).
+	InsertGate(ctx context.Context, g gh.Gate) (bool, error)
+	// DecideGate moves a pending gate to d's state — or to expired, by
+	// "timeout", when its expiry has passed at d.Now — and returns it with
+	// won true. A gate that was no longer pending comes back as it was
+	// decided, with won false. Unknown gate: CodeNotFound.
+	DecideGate(ctx context.Context, d GateDecision) (gh.Gate, bool, error)
+	// MarkGateLogged records that gate.decided is committed.
+	MarkGateLogged(ctx context.Context, id string) error
 }
 
 // Tx is one transaction. Its lock methods hold row locks until the end of

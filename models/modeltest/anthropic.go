@@ -91,7 +91,10 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	jsonErr := json.Unmarshal(body, &req)
 	rec.Model = req.Model
 	i := f.record(rec)
-	f.setStatus(i, f.handle(w, r, body, jsonErr, &req))
+	sw := &statusWriter{ResponseWriter: w, f: f.fake, i: i}
+	if status := f.handle(sw, r, body, jsonErr, &req); !sw.done {
+		f.setStatus(i, status)
+	}
 }
 
 type anthropicRequest struct {

@@ -6,8 +6,10 @@
 package modeltest
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -179,6 +181,49 @@ func (f *fake) setStatus(i, status int) {
 	defer f.mu.Unlock()
 	f.reqs[i].Status = status
 }
+
+// statusWriter records the status of request i the moment the header is
+// written: a client can finish reading before the handler returns, and a
+// test that looks then must see the status already.
+type statusWriter struct {
+	http.ResponseWriter
+	f    *fake
+	i    int
+	done bool
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if !w.done {
+		w.done = true
+		w.f.setStatus(w.i, status)
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if !w.done {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Flush() {
+	if fl, ok := w.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+// Hijack passes through, for Reset.
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, http.ErrNotSupported
+	}
+	return hj.Hijack()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (f *fake) pop() (Reply, bool) {
 	f.mu.Lock()

@@ -75,8 +75,11 @@ func (f *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	jsonErr := json.Unmarshal(body, &req)
 	rec.Model = req.Model
 	i := f.record(rec)
-	status := f.handle(w, r, body, jsonErr, req.Model, req.Stream, req.Messages, req.Tools)
-	f.setStatus(i, status)
+	sw := &statusWriter{ResponseWriter: w, f: f.fake, i: i}
+	status := f.handle(sw, r, body, jsonErr, req.Model, req.Stream, req.Messages, req.Tools)
+	if !sw.done {
+		f.setStatus(i, status)
+	}
 }
 
 func (f *OpenAI) handle(w http.ResponseWriter, r *http.Request, body []byte, jsonErr error, model string, stream bool, messages, tools []json.RawMessage) int {

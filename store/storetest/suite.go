@@ -154,6 +154,7 @@ func Run(t *testing.T, h Harness) {
 		{"Cancel", testCancel},
 		{"ReleaseDoesNotCountAnAttempt", testRelease},
 		{"Ledger", testLedger},
+		{"GateCompareAndSet", testGates},
 		{"AwaitingApprovalWokenByDecision", testAwaitingApproval},
 		{"LoadStartsAtCompaction", testLoadFromCompaction},
 		{"EdgeAndFencedWritersInterleave", testInterleave},
@@ -889,5 +890,82 @@ func testLedger(t *testing.T, h Harness) {
 	}
 	if rows[0].Error != "model-timeout" || rows[1].CostUSD != 0.5 || rows[1].OutputTokens != 20 || rows[1].Created.IsZero() {
 		t.Fatalf("ledger rows: %+v", rows)
+	}
+}
+
+func testGates(t *testing.T, h Harness) {
+	f := newFixture(t, h, kernel.Config{})
+	now := f.clock.Now()
+	g := gh.Gate{ID: "g1", SessionID: "s1", RunID: 1, ToolCallID: "tc1", Tool: "email_send", Arguments: json.RawMessage(`{"to":"sara@example.com"}`),
+		ArgsHash: "h", Kind: gh.GateKindApproval, Options: []string{"a", "b"}, ExpiresAt: now.Add(time.Minute), Created: now}
+	if ok, err := f.st.InsertGate(f.ctx, g); err != nil || !ok {
+		t.Fatalf("insert: %v %v", ok, err)
+	}
+	if ok, err := f.st.InsertGate(f.ctx, g); err != nil || ok {
+		t.Fatalf("second insert: %v %v", ok, err)
+	}
+	const n = 30
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	seen := map[gh.GateState]int{}
+	for i := range n {
+		wg.Go(func() {
+			state := gh.GateApproved
+			if i%2 == 1 {
+				state = gh.GateDenied
+			}
+			got, won, err := f.st.DecideGate(f.ctx, store.GateDecision{ID: "g1", Decision: gh.Decision{State: state, By: fmt.Sprintf("u%d", i), Surface: "web"}, Now: now})
+			if err != nil {
+				t.Errorf("decide: %v", err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if won {
+				wins++
+			}
+			seen[got.State]++
+		})
+	}
+	wg.Wait()
+	if wins != 1 || len(seen) != 1 {
+		t.Fatalf("%d winners, outcomes %v", wins, seen)
+	}
+	got, err := f.st.GetGate(f.ctx, "g1")
+	if err != nil || got.DecidedBy == "" || got.Surface != "web" || got.DecidedAt.IsZero() || len(got.Options) != 2 || got.Logged {
+		t.Fatalf("decided gate %+v %v", got, err)
+	}
+	if un, _ := f.st.UnloggedGates(f.ctx, 10); len(un) != 1 {
+		t.Fatalf("unlogged: %+v", un)
+	}
+	if err := f.st.MarkGateLogged(f.ctx, "g1"); err != nil {
+		t.Fatal(err)
+	}
+	if un, _ := f.st.UnloggedGates(f.ctx, 10); len(un) != 0 {
+		t.Fatalf("unlogged after mark: %+v", un)
+	}
+	// A press after the expiry expires the gate instead: never "denied".
+	g2 := g
+	g2.ID, g2.ExpiresAt = "g2", now.Add(time.Second)
+	f.st.InsertGate(f.ctx, g2)
+	if due, _ := f.st.DueGates(f.ctx, now, 10); len(due) != 0 {
+		t.Fatalf("due too early: %+v", due)
+	}
+	late := now.Add(2 * time.Second)
+	if due, _ := f.st.DueGates(f.ctx, late, 10); len(due) != 1 {
+		t.Fatalf("due: %+v", due)
+	}
+	got, won, err := f.st.DecideGate(f.ctx, store.GateDecision{ID: "g2", Decision: gh.Decision{State: gh.GateApproved, By: "late", Surface: "web"}, Now: late})
+	if err != nil || won || got.State != gh.GateExpired || got.DecidedBy != "timeout" {
+		t.Fatalf("late press: %+v won=%v %v", got, won, err)
+	}
+	if _, _, err := f.st.DecideGate(f.ctx, store.GateDecision{ID: "nope", Now: now}); !gh.IsCode(err, gh.CodeNotFound) {
+		t.Fatalf("unknown gate: %v", err)
+	}
+	list, _ := f.st.ListGates(f.ctx, "s1", "", 10)
+	pending, _ := f.st.ListGates(f.ctx, "", gh.GatePending, 10)
+	if len(list) != 2 || len(pending) != 0 {
+		t.Fatalf("lists: %d %d", len(list), len(pending))
 	}
 }

@@ -1,0 +1,88 @@
+package gatehouse
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// GateState is where an approval gate stands. Only pending moves, once.
+type GateState string
+
+// Gate states.
+const (
+	GatePending  GateState = "pending"
+	GateApproved GateState = "approved"
+	GateDenied   GateState = "denied"
+	// GateExpired: nobody decided in time. The call does not run, and the
+	// user is told it expired — never that it was refused.
+	GateExpired GateState = "expired"
+	// GateAnswered: a clarify gate got one of its options.
+	GateAnswered GateState = "answered"
+)
+
+// Gate kinds.
+const (
+	GateKindApproval = "approval"
+	GateKindClarify  = "clarify"
+)
+
+// Gate is a tool call waiting for a person.
+type Gate struct {
+	ID         string          `json:"id"`
+	SessionID  string          `json:"sessionId"`
+	RunID      int64           `json:"runId"`
+	ToolCallID string          `json:"toolCallId"`
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments"`
+	// ArgsHash binds the approval to these exact arguments.
+	ArgsHash string `json:"argsHash"`
+	Kind     string `json:"kind"`
+	// Question and Options belong to a clarify gate.
+	Question  string    `json:"question,omitempty"`
+	Options   []string  `json:"options,omitempty"`
+	State     GateState `json:"state"`
+	DecidedBy string    `json:"decidedBy,omitempty"`
+	Surface   string    `json:"surface,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Answer    string    `json:"answer,omitempty"`
+	DecidedAt time.Time `json:"decidedAt,omitzero"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Created   time.Time `json:"createdAt"`
+	// Logged is true once the decision is committed to the log as
+	// gate.decided.
+	Logged bool `json:"logged"`
+}
+
+// Decision is a press of Approve or Deny (or an option, or the clock).
+type Decision struct {
+	State   GateState `json:"decision"`
+	By      string    `json:"by"`
+	Surface string    `json:"surface"`
+	Reason  string    `json:"reason,omitempty"`
+	Answer  string    `json:"answer,omitempty"`
+}
+
+// GateOpened is the payload of gate.opened.
+type GateOpened struct {
+	GateID     string          `json:"gateId"`
+	ToolCallID string          `json:"toolCallId"`
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments"`
+	ArgsHash   string          `json:"argsHash"`
+	Kind       string          `json:"kind"`
+	Question   string          `json:"question,omitempty"`
+	Options    []string        `json:"options,omitempty"`
+	ExpiresAt  time.Time       `json:"expiresAt"`
+}
+
+// GateDecided is the payload of gate.decided, keyed "gate:<id>".
+type GateDecided struct {
+	GateID     string    `json:"gateId"`
+	ToolCallID string    `json:"toolCallId"`
+	Tool       string    `json:"tool"`
+	Decision   GateState `json:"decision"`
+	By         string    `json:"by"`
+	Surface    string    `json:"surface"`
+	Reason     string    `json:"reason,omitempty"`
+	Answer     string    `json:"answer,omitempty"`
+}

@@ -1,0 +1,136 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+const gateCols = `id, session_id, run_id, tool_call_id, tool, arguments, args_hash, kind, question, options, state, decided_by, surface, reason, answer, decided_at, expires_at, created_at, logged`
+
+func scanGate(row pgx.Row) (gh.Gate, error) {
+	var g gh.Gate
+	var args, options []byte
+	var decided *time.Time
+	err := row.Scan(&g.ID, &g.SessionID, &g.RunID, &g.ToolCallID, &g.Tool, &args, &g.ArgsHash, &g.Kind, &g.Question, &options,
+		&g.State, &g.DecidedBy, &g.Surface, &g.Reason, &g.Answer, &decided, &g.ExpiresAt, &g.Created, &g.Logged)
+	if err != nil {
+		return g, err
+	}
+	g.Arguments = args
+	_ = json.Unmarshal(options, &g.Options)
+	if decided != nil {
+		g.DecidedAt = decided.UTC()
+	}
+	g.ExpiresAt, g.Created = g.ExpiresAt.UTC(), g.Created.UTC()
+	return g, nil
+}
+
+func (t *tx) InsertGate(ctx context.Context, g gh.Gate) (bool, error) {
+	options, _ := json.Marshal(g.Options)
+	if g.Options == nil {
+		options = []byte("[]")
+	}
+	tag, err := t.q.Exec(ctx, `INSERT INTO gates (id, session_id, run_id, tool_call_id, tool, arguments, args_hash, kind, question, options, state, expires_at, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10::jsonb, 'pending', $11, $12) ON CONFLICT (id) DO NOTHING`,
+		g.ID, g.SessionID, g.RunID, g.ToolCallID, g.Tool, string(g.Arguments), g.ArgsHash, g.Kind, g.Question, string(options), g.ExpiresAt, g.Created)
+	if err != nil {
+		return false, dbErr(err, "insert gate")
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (t *tx) GetGate(ctx context.Context, id string) (gh.Gate, error) {
+	g, err := scanGate(t.q.QueryRow(ctx, `SELECT `+gateCols+` FROM gates WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return gh.Gate{}, gh.Errorf(gh.CodeNotFound, "no gate %q", id)
+	}
+	return g, dbErr(err, "get gate")
+}
+
+func (t *tx) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate, bool, error) {
+	g, err := scanGate(t.q.QueryRow(ctx, `UPDATE gates SET
+			state = CASE WHEN expires_at <= $1 THEN 'expired' ELSE $2 END,
+			decided_by = CASE WHEN expires_at <= $1 THEN 'timeout' ELSE $3 END,
+			surface = CASE WHEN expires_at <= $1 THEN 'gateway' ELSE $4 END,
+			reason = CASE WHEN expires_at <= $1 THEN '' ELSE $5 END,
+			answer = CASE WHEN expires_at <= $1 THEN '' ELSE $6 END,
+			decided_at = $1
+		WHERE id = $7 AND state = 'pending'
+		RETURNING `+gateCols,
+		d.Now, string(d.State), d.By, d.Surface, d.Reason, d.Answer, d.ID))
+	if err == nil {
+		return g, g.State == d.State, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return gh.Gate{}, false, dbErr(err, "decide gate")
+	}
+	g, err = t.GetGate(ctx, d.ID)
+	return g, false, err
+}
+
+func (t *tx) MarkGateLogged(ctx context.Context, id string) error {
+	_, err := t.q.Exec(ctx, `UPDATE gates SET logged = TRUE WHERE id = $1`, id)
+	return dbErr(err, "mark gate logged")
+}
+
+func (t *tx) gates(ctx context.Context, what, q string, args ...any) ([]gh.Gate, error) {
+	rows, err := t.q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, dbErr(err, what)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gh.Gate, error) { return scanGate(r) })
+	return out, dbErr(err, what)
+}
+
+func (t *tx) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
+	return t.gates(ctx, "list gates", `SELECT `+gateCols+` FROM gates WHERE ($1 = '' OR session_id = $1) AND ($2 = '' OR state = $2)
+		ORDER BY created_at DESC, id LIMIT $3`, sessionID, string(state), limit)
+}
+
+func (t *tx) DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error) {
+	return t.gates(ctx, "due gates", `SELECT `+gateCols+` FROM gates WHERE state = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, now, limit)
+}
+
+func (t *tx) UnloggedGates(ctx context.Context, limit int) ([]gh.Gate, error) {
+	return t.gates(ctx, "unlogged gates", `SELECT `+gateCols+` FROM gates WHERE state <> 'pending' AND NOT logged ORDER BY decided_at LIMIT $1`, limit)
+}
+
+// InsertGate implements store.Writer.
+func (s *Store) InsertGate(ctx context.Context, g gh.Gate) (bool, error) {
+	return s.auto().InsertGate(ctx, g)
+}
+
+// DecideGate implements store.Writer.
+func (s *Store) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate, bool, error) {
+	return s.auto().DecideGate(ctx, d)
+}
+
+// MarkGateLogged implements store.Writer.
+func (s *Store) MarkGateLogged(ctx context.Context, id string) error {
+	return s.auto().MarkGateLogged(ctx, id)
+}
+
+// GetGate implements store.Reader.
+func (s *Store) GetGate(ctx context.Context, id string) (gh.Gate, error) { return s.auto().GetGate(ctx, id) }
+
+// ListGates implements store.Reader.
+func (s *Store) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
+	return s.auto().ListGates(ctx, sessionID, state, limit)
+}
+
+// DueGates implements store.Reader.
+func (s *Store) DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error) {
+	return s.auto().DueGates(ctx, now, limit)
+}
+
+// UnloggedGates implements store.Reader.
+func (s *Store) UnloggedGates(ctx context.Context, limit int) ([]gh.Gate, error) {
+	return s.auto().UnloggedGates(ctx, limit)
+}

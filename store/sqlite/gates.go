@@ -1,0 +1,148 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+const gateCols = `id, session_id, run_id, tool_call_id, tool, arguments, args_hash, kind, question, options, state, decided_by, surface, reason, answer, decided_at, expires_at, created_at, logged`
+
+func scanGate(row interface{ Scan(...any) error }) (gh.Gate, error) {
+	var g gh.Gate
+	var args, options string
+	var decided, expires, created int64
+	err := row.Scan(&g.ID, &g.SessionID, &g.RunID, &g.ToolCallID, &g.Tool, &args, &g.ArgsHash, &g.Kind, &g.Question, &options,
+		&g.State, &g.DecidedBy, &g.Surface, &g.Reason, &g.Answer, &decided, &expires, &created, &g.Logged)
+	if err != nil {
+		return g, err
+	}
+	g.Arguments = json.RawMessage(args)
+	_ = json.Unmarshal([]byte(options), &g.Options)
+	g.DecidedAt, g.ExpiresAt, g.Created = fromMicros(decided), fromMicros(expires), fromMicros(created)
+	return g, nil
+}
+
+func (t *tx) InsertGate(ctx context.Context, g gh.Gate) (bool, error) {
+	options, _ := json.Marshal(g.Options)
+	if g.Options == nil {
+		options = []byte("[]")
+	}
+	res, err := t.q.ExecContext(ctx, `INSERT INTO gates (id, session_id, run_id, tool_call_id, tool, arguments, args_hash, kind, question, options, state, expires_at, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (id) DO NOTHING`,
+		g.ID, g.SessionID, g.RunID, g.ToolCallID, g.Tool, string(g.Arguments), g.ArgsHash, g.Kind, g.Question, string(options), micros(g.ExpiresAt), micros(g.Created))
+	if err != nil {
+		return false, dbErr(err, "insert gate")
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+func (t *tx) GetGate(ctx context.Context, id string) (gh.Gate, error) {
+	g, err := scanGate(t.q.QueryRowContext(ctx, `SELECT `+gateCols+` FROM gates WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return gh.Gate{}, gh.Errorf(gh.CodeNotFound, "no gate %q", id)
+	}
+	return g, dbErr(err, "get gate")
+}
+
+func (t *tx) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate, bool, error) {
+	g, err := scanGate(t.q.QueryRowContext(ctx, `UPDATE gates SET
+			state = CASE WHEN expires_at <= ?1 THEN 'expired' ELSE ?2 END,
+			decided_by = CASE WHEN expires_at <= ?1 THEN 'timeout' ELSE ?3 END,
+			surface = CASE WHEN expires_at <= ?1 THEN 'gateway' ELSE ?4 END,
+			reason = CASE WHEN expires_at <= ?1 THEN '' ELSE ?5 END,
+			answer = CASE WHEN expires_at <= ?1 THEN '' ELSE ?6 END,
+			decided_at = ?1
+		WHERE id = ?7 AND state = 'pending'
+		RETURNING `+gateCols,
+		micros(d.Now), string(d.State), d.By, d.Surface, d.Reason, d.Answer, d.ID))
+	if err == nil {
+		return g, g.State == d.State, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return gh.Gate{}, false, dbErr(err, "decide gate")
+	}
+	g, err = t.GetGate(ctx, d.ID)
+	return g, false, err
+}
+
+func (t *tx) MarkGateLogged(ctx context.Context, id string) error {
+	_, err := t.q.ExecContext(ctx, `UPDATE gates SET logged = 1 WHERE id = ?`, id)
+	return dbErr(err, "mark gate logged")
+}
+
+func (t *tx) gates(ctx context.Context, what, q string, args ...any) ([]gh.Gate, error) {
+	rows, err := t.q.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, dbErr(err, what)
+	}
+	defer rows.Close()
+	var out []gh.Gate
+	for rows.Next() {
+		g, err := scanGate(rows)
+		if err != nil {
+			return nil, dbErr(err, what)
+		}
+		out = append(out, g)
+	}
+	return out, dbErr(rows.Err(), what)
+}
+
+func (t *tx) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
+	return t.gates(ctx, "list gates", `SELECT `+gateCols+` FROM gates WHERE (?1 = '' OR session_id = ?1) AND (?2 = '' OR state = ?2)
+		ORDER BY created_at DESC, id LIMIT ?3`, sessionID, string(state), limit)
+}
+
+func (t *tx) DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error) {
+	return t.gates(ctx, "due gates", `SELECT `+gateCols+` FROM gates WHERE state = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?`, micros(now), limit)
+}
+
+func (t *tx) UnloggedGates(ctx context.Context, limit int) ([]gh.Gate, error) {
+	return t.gates(ctx, "unlogged gates", `SELECT `+gateCols+` FROM gates WHERE state <> 'pending' AND NOT logged ORDER BY decided_at LIMIT ?`, limit)
+}
+
+// Store-level gate calls: writes in their own transaction, reads on the
+// read pool.
+
+// InsertGate implements store.Writer.
+func (s *Store) InsertGate(ctx context.Context, g gh.Gate) (ok bool, err error) {
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { ok, err = t.InsertGate(ctx, g); return err })
+	return ok, err
+}
+
+// DecideGate implements store.Writer.
+func (s *Store) DecideGate(ctx context.Context, d store.GateDecision) (g gh.Gate, won bool, err error) {
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { g, won, err = t.DecideGate(ctx, d); return err })
+	return g, won, err
+}
+
+// MarkGateLogged implements store.Writer.
+func (s *Store) MarkGateLogged(ctx context.Context, id string) error {
+	return s.InTx(ctx, func(ctx context.Context, t store.Tx) error { return t.MarkGateLogged(ctx, id) })
+}
+
+// GetGate implements store.Reader.
+func (s *Store) GetGate(ctx context.Context, id string) (gh.Gate, error) {
+	return s.reader().GetGate(ctx, id)
+}
+
+// ListGates implements store.Reader.
+func (s *Store) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
+	return s.reader().ListGates(ctx, sessionID, state, limit)
+}
+
+// DueGates implements store.Reader.
+func (s *Store) DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error) {
+	return s.reader().DueGates(ctx, now, limit)
+}
+
+// UnloggedGates implements store.Reader.
+func (s *Store) UnloggedGates(ctx context.Context, limit int) ([]gh.Gate, error) {
+	return s.reader().UnloggedGates(ctx, limit)
+}
