@@ -118,7 +118,9 @@ func (s *Store) MarkGateLogged(ctx context.Context, id string) error {
 }
 
 // GetGate implements store.Reader.
-func (s *Store) GetGate(ctx context.Context, id string) (gh.Gate, error) { return s.auto().GetGate(ctx, id) }
+func (s *Store) GetGate(ctx context.Context, id string) (gh.Gate, error) {
+	return s.auto().GetGate(ctx, id)
+}
 
 // ListGates implements store.Reader.
 func (s *Store) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
