@@ -73,6 +73,9 @@ type GateOpened struct {
 	Question   string          `json:"question,omitempty"`
 	Options    []string        `json:"options,omitempty"`
 	ExpiresAt  time.Time       `json:"expiresAt"`
+	// Workspace is the directory the turn started in: an approved call
+	// runs there even if the session switched workspace meanwhile.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // GateDecided is the payload of gate.decided, keyed "gate:<id>".

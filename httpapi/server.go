@@ -51,6 +51,9 @@ type Config struct {
 	// Tenant is the tenant whose sessions the API serves. Defaults to
 	// gatehouse.DefaultTenant.
 	Tenant string
+	// Gates decides approval gates (POST /v1/gates/{id}/decision).
+	// Defaults to nil: decisions answer 503 unavailable.
+	Gates GateDecider
 	// Model is the configured model selection, shown by GET /v1/info.
 	// Defaults to empty: no model configured.
 	Model string
@@ -149,6 +152,9 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		{"GET", "/v1/sessions/{id}/stream", s.stream},
 		{"POST", "/v1/sessions/{id}/cancel", s.cancel},
 		{"GET", "/v1/info", s.info},
+		{"GET", "/v1/gates", s.listGates},
+		{"GET", "/v1/gates/{id}", s.getGate},
+		{"POST", "/v1/gates/{id}/decision", s.decide},
 	}
 	allow := map[string][]string{}
 	var paths []string

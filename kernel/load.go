@@ -100,3 +100,8 @@ func (k *Kernel) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.
 	}
 	return k.st.Ledger(ctx, sessionID, limit)
 }
+
+// EventByKey returns the session's event committed under key, if any.
+func (k *Kernel) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error) {
+	return k.st.EventByKey(ctx, sessionID, key)
+}

@@ -11,6 +11,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/toolworker"
 )
 
 var (
@@ -147,21 +148,22 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 	if err != nil {
 		return s.fail(ctx, lease, t, pending, err, out)
 	}
-	// 6. Fill missing tool results (a predecessor died mid-batch).
+	turnInputs := pending
+	promptSeq := int64(0)
+	if a := t.newestAssistant(); len(missing) > 0 && a != nil {
+		// The turn that asked for these calls goes on.
+		promptSeq, turnInputs = promptOf(a.GenerationID), append(append([]int64(nil), a.InputSeqs...), pending...)
+	} else if len(pending) > 0 {
+		promptSeq = pending[len(pending)-1]
+	}
+	// 6. Fill missing tool results: a predecessor died mid-batch, or the
+	// batch waited for a decision that has come.
 	if len(missing) > 0 {
-		if err := s.runTools(ctx, lease, t, missing, &out.summary); err != nil {
+		if done, err := s.runTools(ctx, lease, t, missing, turnInputs, promptSeq, &out); done || err != nil {
 			return out, err
 		}
 	}
 	// 7. Unread input is presented last (transcript.messages does it).
-	turnInputs := pending
-	promptSeq := int64(0)
-	if len(pending) > 0 {
-		promptSeq = pending[len(pending)-1]
-	} else if a := t.newestAssistant(); a != nil {
-		promptSeq = promptOf(a.GenerationID)
-		turnInputs = a.InputSeqs
-	}
 	cursor := lease.ReadWatermark
 	for turn := 0; ; turn++ {
 		if turn >= s.cfg.MaxTurns {
@@ -182,7 +184,7 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 		if err := s.maybeCompact(ctx, lease, t, chain, &out.summary); err != nil {
 			return out, err
 		}
-		msgs := append([]models.Message{{Role: models.RoleSystem, Text: s.basePrompt()}}, t.messages()...)
+		msgs := append([]models.Message{{Role: models.RoleSystem, Text: s.basePrompt() + "\n\n" + toolworker.FenceInstruction}}, t.messages()...)
 		gen := t.generation(promptSeq)
 		resp, notices, err := s.cfg.Models.Call(ctx, chain, models.Request{Messages: msgs, Tools: s.cfg.Tools.Specs()}, func(delta string) {
 			s.k.PublishPartial(kernel.Partial{SessionID: lease.SessionID, GenerationID: gen, Text: delta})
@@ -222,7 +224,7 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 		if len(a.ToolCalls) == 0 {
 			return out, nil
 		}
-		if err := s.runTools(ctx, lease, t, a.ToolCalls, &out.summary); err != nil {
+		if done, err := s.runTools(ctx, lease, t, a.ToolCalls, turnInputs, promptSeq, &out); done || err != nil {
 			return out, err
 		}
 	}
@@ -240,22 +242,39 @@ func (s *Supervisor) selection(t *transcript, pending []int64) (models.Chain, er
 	return nil, nil // nil chain: the registry's configured selection
 }
 
-// runTools runs one batch and commits each result keyed by its call id.
-func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript, calls []gh.ToolCall, sum *gh.RunFinished) error {
-	for _, c := range calls {
-		r := s.cfg.Tools.Run(ctx, lease.SessionID, c)
+// runTools hands one batch to the tool worker. It reports done when the
+// turn cannot go on now: a call waits for a person (the attempt settles
+// awaiting approval, holding nothing), or an effect's outcome is unknown
+// (the user is told, and the model is not asked again).
+func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript, calls []gh.ToolCall, inputs []int64, promptSeq int64, out *outcome) (bool, error) {
+	res, err := s.cfg.Tools.RunBatch(ctx, lease, calls)
+	if err != nil {
 		if ctx.Err() != nil {
-			return context.Cause(ctx)
+			return true, context.Cause(ctx)
 		}
-		r.ToolCallID, r.Name = c.ID, c.Name
-		seq, err := s.commit(ctx, lease, gh.KindToolResult, "tool:"+c.ID, r)
-		if err != nil {
-			return err
-		}
-		t.addResult(seq, r)
-		sum.ToolTimings = append(sum.ToolTimings, gh.ToolTiming{Tool: c.Name, DurationMs: r.DurationMs})
+		return true, err
 	}
-	return nil
+	for _, r := range res.Results {
+		t.addResult(r.Seq, r.Result)
+	}
+	out.summary.ToolTimings = append(out.summary.ToolTimings, res.Timings...)
+	switch {
+	case res.Stop != "":
+		a := gh.AssistantMessage{GenerationID: t.generation(promptSeq), Text: res.Stop, InputSeqs: dedupe(inputs),
+			StopReason: gh.StopEndTurn, ErrorCode: "effect-outcome-unknown"}
+		seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, a.GenerationID, a)
+		if err != nil {
+			return true, err
+		}
+		t.addAssistant(seq, a)
+		out.summary.StopReason = "effect-outcome-unknown"
+		return true, nil
+	case res.Paused:
+		out.status, out.reason = gh.OutcomeAwaitingApproval, "waiting for a decision on an approval gate"
+		out.summary.Status, out.summary.StopReason = "awaiting_approval", "awaiting_approval"
+		return true, nil
+	}
+	return false, nil
 }
 
 // injectGuides reads input committed after cursor; guide input joins the

@@ -14,6 +14,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/toolworker"
 )
 
 // DefaultBasePrompt opens every model request, followed by the date.
@@ -26,8 +27,9 @@ type Config struct {
 	Kernel *kernel.Kernel
 	// Models answers. Required.
 	Models *models.Registry
-	// Tools the model may call. Defaults to none.
-	Tools Tools
+	// Tools runs the model's tool calls (gates, journal, fencing). Defaults
+	// to a worker with no tools.
+	Tools *toolworker.Worker
 	// Workers bounds how many attempts run at once. Defaults to 4.
 	Workers int
 	// Owner names this worker pool in leases. Defaults to host-pid-random.
@@ -61,7 +63,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, gh.Errorf(gh.CodeInvalid, "supervisor: Kernel and Models are required")
 	}
 	if c.Tools == nil {
-		c.Tools = FuncTools{}
+		c.Tools = toolworker.New(toolworker.Config{Kernel: c.Kernel, Logger: c.Logger})
 	}
 	if c.Workers <= 0 {
 		c.Workers = 4

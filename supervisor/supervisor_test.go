@@ -17,6 +17,8 @@ import (
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store/sqlite"
 	"github.com/gatehouse/gatehouse/supervisor"
+	"github.com/gatehouse/gatehouse/toolworker"
+	"github.com/gatehouse/gatehouse/tools"
 )
 
 type env struct {
@@ -28,6 +30,7 @@ type env struct {
 }
 
 type opts struct {
+	tools     []tools.Tool
 	kernel    kernel.Config
 	models    models.Config
 	sup       supervisor.Config
@@ -65,6 +68,7 @@ func setup(t *testing.T, o opts) *env {
 	}
 	sc := o.sup
 	sc.Kernel, sc.Models = k, reg
+	sc.Tools = toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry(o.tools...)})
 	if sc.Poll == 0 {
 		sc.Poll = 20 * time.Millisecond
 	}
@@ -198,18 +202,17 @@ func TestSimpleTurn(t *testing.T) {
 func TestToolTurn(t *testing.T) {
 	var calls int
 	var mu sync.Mutex
-	tools := supervisor.FuncTools{"lookup": {
-		Spec: models.ToolSpec{Name: "lookup", Description: "look a word up", Schema: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}}}`)},
-		Fn: func(ctx context.Context, args json.RawMessage) (string, error) {
+	lookup := toolworker.FuncTool{ToolName: "lookup", Desc: "look a word up", ArgSchema: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}}}`),
+		Fn: func(ctx context.Context, call tools.Call) (string, error) {
 			mu.Lock()
 			calls++
 			mu.Unlock()
 			var a struct{ Word string }
-			json.Unmarshal(args, &a)
+			json.Unmarshal(call.Arguments, &a)
 			return "definition of " + a.Word, nil
 		},
-	}}
-	e := setup(t, opts{sup: supervisor.Config{Tools: tools}})
+	}
+	e := setup(t, opts{tools: []tools.Tool{lookup}})
 	e.fake.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_1", Name: "lookup", Arguments: `{"word":"gate"}`}}},
 		modeltest.Reply{Text: "A gate is a way through."})
 	e.input("s1", "what is a gate?", "")
@@ -248,9 +251,9 @@ func newBlockingTool() *blockingTool {
 	return &blockingTool{started: make(chan struct{}, 10), release: make(chan struct{})}
 }
 
-func (b *blockingTool) tools() supervisor.FuncTools {
-	return supervisor.FuncTools{"wait": {Spec: models.ToolSpec{Name: "wait", Schema: json.RawMessage(`{"type":"object"}`)},
-		Fn: func(ctx context.Context, _ json.RawMessage) (string, error) {
+func (b *blockingTool) tools() []tools.Tool {
+	return []tools.Tool{toolworker.FuncTool{ToolName: "wait",
+		Fn: func(ctx context.Context, _ tools.Call) (string, error) {
 			b.started <- struct{}{}
 			select {
 			case <-b.release:
@@ -268,7 +271,7 @@ func (e *env) pushToolThenText(text string) {
 
 func TestQueuedInputMidTurnIsAnsweredNext(t *testing.T) {
 	b := newBlockingTool()
-	e := setup(t, opts{sup: supervisor.Config{Tools: b.tools()}})
+	e := setup(t, opts{tools: b.tools()})
 	e.pushToolThenText("first answer")
 	e.fake.Push(modeltest.Reply{Text: "second answer"})
 	first := e.input("s1", "first", "")
@@ -294,7 +297,7 @@ func TestQueuedInputMidTurnIsAnsweredNext(t *testing.T) {
 
 func TestGuideJoinsTheRunningTurn(t *testing.T) {
 	b := newBlockingTool()
-	e := setup(t, opts{sup: supervisor.Config{Tools: b.tools()}})
+	e := setup(t, opts{tools: b.tools()})
 	e.pushToolThenText("done, with your note")
 	first := e.input("s1", "do the thing", "")
 	<-b.started
@@ -443,7 +446,7 @@ func TestCompaction(t *testing.T) {
 
 func TestCancelStopsARunningTurn(t *testing.T) {
 	b := newBlockingTool()
-	e := setup(t, opts{kernel: kernel.Config{LeaseTTL: 300 * time.Millisecond}, sup: supervisor.Config{Tools: b.tools()}})
+	e := setup(t, opts{kernel: kernel.Config{LeaseTTL: 300 * time.Millisecond}, tools: b.tools()})
 	e.pushToolThenText("never said")
 	e.input("s1", "start", "")
 	<-b.started
@@ -463,7 +466,7 @@ func TestCancelStopsARunningTurn(t *testing.T) {
 
 func TestDrainHandsTheRunBack(t *testing.T) {
 	b := newBlockingTool()
-	e := setup(t, opts{sup: supervisor.Config{Tools: b.tools()}})
+	e := setup(t, opts{tools: b.tools()})
 	e.pushToolThenText("finished by the next worker")
 	e.input("s1", "start", "")
 	<-b.started
@@ -478,7 +481,8 @@ func TestDrainHandsTheRunBack(t *testing.T) {
 	}
 	// Another worker picks it up, fills the missing tool result and answers.
 	close(b.release)
-	sup2, _ := supervisor.New(supervisor.Config{Kernel: e.k, Models: mustModels(t, e.fake), Tools: b.tools(), Poll: 20 * time.Millisecond})
+	sup2, _ := supervisor.New(supervisor.Config{Kernel: e.k, Models: mustModels(t, e.fake), Poll: 20 * time.Millisecond,
+		Tools: toolworker.New(toolworker.Config{Kernel: e.k, Tools: tools.NewRegistry(b.tools()...)})})
 	sup2.Start(e.ctx)
 	defer sup2.Stop(e.ctx)
 	e.settled("s1")

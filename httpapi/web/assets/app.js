@@ -405,6 +405,7 @@
     let queue = [];    // inputs waiting for the open turn to end
     let lastTurn = null;
     const calls = new Map(); // toolCallId → tool entry
+    const gateCards = new Map(); // gateId → approval card
     const consumed = new Set(); // user.message seqs a model request presented
 
     const openTurn = (inputs) => {
@@ -475,14 +476,20 @@
           break;
         }
         case "gate.opened": {
-          const tool = p.tool || p.toolName || p.name || (p.toolCall && p.toolCall.name) || (p.call && p.call.name) || "a tool";
-          current().parts.push({ type: "gate", text: `Approval requested: ${tool}` });
+          const card = { type: "gatecard", gateId: p.gateId, tool: p.tool || "a tool", args: p.arguments, kind: p.kind,
+            question: p.question, options: Array.isArray(p.options) ? p.options : [], expiresAt: p.expiresAt, decision: null };
+          if (p.gateId) gateCards.set(p.gateId, card);
+          current().parts.push(card);
           break;
         }
         case "gate.decided": {
-          const decision = p.decision || p.outcome || "decided";
-          const by = p.by || p.user || p.decidedBy || "someone";
-          (turn || lastTurn || current()).parts.push({ type: "gate", text: `${cap(decision)} by ${by}` });
+          const card = gateCards.get(p.gateId);
+          if (card) {
+            card.decision = p;
+          } else {
+            const decision = p.decision || "decided";
+            (turn || lastTurn || current()).parts.push({ type: "gate", text: `${cap(decision)} by ${p.by || "someone"}` });
+          }
           break;
         }
         case "notice": {
@@ -652,6 +659,65 @@
     return li;
   }
 
+  // An approval card: the tool and its exact arguments, with Approve and
+  // Deny (or the options of a clarifying question) until someone decides;
+  // then who decided, where. The first decision on any surface wins.
+  function gateCard(card) {
+    const li = el("li", "gate-card");
+    li.dataset.testid = "gate-card";
+    li.dataset.gateId = card.gateId || "";
+    li.dataset.role = "system";
+    const title = card.kind === "clarify" ? (card.question || `A question about ${card.tool}`) : `Approve ${card.tool}?`;
+    li.append(el("div", "gate-title", title));
+    if (card.args && card.kind !== "clarify") {
+      li.append(el("pre", "gate-args", JSON.stringify(card.args, null, 2)));
+    }
+    const d = card.decision;
+    if (d) {
+      li.dataset.decision = d.decision;
+      const words = { approved: "Approved", denied: "Denied", expired: "Expired — nobody decided in time", answered: `Answered: ${d.answer || ""}` };
+      let text = words[d.decision] || cap(d.decision || "decided");
+      if (d.decision !== "expired") text += ` by ${d.by || "someone"} via ${d.surface || "?"}`;
+      if (d.reason) text += ` — ${d.reason}`;
+      const out = el("div", "gate-outcome", text);
+      out.dataset.testid = "gate-outcome";
+      li.append(out);
+      return li;
+    }
+    const row = el("div", "gate-buttons");
+    const press = async (decision, answer) => {
+      for (const b of row.querySelectorAll("button")) b.disabled = true;
+      try {
+        const res = await api(`/v1/gates/${encodeURIComponent(card.gateId)}/decision`, {
+          method: "POST", headers: { "X-Gatehouse-Source": "web" },
+          body: { decision, answer, by: localStorage.getItem("gatehouse.name") || "web user" },
+        });
+        if (res && res.won === false) showBanner(`Already decided: ${res.decision} by ${res.by || "someone"} via ${res.surface || "?"}.`);
+      } catch (e) {
+        showBanner(`The decision was not recorded: ${e.message}`);
+        for (const b of row.querySelectorAll("button")) b.disabled = false;
+      }
+    };
+    if (card.kind === "clarify") {
+      for (const o of card.options) {
+        const b = el("button", "gate-option", o);
+        b.dataset.testid = "gate-option";
+        b.addEventListener("click", () => press("answer", o));
+        row.append(b);
+      }
+    } else {
+      const ok = el("button", "gate-approve", "Approve");
+      ok.dataset.testid = "gate-approve";
+      ok.addEventListener("click", () => press("approve"));
+      const no = el("button", "gate-deny", "Deny");
+      no.dataset.testid = "gate-deny";
+      no.addEventListener("click", () => press("deny"));
+      row.append(ok, no);
+    }
+    li.append(row);
+    return li;
+  }
+
   function systemLine(text, cls, testid) {
     const li = el("li", `sys ${cls || ""}`.trim());
     li.dataset.testid = testid || "notice";
@@ -702,6 +768,7 @@
           case "error": frag.append(errorBubble(part)); break;
           case "work": frag.append(workBlock(part, openSet)); break;
           case "gate": frag.append(systemLine(part.text, "gate", "gate")); break;
+          case "gatecard": frag.append(gateCard(part)); break;
           case "notice": frag.append(systemLine(part.text)); break;
           case "note": frag.append(systemLine(part.text, "note", "note")); break;
           default: break;

@@ -1,0 +1,142 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	gh "github.com/gatehouse/gatehouse"
+)
+
+// GateDecider decides approval gates; gates.Service is one. The first
+// decision on any surface wins; later ones get the decision already made.
+type GateDecider interface {
+	Decide(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error)
+}
+
+type decisionRequest struct {
+	// Decision is approve, deny, or answer (a clarifying question's option).
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+	Answer   string `json:"answer,omitempty"`
+	By       string `json:"by"`
+}
+
+type decisionResponse struct {
+	Decision gh.GateState `json:"decision"`
+	By       string       `json:"by"`
+	Surface  string       `json:"surface"`
+	Reason   string       `json:"reason,omitempty"`
+	Answer   string       `json:"answer,omitempty"`
+	// Won is true for the press that made the decision; every later press
+	// gets the decision made, with who made it and where.
+	Won  bool    `json:"won"`
+	Gate gh.Gate `json:"gate"`
+}
+
+var decisionStates = map[string]gh.GateState{"approve": gh.GateApproved, "deny": gh.GateDenied, "answer": gh.GateAnswered}
+
+// decide is POST /v1/gates/{id}/decision.
+func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Gates == nil {
+		writeError(w, r, s.log, gh.Errorf(gh.CodeUnavailable, "approval gates are not enabled on this gateway"))
+		return
+	}
+	var req decisionRequest
+	if err := s.decodeBody(w, r, &req, false); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	state, ok := decisionStates[strings.ToLower(strings.TrimSpace(req.Decision))]
+	if !ok {
+		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "decision must be approve, deny or answer, not %q", req.Decision))
+		return
+	}
+	if strings.TrimSpace(req.By) == "" {
+		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "by must name who decides"))
+		return
+	}
+	surface := "api"
+	if r.Header.Get("X-Gatehouse-Source") == "web" {
+		surface = "web"
+	}
+	id := r.PathValue("id")
+	if err := s.ownGate(r.Context(), id); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	g, won, err := s.cfg.Gates.Decide(r.Context(), id, gh.Decision{State: state, By: strings.TrimSpace(req.By), Surface: surface, Reason: req.Reason, Answer: req.Answer})
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, decisionResponse{Decision: g.State, By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason, Answer: g.Answer, Won: won, Gate: g})
+}
+
+// ownGate refuses a gate of another tenant's session as unknown.
+func (s *Server) ownGate(ctx context.Context, id string) error {
+	g, err := s.k.Store().GetGate(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = s.session(ctx, g.SessionID)
+	if gh.IsCode(err, gh.CodeUnknownSession) {
+		return gh.Errorf(gh.CodeNotFound, "no gate %q", id)
+	}
+	return err
+}
+
+// getGate is GET /v1/gates/{id}.
+func (s *Server) getGate(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.ownGate(r.Context(), id); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	g, err := s.k.Store().GetGate(r.Context(), id)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"gate": g})
+}
+
+// listGates is GET /v1/gates?session=&state=&limit=.
+func (s *Server) listGates(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryLimit(r, 100, 1000)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	session := r.URL.Query().Get("session")
+	state := gh.GateState(r.URL.Query().Get("state"))
+	switch state {
+	case "", gh.GatePending, gh.GateApproved, gh.GateDenied, gh.GateExpired, gh.GateAnswered:
+	default:
+		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "state must be pending, approved, denied, expired or answered, not %q", state))
+		return
+	}
+	if session != "" {
+		if _, err := s.session(r.Context(), session); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+	}
+	gates, err := s.k.Store().ListGates(r.Context(), session, state, limit)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	// Without a session filter, keep only this tenant's gates.
+	out := make([]gh.Gate, 0, len(gates))
+	for _, g := range gates {
+		if session != "" {
+			out = append(out, g)
+			continue
+		}
+		if _, err := s.session(r.Context(), g.SessionID); err == nil {
+			out = append(out, g)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"gates": out})
+}

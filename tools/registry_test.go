@@ -1,0 +1,126 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse/gatehouse/tools"
+)
+
+// stubTool is a tool with a given name, schema and runnability, for the
+// registry's own tests (the registry is ours; this is not a network fake).
+type stubTool struct {
+	name, desc string
+	schema     string
+	runnable   error
+}
+
+func (s stubTool) Name() string            { return s.name }
+func (s stubTool) Description() string     { return s.desc }
+func (s stubTool) Schema() json.RawMessage { return json.RawMessage(s.schema) }
+func (s stubTool) Tier() tools.Tier        { return tools.Safe }
+func (s stubTool) Runnable() error         { return s.runnable }
+func (s stubTool) Idempotent() bool        { return true }
+func (s stubTool) Run(context.Context, tools.Call) (tools.Result, error) {
+	return tools.Result{Content: s.name}, nil
+}
+
+func checkCode(t *testing.T, err error, code string, mentions ...string) {
+	t.Helper()
+	var ce *tools.CheckError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Check: %v, want a *CheckError %s", err, code)
+	}
+	if ce.Code != code {
+		t.Fatalf("Check: code %s (%s), want %s", ce.Code, ce.Message, code)
+	}
+	for _, m := range mentions {
+		if !strings.Contains(ce.Message, m) {
+			t.Errorf("message %q does not mention %q", ce.Message, m)
+		}
+	}
+}
+
+func TestRegistryCheck(t *testing.T) {
+	r := tools.NewRegistry(tools.Builtin(tools.Config{})...)
+	r.Register(stubTool{name: "nested", schema: `{"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]}}},"required":["items"]}`})
+
+	checkCode(t, r.Check("launch_rockets", nil), tools.CodeUnknownTool, "launch_rockets", "web_fetch")
+	checkCode(t, r.Check("shell_exec", json.RawMessage(`{"command":"ls"}`)), tools.CodeToolUnavailable, "GATEHOUSE_SHELL=on")
+	checkCode(t, r.Check("email_send", json.RawMessage(`{"to":"a@example.com","subject":"s","body":"b"}`)), tools.CodeToolUnavailable, "GATEHOUSE_SMTP_URL")
+
+	checkCode(t, r.Check("web_fetch", json.RawMessage(`{}`)), tools.CodeInvalidArguments, `"url"`, "missing")
+	checkCode(t, r.Check("web_fetch", nil), tools.CodeInvalidArguments, `"url"`)
+	checkCode(t, r.Check("web_fetch", json.RawMessage(`{"url": 42}`)), tools.CodeInvalidArguments, `"url"`, "string", "integer")
+	checkCode(t, r.Check("web_fetch", json.RawMessage(`{"url":"https://example.com","depth":2}`)), tools.CodeInvalidArguments, `"depth"`)
+	checkCode(t, r.Check("web_fetch", json.RawMessage(`["https://example.com"]`)), tools.CodeInvalidArguments, "JSON object")
+	checkCode(t, r.Check("web_fetch", json.RawMessage(`{"url":`)), tools.CodeInvalidArguments, "not valid JSON")
+	checkCode(t, r.Check("workspace_write", json.RawMessage(`{"path":"a.txt"}`)), tools.CodeInvalidArguments, `"content"`)
+	checkCode(t, r.Check("nested", json.RawMessage(`{"items":[{"n":0}]}`)), tools.CodeInvalidArguments, `items[].n`, "minimum")
+	checkCode(t, r.Check("nested", json.RawMessage(`{"items":[{}]}`)), tools.CodeInvalidArguments, `items[]`, `"n"`)
+
+	for name, a := range map[string]string{
+		"web_fetch":       `{"url":"https://example.com"}`,
+		"workspace_list":  ``,
+		"workspace_read":  `{"path":"a.txt"}`,
+		"workspace_write": `{"path":"a.txt","content":""}`,
+		"nested":          `{"items":[{"n":1}]}`,
+	} {
+		if err := r.Check(name, json.RawMessage(a)); err != nil {
+			t.Errorf("Check(%s, %s): %v", name, a, err)
+		}
+	}
+}
+
+func TestRegistryUncompilableSchemaOnlyNeedsAnObject(t *testing.T) {
+	r := tools.NewRegistry(stubTool{name: "odd", schema: `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","$ref":"https://example.com/remote.json"}`})
+	if err := r.Check("odd", json.RawMessage(`{"anything":1}`)); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	checkCode(t, r.Check("odd", json.RawMessage(`"x"`)), tools.CodeInvalidArguments, "JSON object")
+}
+
+func TestRegistryNamesSpecsReplace(t *testing.T) {
+	r := tools.NewRegistry(stubTool{name: "b", desc: "first", schema: `{"type":"object"}`}, stubTool{name: "a", schema: `{"type":"object"}`})
+	r.Register(stubTool{name: "b", desc: "second", schema: `{"type":"object"}`})
+	if got := strings.Join(r.Names(), ","); got != "a,b" {
+		t.Fatalf("Names %s", got)
+	}
+	specs := r.Specs()
+	if len(specs) != 2 || specs[0].Name != "a" || specs[1].Description != "second" {
+		t.Fatalf("Specs %+v", specs)
+	}
+	if _, ok := r.Get("c"); ok {
+		t.Fatal("Get found a tool never registered")
+	}
+	if tl, ok := r.Get("b"); !ok || tl.Description() != "second" {
+		t.Fatal("a later registration did not replace the earlier")
+	}
+}
+
+func TestBuiltinToolsHaveValidSchemasAndTiers(t *testing.T) {
+	want := map[string]tools.Tier{
+		tools.NameEmailSend: tools.Danger, tools.NameWebFetch: tools.Safe,
+		tools.NameWorkspaceList: tools.Safe, tools.NameWorkspaceRead: tools.Safe,
+		tools.NameWorkspaceWrite: tools.Danger, tools.NameShellExec: tools.Danger,
+	}
+	got := tools.Builtin(tools.Config{})
+	if len(got) != len(want) {
+		t.Fatalf("%d built-in tools, want %d", len(got), len(want))
+	}
+	for _, tl := range got {
+		if want[tl.Name()] != tl.Tier() {
+			t.Errorf("%s: tier %s, want %s", tl.Name(), tl.Tier(), want[tl.Name()])
+		}
+		var s map[string]any
+		if err := json.Unmarshal(tl.Schema(), &s); err != nil || s["type"] != "object" {
+			t.Errorf("%s: schema %s: %v", tl.Name(), tl.Schema(), err)
+		}
+		if tl.Description() == "" {
+			t.Errorf("%s: no description", tl.Name())
+		}
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package tools
+
+import "os/exec"
+
+// setProcessGroup does nothing here: the context's cancel kills the shell only.
+func setProcessGroup(cmd *exec.Cmd) {}

@@ -1,0 +1,93 @@
+// Package tools holds the tool registry and the built-in tools a model may
+// call: email_send (SMTP), web_fetch, workspace_list, workspace_read,
+// workspace_write and shell_exec. The MCP bridge in tools/mcp turns the tools
+// of remote MCP servers into the same Tool interface.
+//
+// A tool only runs: it never opens a gate, writes a receipt or fences its
+// output. The toolworker does that, in this order: Registry.Check (unknown
+// tool, not runnable on this install, bad arguments: answered at once, no
+// approval card), the commitment check, the tier (Danger waits for a
+// person), the effect journal, then Run.
+//
+// The package reads no environment variables: every setting comes in a
+// Config struct filled by cmd/gatehouse.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Tier says whether a tool may run at once or needs a person's approval.
+type Tier string
+
+// Tiers.
+const (
+	// Safe tools run at once: they read, they do not act outside.
+	Safe Tier = "safe"
+	// Danger tools act outside (send, write, execute) and run only after a
+	// person approves the call.
+	Danger Tier = "danger"
+)
+
+// Call is one call of a tool, as the model asked for it.
+type Call struct {
+	ID        string          // the model's tool call id
+	Arguments json.RawMessage // a JSON object
+	// IdempotencyKey is the effect-journal receipt id for this exact call.
+	// A tool whose outside system accepts an idempotency key passes it on,
+	// so a retried call cannot act twice. Empty for safe tools.
+	IdempotencyKey string
+	// Workspace is the directory the turn started in (absolute path).
+	Workspace string
+}
+
+// Result is what a tool answers. A failure the model should read and act on
+// (a refused path, a bad address, a server that said no) is a Result with
+// IsError set and a nil error from Run.
+type Result struct {
+	Content string
+	IsError bool
+	// External marks text that came from outside (a web page, a file, a
+	// remote tool's output): the caller fences it as data before a model reads it.
+	External bool
+}
+
+// Tool is one tool a model may call.
+type Tool interface {
+	Name() string
+	Description() string
+	Schema() json.RawMessage // JSON Schema of the arguments object
+	Tier() Tier
+	// Runnable reports whether this install can run the tool at all (shell
+	// switched off, no SMTP configured …): nil, or an error saying why.
+	Runnable() error
+	// Idempotent reports whether Run honours Call.IdempotencyKey (safe to retry).
+	Idempotent() bool
+	// Run executes the call. It returns a non-nil error only when it cannot
+	// say what happened: the context ended, or the effect may have taken
+	// place although the tool saw a failure (ErrOutcomeUnknown). The Result
+	// then still says what is known. Everything else is a Result.
+	Run(ctx context.Context, call Call) (Result, error)
+}
+
+// ErrOutcomeUnknown is wrapped by the error Run returns when the effect may
+// or may not have happened (a connection dropped after a mail was handed
+// over). The effect journal must not run such a call again unless the tool
+// is Idempotent.
+var ErrOutcomeUnknown = errors.New("outcome unknown")
+
+// Spec describes a tool to a model: its name, what it does, and the JSON
+// Schema of its arguments.
+type Spec struct {
+	Name        string
+	Description string
+	Schema      json.RawMessage
+}
+
+// errorResult is a Result that reports a failure to the model.
+func errorResult(format string, args ...any) Result {
+	return Result{Content: fmt.Sprintf(format, args...), IsError: true}
+}

@@ -1,0 +1,13 @@
+// Package toolworker runs one assistant message's tool calls, in this order
+// for each call: can it run at all (unknown tool, switched off, arguments
+// that fail the schema → an error result at once, no card); the commitment
+// check (a per-tool policy allows, rewrites the arguments, asks a clarifying
+// question with options, or refuses); the tier (a safe tool runs at once; a
+// danger tool opens an approval gate — a gate row and a gate.opened event in
+// one transaction — and the attempt settles awaiting approval, holding
+// nothing); on resume the decision (approved runs, denied and expired
+// answer so, never confusing the two), the approval bound to the exact
+// arguments it was given for, and the effect journal so an approved effect
+// runs at most once. Text that comes from outside is fenced as data before a
+// model reads it.
+package toolworker

@@ -1,0 +1,386 @@
+package toolworker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/effectjournal"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/tools"
+)
+
+// Config configures the tool worker.
+type Config struct {
+	// Kernel commits results, gates and receipts. Required.
+	Kernel *kernel.Kernel
+	// Tools are the tools the model may call. Defaults to none.
+	Tools *tools.Registry
+	// Policies are the commitment checks by tool name. Defaults to
+	// email_send resolving names against Contacts.
+	Policies map[string]Policy
+	// Contacts is the address book the email policy resolves names
+	// against. Defaults to none.
+	Contacts Contacts
+	// ApprovalTimeout is how long a gate waits for a decision before it
+	// expires. Defaults to 5m.
+	ApprovalTimeout time.Duration
+	// Workspace returns the session's current workspace directory.
+	// Defaults to "" (workspace tools then refuse).
+	Workspace func(sessionID string) string
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Now defaults to time.Now.
+	Now func() time.Time
+}
+
+// Worker runs tool batches.
+type Worker struct {
+	cfg     Config
+	k       *kernel.Kernel
+	journal *effectjournal.Journal
+}
+
+// New returns a worker.
+func New(cfg Config) *Worker {
+	if cfg.Tools == nil {
+		cfg.Tools = tools.NewRegistry()
+	}
+	if cfg.Policies == nil {
+		cfg.Policies = map[string]Policy{tools.NameEmailSend: EmailPolicy{Contacts: cfg.Contacts}}
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = 5 * time.Minute
+	}
+	if cfg.Workspace == nil {
+		cfg.Workspace = func(string) string { return "" }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Worker{cfg: cfg, k: cfg.Kernel, journal: effectjournal.New(cfg.Kernel)}
+}
+
+// Specs lists the tools for a model request.
+func (w *Worker) Specs() []models.ToolSpec {
+	var out []models.ToolSpec
+	for _, s := range w.cfg.Tools.Specs() {
+		out = append(out, models.ToolSpec{Name: s.Name, Description: s.Description, Schema: s.Schema})
+	}
+	return out
+}
+
+// Committed is a tool result committed under the lease.
+type Committed struct {
+	Seq    int64
+	Result gh.ToolResult
+}
+
+// Outcome is what a batch came to.
+type Outcome struct {
+	Results []Committed
+	Timings []gh.ToolTiming
+	// Paused: a call waits for a person. The attempt settles awaiting
+	// approval; a decision re-queues the run.
+	Paused bool
+	// Stop ends the turn with this message for the user, without asking
+	// the model again (an effect whose outcome is unknown).
+	Stop string
+}
+
+// RunBatch handles the calls of one assistant message that have no result
+// yet, each committed under the lease and keyed by its call id.
+func (w *Worker) RunBatch(ctx context.Context, l gh.Lease, calls []gh.ToolCall) (Outcome, error) {
+	var out Outcome
+	for _, c := range calls {
+		start := time.Now()
+		st, err := w.handle(ctx, l, c)
+		if err != nil {
+			return out, err
+		}
+		out.Paused = out.Paused || st.paused
+		if st.stop != "" {
+			out.Stop = st.stop
+		}
+		if st.committed != nil {
+			out.Results = append(out.Results, *st.committed)
+			out.Timings = append(out.Timings, gh.ToolTiming{Tool: c.Name, DurationMs: time.Since(start).Milliseconds()})
+		}
+	}
+	return out, nil
+}
+
+// step is what handling one call came to.
+type step struct {
+	// committed is the call's result, when one was committed.
+	committed *Committed
+	// paused: the call waits for a person.
+	paused bool
+	// stop ends the turn with this message for the user.
+	stop string
+}
+
+// handle decides and, when it can, runs one call.
+func (w *Worker) handle(ctx context.Context, l gh.Lease, c gh.ToolCall) (step, error) {
+	log := w.cfg.Logger.With("session", l.SessionID, "tool", c.Name, "call", c.ID)
+	// A gate already opened for this call: act on its decision.
+	n, opened, decided, err := w.latestGate(ctx, l.SessionID, c.ID)
+	if err != nil {
+		return step{}, err
+	}
+	args := c.Arguments
+	workspace := w.cfg.Workspace(l.SessionID)
+	if opened != nil {
+		if decided == nil {
+			return step{paused: true}, nil
+		}
+		workspace = opened.Workspace
+		switch decided.Decision {
+		case gh.GateDenied:
+			msg := fmt.Sprintf("The user denied this call (%s, via %s); it did not run.", decided.By, decided.Surface)
+			if decided.Reason != "" {
+				msg += " Reason: " + decided.Reason
+			}
+			return w.result(ctx, l, c, msg, true)
+		case gh.GateExpired:
+			return w.result(ctx, l, c, fmt.Sprintf("The approval request expired after %s without a decision; the call did not run. It can be asked for again.", w.cfg.ApprovalTimeout), true)
+		case gh.GateAnswered:
+			p := w.cfg.Policies[c.Name]
+			if p == nil {
+				return w.result(ctx, l, c, "a clarification was answered but the tool has no policy to apply it", true)
+			}
+			if args, err = p.Answer(opened.Arguments, decided.Answer); err != nil {
+				return w.result(ctx, l, c, err.Error(), true)
+			}
+			return w.decideTier(ctx, l, c, args, workspace, n+1)
+		case gh.GateApproved:
+			// The approval holds for the arguments it was given for: the
+			// call is checked again, and it must come to the same ones.
+			current, verdict := w.commitment(ctx, l.SessionID, c)
+			if verdict.Kind == Refuse || verdict.Kind == Clarify || argsHash(current) != opened.ArgsHash || argsHash(opened.Arguments) != opened.ArgsHash {
+				log.Warn("approved call no longer matches what was approved; not running it")
+				return w.result(ctx, l, c, "The arguments of this call no longer match what was approved, so it did not run. Ask again for a fresh approval.", true)
+			}
+			return w.runDanger(ctx, l, c, opened.Arguments, opened.ArgsHash, workspace)
+		}
+		return w.result(ctx, l, c, "unknown gate decision "+string(decided.Decision), true)
+	}
+	// 1. Can it run at all?
+	if err := w.cfg.Tools.Check(c.Name, c.Arguments); err != nil {
+		return w.result(ctx, l, c, err.Error(), true)
+	}
+	// 2. Commitment check.
+	args, verdict := w.commitment(ctx, l.SessionID, c)
+	switch verdict.Kind {
+	case Refuse:
+		return w.result(ctx, l, c, "Refused: "+verdict.Reason, true)
+	case Clarify:
+		return step{paused: true}, w.openGate(ctx, l, c, n+1, gh.GateKindClarify, args, workspace, verdict)
+	}
+	if verdict.Kind == Rewrite {
+		if err := w.cfg.Tools.Check(c.Name, args); err != nil {
+			return w.result(ctx, l, c, err.Error(), true)
+		}
+	}
+	// 3. Tier.
+	return w.decideTier(ctx, l, c, args, workspace, n+1)
+}
+
+// commitment runs the tool's policy; without one the call is allowed.
+func (w *Worker) commitment(ctx context.Context, sessionID string, c gh.ToolCall) (json.RawMessage, Verdict) {
+	p := w.cfg.Policies[c.Name]
+	if p == nil {
+		return c.Arguments, Verdict{Kind: Allow}
+	}
+	v := p.Check(ctx, sessionID, c.Arguments)
+	if v.Kind == Rewrite {
+		return v.Arguments, v
+	}
+	return c.Arguments, v
+}
+
+func (w *Worker) decideTier(ctx context.Context, l gh.Lease, c gh.ToolCall, args json.RawMessage, workspace string, n int) (step, error) {
+	t, ok := w.cfg.Tools.Get(c.Name)
+	if !ok {
+		return w.result(ctx, l, c, "unknown tool "+c.Name, true)
+	}
+	if t.Tier() == tools.Safe {
+		res, err := t.Run(ctx, tools.Call{ID: c.ID, Arguments: args, Workspace: workspace})
+		if err != nil && ctx.Err() != nil {
+			return step{}, context.Cause(ctx)
+		}
+		return w.result(ctx, l, c, content(res, err), res.IsError || err != nil)
+	}
+	return step{paused: true}, w.openGate(ctx, l, c, n, gh.GateKindApproval, args, workspace, Verdict{})
+}
+
+// runDanger runs an approved call through the effect journal.
+func (w *Worker) runDanger(ctx context.Context, l gh.Lease, c gh.ToolCall, args json.RawMessage, hash, workspace string) (step, error) {
+	t, ok := w.cfg.Tools.Get(c.Name)
+	if !ok {
+		return w.result(ctx, l, c, "unknown tool "+c.Name, true)
+	}
+	state, err := w.journal.Lookup(ctx, l.SessionID, c.ID)
+	if err != nil {
+		return step{}, err
+	}
+	receipt := effectjournal.Receipt{ID: effectjournal.ReceiptID(l.SessionID, c.ID), ToolCallID: c.ID, Tool: c.Name, ArgsHash: hash, State: effectjournal.Started}
+	switch state {
+	case effectjournal.Finished:
+		return step{}, nil // its result committed with the receipt
+	case effectjournal.Started:
+		if !t.Idempotent() {
+			msg := fmt.Sprintf("⚠️ I can't tell whether %s ran: the gateway stopped while it was running, and it was not run again so it cannot happen twice. Please check (for an email: the recipient's inbox or your sent mail) before asking me to do it again.", c.Name)
+			r := gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: "Outcome unknown: the gateway stopped while this call ran; it was not run again.", IsError: true}
+			cm, err := w.finish(ctx, l, receipt, r)
+			if err != nil {
+				return step{}, err
+			}
+			return step{committed: cm, stop: msg}, nil
+		}
+		// An idempotent tool gets the same key again: safe to retry.
+	default:
+		if receipt, err = w.journal.Begin(ctx, l, c, hash); err != nil {
+			return step{}, err
+		}
+	}
+	start := time.Now()
+	res, runErr := t.Run(ctx, tools.Call{ID: c.ID, Arguments: args, IdempotencyKey: receipt.ID, Workspace: workspace})
+	if runErr != nil && !errors.Is(runErr, tools.ErrOutcomeUnknown) {
+		// The context ended mid-run: nothing more is written. A successor
+		// finds the started receipt and says the outcome is unknown.
+		return step{}, runErr
+	}
+	r := gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: content(res, runErr), IsError: res.IsError || runErr != nil, DurationMs: time.Since(start).Milliseconds()}
+	cm, err := w.finish(ctx, l, receipt, r)
+	if err != nil {
+		return step{}, err
+	}
+	if runErr != nil {
+		return step{committed: cm, stop: fmt.Sprintf("⚠️ I can't tell whether %s worked: %v. It was not retried, so it cannot happen twice; please check before asking again.", c.Name, runErr)}, nil
+	}
+	return step{committed: cm}, nil
+}
+
+func (w *Worker) finish(ctx context.Context, l gh.Lease, receipt effectjournal.Receipt, r gh.ToolResult) (*Committed, error) {
+	raw, _ := json.Marshal(r)
+	cs, err := w.journal.Finish(ctx, l, receipt, gh.NewEvent{Kind: gh.KindToolResult, Payload: raw, Key: "tool:" + r.ToolCallID})
+	if err != nil {
+		return nil, err
+	}
+	return &Committed{Seq: cs[0].Event.Seq, Result: r}, nil
+}
+
+func content(res tools.Result, err error) string {
+	text := res.Content
+	if err != nil && text == "" {
+		text = err.Error()
+	}
+	if res.External {
+		return fence(text)
+	}
+	return text
+}
+
+// result commits a tool result keyed by the call id.
+func (w *Worker) result(ctx context.Context, l gh.Lease, c gh.ToolCall, text string, isErr bool) (step, error) {
+	r := gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: text, IsError: isErr}
+	raw, _ := json.Marshal(r)
+	cs, err := w.k.Commit(ctx, l, gh.NewEvent{Kind: gh.KindToolResult, Payload: raw, Key: "tool:" + c.ID})
+	if err != nil {
+		return step{}, err
+	}
+	return step{committed: &Committed{Seq: cs[0].Event.Seq, Result: r}}, nil
+}
+
+// GateID names the n-th gate of a call; the same call always gets the same
+// ids, so a retried attempt opens the gate it opened before, not another.
+func GateID(sessionID, toolCallID string, n int) string {
+	h := sha256.Sum256([]byte(sessionID + "\x00" + toolCallID + "\x00" + strconv.Itoa(n)))
+	return "g_" + hex.EncodeToString(h[:10])
+}
+
+func gateKey(toolCallID string, n int) string { return "gateopen:" + toolCallID + ":" + strconv.Itoa(n) }
+
+// latestGate finds the newest gate opened for a call and its decision.
+func (w *Worker) latestGate(ctx context.Context, sessionID, callID string) (int, *gh.GateOpened, *gh.GateDecided, error) {
+	n := 0
+	var opened *gh.GateOpened
+	for {
+		ev, ok, err := w.k.EventByKey(ctx, sessionID, gateKey(callID, n+1))
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		if !ok {
+			break
+		}
+		var g gh.GateOpened
+		if err := json.Unmarshal(ev.Payload, &g); err != nil {
+			return 0, nil, nil, gh.Wrap(gh.CodeInternal, err, "unreadable gate.opened at seq %d", ev.Seq)
+		}
+		opened, n = &g, n+1
+	}
+	if opened == nil {
+		return 0, nil, nil, nil
+	}
+	ev, ok, err := w.k.EventByKey(ctx, sessionID, "gate:"+opened.GateID)
+	if err != nil || !ok {
+		return n, opened, nil, err
+	}
+	var d gh.GateDecided
+	if err := json.Unmarshal(ev.Payload, &d); err != nil {
+		return 0, nil, nil, gh.Wrap(gh.CodeInternal, err, "unreadable gate.decided at seq %d", ev.Seq)
+	}
+	return n, opened, &d, nil
+}
+
+// openGate commits gate.opened and the gate row in one transaction.
+func (w *Worker) openGate(ctx context.Context, l gh.Lease, c gh.ToolCall, n int, kind string, args json.RawMessage, workspace string, v Verdict) error {
+	now := w.cfg.Now().UTC()
+	g := gh.Gate{
+		ID: GateID(l.SessionID, c.ID, n), SessionID: l.SessionID, RunID: l.RunID, ToolCallID: c.ID, Tool: c.Name,
+		Arguments: args, ArgsHash: argsHash(args), Kind: kind, Question: v.Question, Options: v.Options,
+		State: gh.GatePending, ExpiresAt: now.Add(w.cfg.ApprovalTimeout), Created: now,
+	}
+	payload, _ := json.Marshal(gh.GateOpened{
+		GateID: g.ID, ToolCallID: c.ID, Tool: c.Name, Arguments: args, ArgsHash: g.ArgsHash, Kind: kind,
+		Question: v.Question, Options: v.Options, ExpiresAt: g.ExpiresAt, Workspace: workspace,
+	})
+	err := w.k.Store().InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if _, err := w.k.CommitTx(ctx, tx, l, gh.NewEvent{Kind: gh.KindGateOpened, Payload: payload, Key: gateKey(c.ID, n)}); err != nil {
+			return err
+		}
+		_, err := tx.InsertGate(ctx, g)
+		return err
+	})
+	if err == nil {
+		w.k.Notify(l.SessionID)
+	}
+	return err
+}
+
+// argsHash is the hash an approval is bound to: of the arguments' JSON
+// meaning, so key order or spacing cannot change it.
+func argsHash(args json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		h := sha256.Sum256(bytes.TrimSpace(args))
+		return hex.EncodeToString(h[:])
+	}
+	canon, _ := json.Marshal(v) // map keys are sorted
+	h := sha256.Sum256(canon)
+	return hex.EncodeToString(h[:])
+}
