@@ -17,8 +17,8 @@ import (
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store/sqlite"
 	"github.com/gatehouse/gatehouse/supervisor"
-	"github.com/gatehouse/gatehouse/toolworker"
 	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/toolworker"
 )
 
 type env struct {

@@ -313,7 +313,9 @@ func GateID(sessionID, toolCallID string, n int) string {
 	return "g_" + hex.EncodeToString(h[:10])
 }
 
-func gateKey(toolCallID string, n int) string { return "gateopen:" + toolCallID + ":" + strconv.Itoa(n) }
+func gateKey(toolCallID string, n int) string {
+	return "gateopen:" + toolCallID + ":" + strconv.Itoa(n)
+}
 
 // latestGate finds the newest gate opened for a call and its decision.
 func (w *Worker) latestGate(ctx context.Context, sessionID, callID string) (int, *gh.GateOpened, *gh.GateDecided, error) {

@@ -13,8 +13,8 @@ import (
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/sqlite"
-	"github.com/gatehouse/gatehouse/toolworker"
 	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/toolworker"
 )
 
 type env struct {
@@ -55,7 +55,7 @@ func setup(t *testing.T, contacts map[string]string, extra ...tools.Tool) *env {
 		toolworker.FuncTool{ToolName: "page", Fn: func(ctx context.Context, c tools.Call) (string, error) { return "", nil }},
 	}, extra...)...)
 	e.w = toolworker.New(toolworker.Config{Kernel: e.k, Tools: reg, ApprovalTimeout: time.Minute,
-		Policies: map[string]toolworker.Policy{"send": toolworker.EmailPolicy{Contacts: func(context.Context, string) map[string]string { return contacts }}},
+		Policies:  map[string]toolworker.Policy{"send": toolworker.EmailPolicy{Contacts: func(context.Context, string) map[string]string { return contacts }}},
 		Workspace: func(string) string { return e.ws.Load().(string) }})
 	return e
 }
