@@ -121,6 +121,13 @@ func (s *smtpSession) Logout() error { return nil }
 // startSMTP runs be on a loopback port; with tc set it offers STARTTLS.
 func startSMTP(t *testing.T, be *smtpRecorder, tc *tls.Config) string {
 	t.Helper()
+	return serveSMTP(t, be, tc, false)
+}
+
+// serveSMTP runs be on a loopback port; implicit speaks TLS from the first
+// byte (smtps), else tc (if set) is offered through STARTTLS.
+func serveSMTP(t *testing.T, be *smtpRecorder, tc *tls.Config, implicit bool) string {
+	t.Helper()
 	srv := smtp.NewServer(be)
 	srv.Domain = "localhost"
 	srv.ReadTimeout = 10 * time.Second
@@ -131,9 +138,13 @@ func startSMTP(t *testing.T, be *smtpRecorder, tc *tls.Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := ln.Addr().String()
+	if implicit {
+		ln = tls.NewListener(ln, tc)
+	}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return ln.Addr().String()
+	return addr
 }
 
 type testLogger struct{ t *testing.T }
@@ -306,6 +317,36 @@ func TestEmailSendSTARTTLSAndAuth(t *testing.T) {
 	}
 	if len(be.deliveries()) != 1 {
 		t.Fatal("a mail went through with a wrong password")
+	}
+}
+
+func TestEmailSendImplicitTLS(t *testing.T) {
+	cert, pool := selfSigned(t)
+	be := &smtpRecorder{users: map[string]string{"bot": "s3cret"}}
+	addr := serveSMTP(t, be, &tls.Config{Certificates: []tls.Certificate{cert}}, true)
+	tool := tools.NewEmailSend(tools.EmailConfig{
+		SMTPURL:   "smtps://bot:s3cret@" + addr,
+		From:      "bot@example.com",
+		TLSConfig: &tls.Config{RootCAs: pool},
+		Timeout:   5 * time.Second,
+	})
+	res, err := tool.Run(context.Background(), tools.Call{
+		Arguments:      args(t, map[string]string{"to": "a@example.com, Bo <bo@example.com>", "subject": "s", "body": "b"}),
+		IdempotencyKey: "k2",
+	})
+	if err != nil || res.IsError {
+		t.Fatalf("Run: %v %+v", err, res)
+	}
+	got := be.deliveries()
+	if len(got) != 1 || !got[0].TLS || got[0].AuthUser != "bot" || len(got[0].To) != 2 {
+		t.Fatalf("deliveries %+v, want one over implicit TLS to two recipients", got)
+	}
+
+	// A certificate the client does not trust: refused before anything is sent.
+	tool = tools.NewEmailSend(tools.EmailConfig{SMTPURL: "smtps://bot:s3cret@" + addr, From: "bot@example.com", Timeout: 5 * time.Second})
+	res, err = tool.Run(context.Background(), tools.Call{Arguments: args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})})
+	if err != nil || !res.IsError || len(be.deliveries()) != 1 {
+		t.Fatalf("untrusted certificate: %v %+v", err, res)
 	}
 }
 

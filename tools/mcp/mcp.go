@@ -32,8 +32,8 @@ type Config struct {
 	// Defaults to 30s.
 	ConnectTimeout time.Duration
 	// HTTPClient is used for servers reached by URL. Defaults to
-	// http.DefaultClient's transport with no timeout of its own (streams are
-	// long-lived; calls are bounded by Timeout).
+	// http.DefaultClient. It should have no overall Timeout: the session's
+	// event stream is long-lived; each call is bounded by Timeout.
 	HTTPClient *http.Client
 	// ClientName is the name this client gives itself to servers.
 	// Defaults to "gatehouse".
@@ -100,6 +100,10 @@ var (
 // maxNameLen is the longest tool name model APIs accept (OpenAI's limit).
 const maxNameLen = 64
 
+// maxDescRunes caps a remote tool's description: it is text from outside
+// that every model request carries.
+const maxDescRunes = 2000
+
 // Connect connects to every server in cfg, lists its tools and wraps each as
 // a tools.Tool named "<server>__<tool>". A server that cannot be reached or
 // listed is left out and named in the returned error; the tools of the
@@ -133,15 +137,19 @@ func Connect(ctx context.Context, cfg Config) (Tools, error) {
 		}
 		out = append(out, ts...)
 	}
-	// Two servers' names, cut to maxNameLen, could still meet.
+	// Two tool names can meet after unusable characters are replaced or a
+	// long name is cut: the first keeps the name, the others are left out.
 	seen := map[string]bool{}
+	kept := out[:0]
 	for _, t := range out {
 		if seen[t.Name()] {
-			errs = append(errs, fmt.Errorf("mcp: two tools are both called %q", t.Name()))
+			errs = append(errs, fmt.Errorf("mcp server %q: tool %q left out: another tool is already called %q", t.(*Tool).Server(), t.(*Tool).RemoteName(), t.Name()))
+			continue
 		}
 		seen[t.Name()] = true
+		kept = append(kept, t)
 	}
-	return out, errors.Join(errs...)
+	return kept, errors.Join(errs...)
 }
 
 func connectOne(ctx context.Context, cfg Config, srv MCPServer) ([]tools.Tool, error) {
@@ -173,6 +181,12 @@ func connectOne(ctx context.Context, cfg Config, srv MCPServer) ([]tools.Tool, e
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	sess := &session{name: srv.Name, cs: cs}
+	go func() {
+		// A server that exits or drops the session makes its tools
+		// unrunnable, so calls are refused at once with the reason.
+		_ = cs.Wait()
+		sess.closed.Store(true)
+	}()
 	var list []*sdk.Tool
 	for t, err := range cs.Tools(cctx, nil) {
 		if err != nil {
@@ -201,8 +215,8 @@ func connectOne(ctx context.Context, cfg Config, srv MCPServer) ([]tools.Tool, e
 		if desc == "" {
 			desc = st.Title
 		}
-		if len(desc) > 2000 {
-			desc = desc[:2000] + "…"
+		if r := []rune(desc); len(r) > maxDescRunes {
+			desc = string(r[:maxDescRunes]) + "…"
 		}
 		out = append(out, &Tool{
 			name:    toolName(srv.Name, st.Name),
