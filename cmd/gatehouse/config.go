@@ -81,6 +81,25 @@ type Config struct {
 	CompactionShare float64
 	// MaxTurns bounds model requests in one attempt. Defaults to 16.
 	MaxTurns int
+
+	// SMTPURL and EmailFrom configure email_send. Default to empty: the
+	// tool is refused with a reason.
+	SMTPURL, EmailFrom string
+	// Contacts is the address book email_send resolves names against,
+	// "Name=address,…". Defaults to empty.
+	Contacts string
+	// Workspace is the root of the workspace tools. Defaults to
+	// $GATEHOUSE_DATA_DIR/workspace.
+	Workspace string
+	// Shell switches shell_exec on ("on"). Defaults to off.
+	Shell string
+	// MCPConfig is a JSON file listing MCP servers. Defaults to none.
+	MCPConfig string
+	// ApprovalTimeout is how long an approval card waits. Defaults to 5m.
+	ApprovalTimeout time.Duration
+	// RedisURL puts gate claims in Redis for many replicas. Defaults to
+	// empty: SQL compare-and-set in the database.
+	RedisURL string
 }
 
 // setting is one row of the settings table: its names, default and help,
@@ -185,6 +204,26 @@ var settings = []setting{
 		return nil
 	}},
 	{"GATEHOUSE_MAX_TURNS", "max_turns", "16", "model requests one attempt may make before it stops", integer(func(c *Config) *int { return &c.MaxTurns })},
+	{"GATEHOUSE_SMTP_URL", "smtp_url", "", "SMTP server for email_send: smtp://user:pass@host:587 (STARTTLS when offered), smtps://… (TLS), ?tls=none on loopback", str(func(c *Config) *string { return &c.SMTPURL })},
+	{"GATEHOUSE_EMAIL_FROM", "email_from", "", "sender address of email_send", str(func(c *Config) *string { return &c.EmailFrom })},
+	{"GATEHOUSE_CONTACTS", "contacts", "", "address book for email_send names: Name=address,Other Name=address", func(c *Config, v string) error {
+		if _, err := parseContacts(v); err != nil {
+			return err
+		}
+		c.Contacts = v
+		return nil
+	}},
+	{"GATEHOUSE_WORKSPACE", "workspace", "", "root directory of the workspace tools; empty is $GATEHOUSE_DATA_DIR/workspace", str(func(c *Config) *string { return &c.Workspace })},
+	{"GATEHOUSE_SHELL", "shell", "off", "on enables shell_exec (always behind approval)", oneOf(func(c *Config) *string { return &c.Shell }, "off", "on")},
+	{"GATEHOUSE_MCP_CONFIG", "mcp_config", "", "JSON file listing MCP servers whose tools the agent may call (see docs/configuration.md)", str(func(c *Config) *string { return &c.MCPConfig })},
+	{"GATEHOUSE_APPROVAL_TIMEOUT", "approval_timeout", "5m", "how long an approval card waits before it expires (the call does not run; never counted as a denial)", duration(func(c *Config) *time.Duration { return &c.ApprovalTimeout })},
+	{"GATEHOUSE_REDIS_URL", "redis_url", "", "redis://… puts approval claims in Redis for many replicas; empty uses the database", func(c *Config, v string) error {
+		if v != "" && !strings.HasPrefix(v, "redis://") && !strings.HasPrefix(v, "rediss://") && !strings.HasPrefix(v, "unix://") {
+			return fmt.Errorf("want a redis:// URL, got %q", v)
+		}
+		c.RedisURL = v
+		return nil
+	}},
 }
 
 // loadConfig applies defaults, then the file (if any), then the
@@ -285,6 +324,24 @@ func parsePrices(v string) (map[string]models.Price, error) {
 			return nil, fmt.Errorf("want provider:model=input/output prices per million tokens, got %q", part)
 		}
 		out[strings.TrimSpace(name)] = models.Price{InputPerMTok: fi, OutputPerMTok: fo}
+	}
+	return out, nil
+}
+
+// parseContacts reads "Name=address,…".
+func parseContacts(v string) (map[string]string, error) {
+	out := map[string]string{}
+	for part := range strings.SplitSeq(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, addr, ok := strings.Cut(part, "=")
+		name, addr = strings.TrimSpace(name), strings.TrimSpace(addr)
+		if !ok || name == "" || !strings.Contains(addr, "@") {
+			return nil, fmt.Errorf("want Name=address entries separated by commas, got %q", part)
+		}
+		out[name] = addr
 	}
 	return out, nil
 }

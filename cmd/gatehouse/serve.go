@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/httpapi/web"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -42,8 +45,22 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.Timezone != "" {
 		loc, _ = time.LoadLocation(cfg.Timezone)
 	}
+	worker, closeTools, err := newToolWorker(ctx, cfg, k, log)
+	if err != nil {
+		return err
+	}
+	defer closeTools()
+	gateSvc, rdb, err := newGates(cfg, st, k, log)
+	if err != nil {
+		return err
+	}
+	ready := []httpapi.Pinger{st}
+	if rdb != nil {
+		defer rdb.Close()
+		ready = append(ready, redisPinger{rdb})
+	}
 	sup, err := supervisor.New(supervisor.Config{
-		Kernel: k, Models: reg, Workers: cfg.Workers, Location: loc, Logger: log,
+		Kernel: k, Models: reg, Tools: worker, Workers: cfg.Workers, Location: loc, Logger: log,
 		ContextWindow: cfg.ContextWindow, CompactionShare: cfg.CompactionShare, MaxTurns: cfg.MaxTurns,
 	})
 	if err != nil {
@@ -51,11 +68,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 
 	api := httpapi.New(httpapi.Config{
-		Addr: cfg.Addr, Ready: []httpapi.Pinger{st}, Logger: log,
+		Addr: cfg.Addr, Ready: ready, Logger: log, Gates: gateSvc,
 		Kernel: k, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
 		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(),
 	})
 	if err := api.Start(ctx); err != nil {
+		return err
+	}
+	if err := gateSvc.Start(ctx); err != nil {
 		return err
 	}
 	if err := sup.Start(ctx); err != nil {
@@ -86,6 +106,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := sup.Stop(drainCtx); err != nil {
 		log.Warn("drain timed out; running turns were handed back for another replica", "err", err)
 	}
+	if err := gateSvc.Stop(drainCtx); err != nil {
+		log.Warn("gate sweeper did not stop in time", "err", err)
+	}
 	log.Info("drained", "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -102,4 +125,14 @@ func newModels(cfg Config, ledger func(context.Context, models.LedgerRow)) (*mod
 		ScriptFile: cfg.ScriptFile, RequestTimeout: cfg.ModelTimeout, MaxRetries: cfg.ModelRetries,
 		Prices: prices, Ledger: ledger,
 	})
+}
+
+// redisPinger lets /readyz check Redis.
+type redisPinger struct{ c *goredis.Client }
+
+func (p redisPinger) Ping(ctx context.Context) error {
+	if err := p.c.Ping(ctx).Err(); err != nil {
+		return gh.Wrap(gh.CodeUnavailable, err, "redis: ping")
+	}
+	return nil
 }

@@ -1,0 +1,174 @@
+package gates
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// Registry arbitrates presses.
+type Registry interface {
+	// Claim applies d to the pending gate id: (gate as decided, true) for the
+	// winner; (gate as it was decided, false) for every later press. A press
+	// after the gate's expiry expires it (state expired, by "timeout") and
+	// gets won=false. Unknown gate: gh CodeNotFound. A registry that cannot
+	// reach its server: gh CodeUnavailable, and nothing is decided.
+	//
+	// A decision that does not fit the gate (see [ValidateDecision]) is a
+	// CodeInvalid error and decides nothing. When an error comes after the
+	// decision was made (the registry decided but could not make SQL
+	// agree), the gate and won describe the decision made; the next press
+	// or the sweeper of a [Service] repairs SQL and the log.
+	Claim(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error)
+}
+
+// LogMarker is implemented by a registry that keeps its own copy of each
+// decision (the Redis registry). After committing gate.decided, [Service]
+// calls MarkLogged with the gate as SQL has it (decided and logged), so
+// that later presses learn it is logged without asking SQL. An error is
+// only logged: a later press then commits again, idempotently.
+type LogMarker interface {
+	MarkLogged(ctx context.Context, g gh.Gate) error
+}
+
+// Limits on the text of a decision.
+const (
+	MaxIDLen      = 200
+	MaxByLen      = 200
+	MaxSurfaceLen = 200
+	MaxReasonLen  = 2000
+	MaxAnswerLen  = 2000
+)
+
+// The decision recorded when a gate expires.
+const (
+	ExpiredBy      = "timeout"
+	ExpiredSurface = "gateway"
+)
+
+// Expiry is the decision the clock makes on a due gate.
+var Expiry = gh.Decision{State: gh.GateExpired, By: ExpiredBy, Surface: ExpiredSurface}
+
+func checkText(what, s string, max int, required bool) error {
+	switch {
+	case s == "" && required:
+		return gh.Errorf(gh.CodeInvalid, "%s is required", what)
+	case !utf8.ValidString(s) || strings.ContainsRune(s, 0):
+		return gh.Errorf(gh.CodeInvalid, "%s must be valid text without NUL characters", what)
+	case utf8.RuneCountInString(s) > max:
+		return gh.Errorf(gh.CodeInvalid, "%s must be at most %d characters", what, max)
+	}
+	return nil
+}
+
+// CheckID validates a gate id.
+func CheckID(id string) error { return checkText("gate id", id, MaxIDLen, true) }
+
+// ValidateDecision checks that d may be applied to g at now:
+//
+//   - State is approved or denied on an approval gate, answered on a
+//     clarify gate (with an Answer that is one of the gate's Options), or
+//     expired on a gate whose expiry is at or before now (the sweeper's
+//     path: [Service.Decide] refuses expired from a client);
+//   - By (≤ 200 characters) and Surface (≤ 200) are not empty; Reason is
+//     at most 2000 characters; only an answered decision has an Answer.
+//
+// Anything else is a CodeInvalid error. It does not look at g.State: a
+// valid press on a decided gate is answered with the decision made.
+func ValidateDecision(g gh.Gate, d gh.Decision, now time.Time) error {
+	if err := checkText("decision by", d.By, MaxByLen, true); err != nil {
+		return err
+	}
+	if err := checkText("decision surface", d.Surface, MaxSurfaceLen, true); err != nil {
+		return err
+	}
+	if err := checkText("decision reason", d.Reason, MaxReasonLen, false); err != nil {
+		return err
+	}
+	if err := checkText("decision answer", d.Answer, MaxAnswerLen, false); err != nil {
+		return err
+	}
+	clarify := g.Kind == gh.GateKindClarify
+	switch d.State {
+	case gh.GateApproved, gh.GateDenied:
+		if clarify {
+			return gh.Errorf(gh.CodeInvalid, "gate %q asks a question: answer it with one of its options, not %s", g.ID, d.State)
+		}
+		if d.Answer != "" {
+			return gh.Errorf(gh.CodeInvalid, "only an answered decision carries an answer")
+		}
+	case gh.GateAnswered:
+		if !clarify {
+			return gh.Errorf(gh.CodeInvalid, "gate %q is an approval: approve or deny it", g.ID)
+		}
+		if !slices.Contains(g.Options, d.Answer) {
+			return gh.Errorf(gh.CodeInvalid, "answer %q is not one of the options of gate %q", d.Answer, g.ID)
+		}
+	case gh.GateExpired:
+		if g.ExpiresAt.After(now) {
+			return gh.Errorf(gh.CodeInvalid, "gate %q expires at %s, not before", g.ID, g.ExpiresAt.Format(time.RFC3339))
+		}
+		if d.Answer != "" {
+			return gh.Errorf(gh.CodeInvalid, "only an answered decision carries an answer")
+		}
+	default:
+		return gh.Errorf(gh.CodeInvalid, "decision must be approved, denied or answered, not %q", d.State)
+	}
+	return nil
+}
+
+// DecisionOf returns the decision recorded on g.
+func DecisionOf(g gh.Gate) gh.Decision {
+	return gh.Decision{State: g.State, By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason, Answer: g.Answer}
+}
+
+// SameDecision reports whether a and b record the same decision (the same
+// press: state, who, where, what and when).
+func SameDecision(a, b gh.Gate) bool {
+	return a.State == b.State && a.DecidedBy == b.DecidedBy && a.Surface == b.Surface &&
+		a.Reason == b.Reason && a.Answer == b.Answer && a.DecidedAt.Equal(b.DecidedAt)
+}
+
+// Clock returns now as the store keeps it: UTC, in microseconds.
+func Clock(now func() time.Time) time.Time { return now().UTC().Truncate(time.Microsecond) }
+
+// sqlRegistry decides with the store's compare-and-set.
+type sqlRegistry struct {
+	st  store.Store
+	now func() time.Time
+}
+
+// NewSQL returns a registry that decides with store.DecideGate, a SQL
+// compare-and-set: the embedded default, and correct across replicas that
+// share a database. Every press of a pending gate is a write transaction;
+// a press of a decided gate is a read. now defaults to time.Now.
+func NewSQL(st store.Store, now func() time.Time) Registry {
+	if now == nil {
+		now = time.Now
+	}
+	return &sqlRegistry{st: st, now: now}
+}
+
+func (r *sqlRegistry) Claim(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {
+	if err := CheckID(id); err != nil {
+		return gh.Gate{}, false, err
+	}
+	g, err := r.st.GetGate(ctx, id)
+	if err != nil {
+		return gh.Gate{}, false, err
+	}
+	now := Clock(r.now)
+	if err := ValidateDecision(g, d, now); err != nil {
+		return gh.Gate{}, false, err
+	}
+	if g.State != gh.GatePending {
+		// Decided gates never change: the read is the answer.
+		return g, false, nil
+	}
+	return r.st.DecideGate(ctx, store.GateDecision{ID: id, Decision: d, Now: now})
+}

@@ -1,0 +1,333 @@
+package gates
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// Config configures a Service.
+type Config struct {
+	// Registry arbitrates presses. Required.
+	Registry Registry
+	// Kernel commits gate.decided. Required; its store is the one the
+	// registry decides in.
+	Kernel *kernel.Kernel
+	// Sweep is how often the sweeper expires due gates and logs decisions
+	// a crash left unlogged. Defaults to 1s.
+	Sweep time.Duration
+	// SweepBatch is how many gates one sweep query returns; a full batch
+	// is followed at once by another. Defaults to 100.
+	SweepBatch int
+	// Logger receives sweeper failures. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the clock that decides which gates are due. Defaults to
+	// time.Now; it should be the registry's clock.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Sweep <= 0 {
+		c.Sweep = time.Second
+	}
+	if c.SweepBatch <= 0 {
+		c.SweepBatch = 100
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Service decides gates and makes sure every decision is in the log. It is
+// safe for concurrent use, and any number of replicas may run one over
+// the same database (and Redis).
+type Service struct {
+	cfg Config
+	st  store.Store
+
+	fmu     sync.Mutex
+	flights map[string]*flight
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// flight is one commit of a gate's decision in progress in this process:
+// presses that find the same gate unlogged wait for it instead of racing
+// it with transactions of their own.
+type flight struct {
+	done chan struct{}
+	gate gh.Gate
+	err  error
+}
+
+// NewService returns a service; Start runs its sweeper.
+func NewService(cfg Config) *Service {
+	if cfg.Registry == nil || cfg.Kernel == nil {
+		panic("gates: NewService needs a Registry and a Kernel")
+	}
+	cfg = cfg.withDefaults()
+	return &Service{cfg: cfg, st: cfg.Kernel.Store(), flights: map[string]*flight{}}
+}
+
+// Decide claims the gate and makes sure the decision is in the log: a
+// gate.decided event (payload gh.GateDecided, idempotency key "gate:"+id)
+// committed with kernel.EdgeCommitTx together with store MarkGateLogged in
+// ONE store transaction; the edge commit queues the session's run. The
+// winner does this; a loser whose gate is decided but not yet logged does
+// it too (idempotent by the key), so a crash between claim and commit is
+// repaired by the next press or by the sweeper. After the commit it calls
+// kernel.Notify(sessionID).
+//
+// It returns the gate as decided and whether this press decided it. A
+// client cannot ask for expired (CodeInvalid): only the clock expires a
+// gate. With a nil error the decision is in the log. When the decision
+// was made but could not be logged, the error comes with the gate and won
+// of the claim; the sweeper logs it later.
+func (s *Service) Decide(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {
+	if d.State == gh.GateExpired {
+		return gh.Gate{}, false, gh.Errorf(gh.CodeInvalid, "a gate expires by its timeout; a press cannot expire it")
+	}
+	return s.decide(ctx, id, d)
+}
+
+func (s *Service) decide(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {
+	if err := CheckID(id); err != nil {
+		return gh.Gate{}, false, err
+	}
+	g, won, err := s.cfg.Registry.Claim(ctx, id, d)
+	if err != nil {
+		return g, won, err
+	}
+	if g.State == gh.GatePending {
+		return g, false, gh.Errorf(gh.CodeInternal, "registry left gate %q pending after a claim", id)
+	}
+	if g.Logged {
+		return g, won, nil
+	}
+	logged, err := s.ensureLogged(ctx, g)
+	if err != nil {
+		return g, won, err
+	}
+	if !SameDecision(logged, g) {
+		// SQL is the truth; the registry's answer was stale.
+		won = false
+	}
+	return logged, won, nil
+}
+
+// ensureLogged commits g's decision, or waits for this process's commit of
+// it already in flight.
+func (s *Service) ensureLogged(ctx context.Context, g gh.Gate) (gh.Gate, error) {
+	var lastErr error
+	for range 3 {
+		s.fmu.Lock()
+		f := s.flights[g.ID]
+		if f == nil {
+			f = &flight{done: make(chan struct{})}
+			s.flights[g.ID] = f
+			s.fmu.Unlock()
+			f.gate, f.err = s.commit(ctx, g)
+			s.fmu.Lock()
+			delete(s.flights, g.ID)
+			s.fmu.Unlock()
+			close(f.done)
+			return f.gate, f.err
+		}
+		s.fmu.Unlock()
+		select {
+		case <-f.done:
+			if f.err == nil {
+				return f.gate, nil
+			}
+			// The leading press failed (perhaps only its context ended):
+			// try again, leading this time if nobody else is.
+			lastErr = f.err
+		case <-ctx.Done():
+			return g, gh.Wrap(gh.CodeUnavailable, ctx.Err(), "gate %q: waiting for its decision to be logged", g.ID)
+		}
+	}
+	return g, lastErr
+}
+
+// commit makes SQL agree with g's decision and logs it, in one transaction:
+// lock the session, compare-and-set the gate (a no-op when the registry
+// already decided it in SQL; the repair of a claim that never reached SQL
+// otherwise), edge-commit gate.decided from the SQL row, mark it logged.
+func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
+	at := g.DecidedAt
+	if at.IsZero() {
+		at = Clock(s.cfg.Now)
+	}
+	var out gh.Gate
+	var wrote bool
+	err := s.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		wrote = false
+		sess, err := tx.LockSession(ctx, g.SessionID)
+		if err != nil {
+			return err
+		}
+		cur, _, err := tx.DecideGate(ctx, store.GateDecision{ID: g.ID, Decision: DecisionOf(g), Now: at})
+		if err != nil {
+			return err
+		}
+		if cur.Logged {
+			out = cur
+			return nil
+		}
+		payload, err := json.Marshal(gh.GateDecided{
+			GateID: cur.ID, ToolCallID: cur.ToolCallID, Tool: cur.Tool, Decision: cur.State,
+			By: cur.DecidedBy, Surface: cur.Surface, Reason: cur.Reason, Answer: cur.Answer,
+		})
+		if err != nil {
+			return gh.Wrap(gh.CodeInternal, err, "encode gate.decided")
+		}
+		c, err := s.cfg.Kernel.EdgeCommitTx(ctx, tx, kernel.EdgeInput{
+			Tenant: sess.Tenant, SessionID: cur.SessionID,
+			Event: gh.NewEvent{Kind: gh.KindGateDecided, Payload: payload, Key: "gate:" + cur.ID},
+		})
+		if err != nil {
+			return err
+		}
+		if err := tx.MarkGateLogged(ctx, cur.ID); err != nil {
+			return err
+		}
+		cur.Logged = true
+		out, wrote = cur, !c.Duplicate
+		return nil
+	})
+	if err != nil {
+		return g, err
+	}
+	if wrote {
+		s.cfg.Kernel.Notify(out.SessionID)
+	}
+	if m, ok := s.cfg.Registry.(LogMarker); ok {
+		if err := m.MarkLogged(ctx, out); err != nil {
+			s.cfg.Logger.Warn("gates: registry did not record that a decision is logged", "gate", out.ID, "err", err)
+		}
+	}
+	return out, nil
+}
+
+// SweepOnce expires the gates due now and logs the decisions a crash left
+// unlogged. It carries on past a failing gate and returns the first
+// error. Replicas may sweep at the same time: the compare-and-set and the
+// idempotency key make every gate decided and logged once.
+func (s *Service) SweepOnce(ctx context.Context) error {
+	var first error
+	fail := func(msg string, err error, attrs ...any) {
+		if ctx.Err() != nil {
+			return // stopping: not a failure of the gate
+		}
+		s.cfg.Logger.Warn(msg, append(attrs, "err", err)...)
+		if first == nil {
+			first = err
+		}
+	}
+	for range 10 {
+		due, err := s.st.DueGates(ctx, Clock(s.cfg.Now), s.cfg.SweepBatch)
+		if err != nil {
+			fail("gates: sweep: list due gates", err)
+			break
+		}
+		progress := false
+		for _, g := range due {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			got, _, err := s.decide(ctx, g.ID, Expiry)
+			if err != nil {
+				fail("gates: sweep: expire gate", err, "gate", g.ID)
+				continue
+			}
+			progress = progress || got.State != gh.GatePending
+		}
+		if len(due) < s.cfg.SweepBatch || !progress {
+			break
+		}
+	}
+	for range 10 {
+		unlogged, err := s.st.UnloggedGates(ctx, s.cfg.SweepBatch)
+		if err != nil {
+			fail("gates: sweep: list unlogged gates", err)
+			break
+		}
+		progress := false
+		for _, g := range unlogged {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if _, err := s.ensureLogged(ctx, g); err != nil {
+				fail("gates: sweep: log decision", err, "gate", g.ID)
+				continue
+			}
+			progress = true
+		}
+		if len(unlogged) < s.cfg.SweepBatch || !progress {
+			break
+		}
+	}
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// Start runs the sweeper: a sweep at once, then every Sweep, until Stop or
+// the end of ctx.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return gh.Errorf(gh.CodeConflict, "gates: service already started")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s.cancel, s.done = cancel, done
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.cfg.Sweep)
+		defer t.Stop()
+		for {
+			_ = s.SweepOnce(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop stops the sweeper and waits for the sweep in progress, or for the
+// end of ctx. A stopped service can be started again; Decide works
+// whether or not the sweeper runs.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	cancel, done := s.cancel, s.done
+	s.cancel, s.done = nil, nil
+	s.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
