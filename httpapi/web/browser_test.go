@@ -1,6 +1,12 @@
 package web_test
 
 import (
+	"sync/atomic"
+
+	"github.com/gatehouse/gatehouse/gates"
+	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/toolworker"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -72,6 +78,7 @@ type stackOpts struct {
 	script string // the scripted model's steps
 	manual bool   // no supervisor: the test plays the worker
 	token  string // the API token, if any
+	tools  []tools.Tool
 }
 
 func startStack(t *testing.T, o stackOpts) *stack {
@@ -100,7 +107,8 @@ func startStack(t *testing.T, o stackOpts) *stack {
 		if err != nil {
 			t.Fatalf("models: %v", err)
 		}
-		sup, err := supervisor.New(supervisor.Config{Kernel: k, Models: reg, Logger: log, Poll: 100 * time.Millisecond})
+		worker := toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry(o.tools...), Logger: log})
+		sup, err := supervisor.New(supervisor.Config{Kernel: k, Models: reg, Tools: worker, Logger: log, Poll: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatalf("supervisor: %v", err)
 		}
@@ -116,7 +124,12 @@ func startStack(t *testing.T, o stackOpts) *stack {
 		})
 	}
 
-	srv := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Kernel: k, Web: web.Handler(), Logger: log, APIToken: o.token})
+	gateSvc := gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: k, Logger: log})
+	if err := gateSvc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gateSvc.Stop(context.Background()) })
+	srv := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Kernel: k, Web: web.Handler(), Logger: log, APIToken: o.token, Gates: gateSvc, Model: "scripted:demo"})
 	if err := srv.Start(ctx); err != nil {
 		t.Fatalf("http start: %v", err)
 	}
@@ -513,4 +526,31 @@ func TestBrowserToken(t *testing.T) {
 		t.Errorf("token dialog open after reload: %v %v; want the kept token used", open, err)
 	}
 	until(t, ctx, "the stream with the token", `document.querySelector('[data-testid="conn-status"]').dataset.state === 'live'`)
+}
+
+// The approval card: Approve in the page runs the effect once, the card
+// shows who decided where, and a reload shows the same from the log.
+func TestBrowserApproval(t *testing.T) {
+	var sends atomic.Int32
+	send := toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger, Desc: "send a thing",
+		Fn: func(context.Context, tools.Call) (string, error) { sends.Add(1); return "sent", nil }}
+	script := `[{"match": "please send", "toolCalls": [{"id": "call_1", "name": "send", "arguments": {"to": "x"}}]}, {"text": "Sent it."}]`
+	s := startStack(t, stackOpts{script: script, tools: []tools.Tool{send}})
+	ctx := browser(t)
+	newChat(t, ctx, s.url)
+	sendMessage(t, ctx, "please send it")
+	until(t, ctx, "the approval card", `!!document.querySelector('[data-testid="gate-card"] [data-testid="gate-approve"]')`)
+	if sends.Load() != 0 {
+		t.Fatal("the effect ran before approval")
+	}
+	screenshot(t, ctx, "approval-card.png")
+	do(t, ctx, "approve", chromedp.Click(css(`[data-testid="gate-approve"]`)))
+	until(t, ctx, "the decision on the card", `(document.querySelector('[data-testid="gate-outcome"]')||{}).textContent === "Approved by web user via web"`)
+	until(t, ctx, "the answer", `Array.from(document.querySelectorAll('[data-testid="message"][data-role="assistant"] .bubble')).some(b => b.textContent === "Sent it.")`)
+	if n := sends.Load(); n != 1 {
+		t.Fatalf("the effect ran %d times", n)
+	}
+	do(t, ctx, "reload", chromedp.Reload())
+	until(t, ctx, "the decided card after the reload", `(document.querySelector('[data-testid="gate-outcome"]')||{}).textContent === "Approved by web user via web" && !document.querySelector('[data-testid="gate-approve"]')`)
+	screenshot(t, ctx, "approval-decided.png")
 }
