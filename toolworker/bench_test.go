@@ -11,8 +11,8 @@ import (
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/sqlite"
-	"github.com/gatehouse/gatehouse/toolworker"
 	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/toolworker"
 )
 
 // countingStore counts committed transactions of a real store.
