@@ -342,7 +342,7 @@ func TestTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, func(c *models.Config) {
-				c.RequestTimeout = 100 * time.Millisecond
+				c.RequestTimeout = 400 * time.Millisecond
 				c.MaxRetries = 2
 			})
 			// Hanging before any byte: a timeout is retried.
@@ -358,6 +358,11 @@ func TestTimeout(t *testing.T) {
 					return len(e.oa.Requests())
 				}
 				return len(e.an.Requests())
+			}
+			// Under load the fake may record the second request a moment
+			// after the client gave up on it.
+			for deadline := time.Now().Add(3 * time.Second); n() < 2 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
 			}
 			if n() != 2 {
 				t.Fatalf("%d requests, want 2 (timeout retried)", n())
