@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -73,10 +74,7 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 			}
 			tookOver := run.State == gh.RunRunning
 			if tookOver && run.Attempts >= run.MaxAttempts {
-				run.State = gh.RunFailed
-				run.Reason = fmt.Sprintf("attempt %d of %d lost its lease (the worker died or hung); no attempts left", run.Attempts, run.MaxAttempts)
-				run.LeaseExpiresAt, run.Updated = time.Time{}, now
-				if err := tx.UpdateRun(ctx, run); err != nil {
+				if err := k.failExhausted(ctx, tx, run, now); err != nil {
 					return err
 				}
 				continue
@@ -114,6 +112,35 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 		return gh.Lease{}, false, err
 	}
 	return lease, ok, nil
+}
+
+// failExhausted ends a run whose every attempt died with its worker. The
+// log says so (a failed run.finished the user sees), and input nobody read
+// gets a run of its own.
+func (k *Kernel) failExhausted(ctx context.Context, tx store.Tx, run gh.Run, now time.Time) error {
+	sess, err := tx.LockSession(ctx, run.SessionID)
+	if err != nil {
+		return err
+	}
+	run.State = gh.RunFailed
+	run.Reason = fmt.Sprintf("attempt %d of %d lost its lease (the worker died or hung); no attempts left", run.Attempts, run.MaxAttempts)
+	run.LeaseExpiresAt, run.Updated = time.Time{}, now
+	if err := tx.UpdateRun(ctx, run); err != nil {
+		return err
+	}
+	payload, _ := json.Marshal(gh.RunFinished{RunID: run.ID, Attempt: run.Attempts, Status: "failed", Error: run.Reason, StopReason: gh.StopError})
+	if _, err := tx.Append(ctx, store.AppendParams{SessionID: run.SessionID, Kind: gh.KindRunFinished, Payload: payload,
+		Key: fmt.Sprintf("run%d-exhausted", run.ID), Now: now}); err != nil {
+		return err
+	}
+	if sess.LastInputSeq > max(sess.ReadWatermark, run.ReadWatermark) {
+		if _, err := tx.InsertRun(ctx, gh.Run{SessionID: run.SessionID, State: gh.RunQueued, MaxAttempts: k.cfg.MaxAttempts, AvailableAt: now, Created: now, Updated: now}); err != nil {
+			return err
+		}
+		tx.Wake()
+	}
+	k.Notify(run.SessionID)
+	return nil
 }
 
 // Renew extends the lease by the TTL. A lease that was superseded or lost
@@ -231,7 +258,10 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 		}
 		switch outcome {
 		case gh.OutcomeCancelled:
+			// The cancelled turn ends; input that arrived and nobody read
+			// (a message typed after pressing stop) still gets its turn.
 			run.State = gh.RunCancelled
+			requeueNew = unread
 		case gh.OutcomeDone:
 			run.State = gh.RunDone
 			requeueNew = unread
@@ -298,7 +328,9 @@ func (k *Kernel) Release(ctx context.Context, l gh.Lease) error {
 
 // Cancel asks the session's active run to stop. A queued or waiting run is
 // cancelled at once; a running one is flagged, its worker learns it at the
-// next renewal and settles it as cancelled.
+// next renewal and settles it as cancelled. Approval cards of the session
+// still pending are closed (denied by "cancel"): a press afterwards cannot
+// run the cancelled turn's effect.
 func (k *Kernel) Cancel(ctx context.Context, sessionID, reason string) (gh.Run, error) {
 	var out gh.Run
 	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
@@ -323,7 +355,39 @@ func (k *Kernel) Cancel(ctx context.Context, sessionID, reason string) (gh.Run, 
 			run.State = gh.RunCancelled
 		}
 		out = run
-		return tx.UpdateRun(ctx, run)
+		if err := tx.UpdateRun(ctx, run); err != nil {
+			return err
+		}
+		return k.closeGates(ctx, tx, sessionID, now)
 	})
+	if err == nil {
+		k.Notify(sessionID)
+	}
 	return out, err
+}
+
+// closeGates denies the session's pending gates on behalf of a cancel and
+// logs each decision.
+func (k *Kernel) closeGates(ctx context.Context, tx store.Tx, sessionID string, now time.Time) error {
+	pending, err := tx.ListGates(ctx, sessionID, gh.GatePending, 1000)
+	if err != nil {
+		return err
+	}
+	for _, g := range pending {
+		g, won, err := tx.DecideGate(ctx, store.GateDecision{ID: g.ID, Decision: gh.Decision{State: gh.GateDenied, By: "cancel", Surface: "gateway", Reason: "the turn was cancelled"}, Now: now})
+		if err != nil {
+			return err
+		}
+		if !won && g.State != gh.GateExpired {
+			continue
+		}
+		payload, _ := json.Marshal(gh.GateDecided{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Decision: g.State, By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason})
+		if _, err := tx.Append(ctx, store.AppendParams{SessionID: sessionID, Kind: gh.KindGateDecided, Payload: payload, Key: "gate:" + g.ID, Now: now}); err != nil {
+			return err
+		}
+		if err := tx.MarkGateLogged(ctx, g.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -70,6 +70,26 @@ type Reader interface {
 	// UnloggedGates returns decided gates whose gate.decided is not in the
 	// log yet (a crash between the decision and its commit).
 	UnloggedGates(ctx context.Context, limit int) ([]gh.Gate, error)
+	// GetMemoryFact returns a fact, deleted or not, or a CodeNotFound error.
+	GetMemoryFact(ctx context.Context, id int64) (MemoryFact, error)
+	// MemoryFacts returns the user's live facts whose subject starts with
+	// subjectPrefix ("" for all), most recently observed first, at most
+	// limit (0: all).
+	MemoryFacts(ctx context.Context, userKey, subjectPrefix string, limit int) ([]MemoryFact, error)
+	// MemoryFactsByID returns those of ids that are live facts of the
+	// user, in no particular order.
+	MemoryFactsByID(ctx context.Context, userKey string, ids []int64) ([]MemoryFact, error)
+	// MemoryPostings returns the user's live-fact counts and the postings
+	// of terms: what lexical recall scores.
+	MemoryPostings(ctx context.Context, userKey string, terms []string) (MemoryIndex, error)
+	// MemoryVectors returns every live fact of the user with its text and,
+	// when one made by model is stored, its vector (nil otherwise).
+	MemoryVectors(ctx context.Context, userKey, model string) ([]MemoryVector, error)
+	// GetMemoryJob returns a job or a CodeNotFound error.
+	GetMemoryJob(ctx context.Context, id int64) (MemoryJob, error)
+	// ListMemoryJobs returns jobs, oldest first: of one user when userKey
+	// is set, in one state when state is set.
+	ListMemoryJobs(ctx context.Context, userKey, state string, limit int) ([]MemoryJob, error)
 }
 
 // GateDecision is a compare-and-set on a pending gate.
@@ -102,6 +122,23 @@ type Writer interface {
 	DecideGate(ctx context.Context, d GateDecision) (gh.Gate, bool, error)
 	// MarkGateLogged records that gate.decided is committed.
 	MarkGateLogged(ctx context.Context, id string) error
+	// PutMemoryFact stores f as the user's fact about f.Subject, indexed
+	// under terms, unless the stored state of that subject is newer: a
+	// live fact observed after f.ObservedAt, or a fact forgotten at or
+	// after it. A fact observed at the same instant as the live one
+	// replaces it (a later pass over the same turn refines it). It returns
+	// the subject's stored fact and whether f was written. Writes of one
+	// user are serialised, so the rule holds whatever order they commit in.
+	PutMemoryFact(ctx context.Context, f MemoryFact, terms []MemoryTerm) (MemoryFact, bool, error)
+	// ForgetMemoryFacts soft-deletes those of ids that are live facts of
+	// the user, at now, and returns them as deleted.
+	ForgetMemoryFacts(ctx context.Context, userKey string, ids []int64, now time.Time) ([]MemoryFact, error)
+	// SetMemoryVectors stores vectors of facts; one whose Text is no longer
+	// the fact's text (it was superseded meanwhile) is skipped.
+	SetMemoryVectors(ctx context.Context, vs []MemoryVector) error
+	// InsertMemoryJob queues a job. A job for the same turn (user, session,
+	// seq; session set) is left alone: it returns that job, inserted false.
+	InsertMemoryJob(ctx context.Context, j MemoryJob) (MemoryJob, bool, error)
 }
 
 // Tx is one transaction. Its lock methods hold row locks until the end of
@@ -135,6 +172,15 @@ type Tx interface {
 	SetReadWatermark(ctx context.Context, sessionID string, seq int64, now time.Time) error
 	// Wake asks for claimers to be woken once the transaction commits.
 	Wake()
+	// ClaimMemoryJob locks and returns a due memory job: queued or running
+	// (its lease lapsed) with AvailableAt at or before now, oldest first.
+	// Jobs locked by other transactions are skipped.
+	ClaimMemoryJob(ctx context.Context, now time.Time) (MemoryJob, bool, error)
+	// LockMemoryJob locks and returns a job (CodeNotFound when absent).
+	LockMemoryJob(ctx context.Context, id int64) (MemoryJob, error)
+	// UpdateMemoryJob writes the mutable fields of j (state, attempts,
+	// owner, available time, last error, texts, updated time).
+	UpdateMemoryJob(ctx context.Context, j MemoryJob) error
 }
 
 // Store is a backend. Reads and writes outside InTx run in their own
@@ -157,4 +203,99 @@ type Store interface {
 	Dialect() string
 	// Close releases connections and stops listening for wake-ups.
 	Close() error
+}
+
+// Memory rows. Package memory gives them their meaning: a fact is one thing
+// remembered about a user, with one row per (user, subject) that a newer
+// observation of the subject replaces; a job is a model pass over a turn,
+// queued in the same transaction as the turn's rule-pass facts.
+
+// MemoryFact is one thing remembered about a user.
+type MemoryFact struct {
+	ID int64 `json:"id"`
+	// UserKey names the user across sessions: tenant and user, e.g.
+	// "web:ana" or "telegram:123".
+	UserKey string `json:"userKey"`
+	// Subject is the normalised key the fact is about ("contact:sara",
+	// "pref:language", "name"). A user has one fact per subject.
+	Subject string `json:"subject"`
+	Text    string `json:"text"`
+	// Kind is contact, preference, name or note.
+	Kind string `json:"kind"`
+	// Value is the fact's datum when it has one (an email address, a name).
+	Value           string `json:"value,omitempty"`
+	SourceSessionID string `json:"sourceSessionId,omitempty"`
+	SourceSeq       int64  `json:"sourceSeq,omitempty"`
+	// ObservedAt is when the turn that told it happened; it orders the
+	// facts of one subject, whatever order they are written in.
+	ObservedAt time.Time `json:"observedAt"`
+	// Created is when this version was written.
+	Created time.Time `json:"createdAt"`
+	Deleted bool      `json:"deleted,omitempty"`
+	// DeletedAt is when it was forgotten; a fact observed before that
+	// cannot bring the subject back.
+	DeletedAt time.Time `json:"deletedAt,omitzero"`
+}
+
+// MemoryTerm is one indexed term of a fact and how often it occurs.
+type MemoryTerm struct {
+	Term string
+	TF   int
+}
+
+// MemoryPosting says that a live fact holds a term.
+type MemoryPosting struct {
+	Term   string
+	FactID int64
+	TF     int
+	// Length is the fact's term count.
+	Length int
+}
+
+// MemoryIndex is what lexical recall reads for one question.
+type MemoryIndex struct {
+	// Facts counts the user's live facts; Terms sums their term counts.
+	Facts int
+	Terms int64
+	// Postings are those of the asked terms, over live facts only.
+	Postings []MemoryPosting
+}
+
+// MemoryVector is a fact's embedding: Vector is opaque to the store, and
+// Model names what made it.
+type MemoryVector struct {
+	FactID int64
+	Text   string
+	Model  string
+	Vector []byte
+}
+
+// Memory job states.
+const (
+	MemoryJobQueued  = "queued"
+	MemoryJobRunning = "running"
+	MemoryJobDone    = "done"
+	MemoryJobFailed  = "failed"
+)
+
+// MemoryJob is a queued model pass over one turn.
+type MemoryJob struct {
+	ID        int64
+	UserKey   string
+	SessionID string
+	Seq       int64
+	// At is when the turn happened: the ObservedAt of what the pass finds.
+	At                   time.Time
+	UserText, AnswerText string
+	State                string
+	Attempts             int
+	MaxAttempts          int
+	// Owner is the claimer of the running attempt.
+	Owner string
+	// AvailableAt is when a queued job is due, or when a running
+	// attempt's lease lapses.
+	AvailableAt time.Time
+	LastError   string
+	Created     time.Time
+	Updated     time.Time
 }

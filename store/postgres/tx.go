@@ -224,11 +224,17 @@ func (t *tx) LockActiveRun(ctx context.Context, sessionID string) (gh.Run, bool,
 	return t.optionalRun(ctx, "active run", `SELECT `+runCols+` FROM runs WHERE session_id = $1 AND state IN ('queued', 'running', 'awaiting_approval') FOR UPDATE`, sessionID)
 }
 
+// ClaimCandidate locks the run and its session together, skipping either
+// when another transaction holds it: taking the run first and waiting for
+// the session would invert the session-then-run order of every other
+// writer and deadlock with an edge commit arriving at the same moment.
 func (t *tx) ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, error) {
-	for _, q := range []string{
-		`SELECT ` + runCols + ` FROM runs WHERE state = 'running' AND lease_expires_at <= $1 ORDER BY lease_expires_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
-		`SELECT ` + runCols + ` FROM runs WHERE state = 'queued' AND available_at <= $1 ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+	for _, where := range []string{
+		`r.state = 'running' AND r.lease_expires_at <= $1 ORDER BY r.lease_expires_at, r.id`,
+		`r.state = 'queued' AND r.available_at <= $1 ORDER BY r.available_at, r.id`,
 	} {
+		q := `SELECT ` + runCols + ` FROM runs WHERE id = (SELECT r.id FROM runs r JOIN sessions s ON s.id = r.session_id WHERE ` +
+			where + ` LIMIT 1 FOR UPDATE OF r, s SKIP LOCKED)`
 		r, ok, err := t.optionalRun(ctx, "claim candidate", q, now)
 		if err != nil || ok {
 			return r, ok, err

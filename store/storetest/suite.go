@@ -153,6 +153,7 @@ func Run(t *testing.T, h Harness) {
 		{"DeadWorkersExhaustAttempts", testTakeoverExhaustion},
 		{"Cancel", testCancel},
 		{"ReleaseDoesNotCountAnAttempt", testRelease},
+		{"CancelClosesPendingGates", testCancelClosesGates},
 		{"Ledger", testLedger},
 		{"GateCompareAndSet", testGates},
 		{"AwaitingApprovalWokenByDecision", testAwaitingApproval},
@@ -606,11 +607,19 @@ func testTakeoverExhaustion(t *testing.T, h Harness) {
 	if !b.TookOver || b.Attempt != 2 {
 		t.Fatalf("lease %+v", b)
 	}
+	f.input("s1", "", "are you there?") // arrives while the second worker hangs
 	f.clock.Advance(ttl + time.Second)
-	f.noClaim()
+	next := f.claim("w3")
 	run, _ := f.k.Run(f.ctx, a.RunID)
 	if run.State != gh.RunFailed || run.Reason == "" {
 		t.Fatalf("run after workers died twice: %+v", run)
+	}
+	// The user sees the failure, and the later message gets its own run.
+	if e, ok, _ := f.st.EventByKey(f.ctx, "s1", fmt.Sprintf("run%d-exhausted", run.ID)); !ok || e.Kind != gh.KindRunFinished {
+		t.Fatal("an exhausted run left nothing in the log")
+	}
+	if next.RunID == run.ID || next.TookOver {
+		t.Fatalf("lease after exhaustion %+v", next)
 	}
 }
 
@@ -639,10 +648,49 @@ func testCancel(t *testing.T, h Harness) {
 		t.Fatalf("renew after cancel: %+v %v", l, err)
 	}
 	s, err := f.k.Finish(f.ctx, l, kernel.Settle{Outcome: gh.OutcomeDone})
-	if err != nil || s.State != gh.RunCancelled || s.Requeued {
+	if err != nil || s.State != gh.RunCancelled {
 		t.Fatalf("finish after cancel: %+v %v", s, err)
 	}
-	f.noClaim()
+	// The cancelled turn ends, but the message typed after pressing stop
+	// is not lost: it gets a run of its own.
+	if !s.Requeued || f.claim("w2").RunID != s.RunID {
+		t.Fatalf("input after the cancel was stranded: %+v", s)
+	}
+}
+
+func testCancelClosesGates(t *testing.T, h Harness) {
+	f := newFixture(t, h, kernel.Config{})
+	f.session("s1")
+	f.input("s1", "", "email Sara")
+	l := f.claim("w")
+	now := f.clock.Now()
+	err := f.st.InTx(f.ctx, func(ctx context.Context, tx store.Tx) error {
+		if _, err := f.k.CommitTx(ctx, tx, l, gh.NewEvent{Kind: gh.KindGateOpened, Payload: json.RawMessage(`{"gateId":"g1"}`), Key: "gateopen:c1:1"}); err != nil {
+			return err
+		}
+		_, err := tx.InsertGate(ctx, gh.Gate{ID: "g1", SessionID: "s1", RunID: l.RunID, ToolCallID: "c1", Tool: "email_send", Arguments: json.RawMessage(`{}`), Kind: gh.GateKindApproval, ExpiresAt: now.Add(time.Hour), Created: now})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.k.Finish(f.ctx, l, kernel.Settle{Outcome: gh.OutcomeAwaitingApproval}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.k.Cancel(f.ctx, "s1", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := f.st.GetGate(f.ctx, "g1")
+	if err != nil || g.State != gh.GateDenied || g.DecidedBy != "cancel" || !g.Logged {
+		t.Fatalf("gate after cancel: %+v %v", g, err)
+	}
+	if e, ok, _ := f.st.EventByKey(f.ctx, "s1", "gate:g1"); !ok || e.Kind != gh.KindGateDecided {
+		t.Fatal("the cancel's decision is not in the log")
+	}
+	// A press afterwards cannot approve the cancelled turn's effect.
+	if _, won, _ := f.st.DecideGate(f.ctx, store.GateDecision{ID: "g1", Decision: gh.Decision{State: gh.GateApproved, By: "ana", Surface: "web"}, Now: now}); won {
+		t.Fatal("a press after the cancel won")
+	}
 }
 
 func testAwaitingApproval(t *testing.T, h Harness) {
