@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -25,6 +26,18 @@ type Registry interface {
 	// agree), the gate and won describe the decision made; the next press
 	// or the sweeper of a [Service] repairs SQL and the log.
 	Claim(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error)
+}
+
+// DeferredClaimer is implemented by a registry that decides outside SQL
+// (the Redis registry) and can leave making SQL agree to its caller.
+// [Service] uses it so that a decision costs one database transaction:
+// the compare-and-set in SQL (store DecideGate, with the gate's DecidedAt
+// as Now) commits with gate.decided, and SQL's answer is the truth.
+type DeferredClaimer interface {
+	// ClaimDeferred is Claim, except that SQL may still say pending when
+	// it returns a decided gate: the caller must compare-and-set the
+	// decision in SQL before it reports the winner.
+	ClaimDeferred(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error)
 }
 
 // LogMarker is implemented by a registry that keeps its own copy of each
@@ -141,17 +154,29 @@ func Clock(now func() time.Time) time.Time { return now().UTC().Truncate(time.Mi
 type sqlRegistry struct {
 	st  store.Store
 	now func() time.Time
+
+	mu       sync.Mutex
+	inflight map[string]*claimCall
+}
+
+// claimCall is a compare-and-set of one gate in progress in this process.
+type claimCall struct {
+	done chan struct{}
+	g    gh.Gate
+	err  error
 }
 
 // NewSQL returns a registry that decides with store.DecideGate, a SQL
 // compare-and-set: the embedded default, and correct across replicas that
-// share a database. Every press of a pending gate is a write transaction;
-// a press of a decided gate is a read. now defaults to time.Now.
+// share a database. A press of a decided gate is a read; a press of a
+// pending gate is a write transaction, except that presses of one gate in
+// one process wait for the compare-and-set in flight and get its
+// decision. now defaults to time.Now.
 func NewSQL(st store.Store, now func() time.Time) Registry {
 	if now == nil {
 		now = time.Now
 	}
-	return &sqlRegistry{st: st, now: now}
+	return &sqlRegistry{st: st, now: now, inflight: map[string]*claimCall{}}
 }
 
 func (r *sqlRegistry) Claim(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {
@@ -170,5 +195,31 @@ func (r *sqlRegistry) Claim(ctx context.Context, id string, d gh.Decision) (gh.G
 		// Decided gates never change: the read is the answer.
 		return g, false, nil
 	}
-	return r.st.DecideGate(ctx, store.GateDecision{ID: id, Decision: d, Now: now})
+	// Presses of one gate in this process queue behind the one
+	// compare-and-set in flight rather than each taking a write
+	// transaction to lose it.
+	r.mu.Lock()
+	if c, ok := r.inflight[id]; ok {
+		r.mu.Unlock()
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return gh.Gate{}, false, gh.Wrap(gh.CodeUnavailable, ctx.Err(), "gate %q: waiting for a decision in flight", id)
+		}
+		if c.err == nil && c.g.State != gh.GatePending {
+			return c.g, false, nil
+		}
+		// It failed: decide ourselves.
+		return r.st.DecideGate(ctx, store.GateDecision{ID: id, Decision: d, Now: now})
+	}
+	c := &claimCall{done: make(chan struct{})}
+	r.inflight[id] = c
+	r.mu.Unlock()
+	var won bool
+	c.g, won, c.err = r.st.DecideGate(ctx, store.GateDecision{ID: id, Decision: d, Now: now})
+	r.mu.Lock()
+	delete(r.inflight, id)
+	r.mu.Unlock()
+	close(c.done)
+	return c.g, won, c.err
 }

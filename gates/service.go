@@ -57,6 +57,10 @@ type Service struct {
 
 	fmu     sync.Mutex
 	flights map[string]*flight
+	// logged remembers gates this process saw logged (a decided gate never
+	// changes), so presses that the registry answers "not yet logged" in
+	// the moment before it learnt otherwise cost no transaction.
+	logged map[string]gh.Gate
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -78,7 +82,7 @@ func NewService(cfg Config) *Service {
 		panic("gates: NewService needs a Registry and a Kernel")
 	}
 	cfg = cfg.withDefaults()
-	return &Service{cfg: cfg, st: cfg.Kernel.Store(), flights: map[string]*flight{}}
+	return &Service{cfg: cfg, st: cfg.Kernel.Store(), flights: map[string]*flight{}, logged: map[string]gh.Gate{}}
 }
 
 // Decide claims the gate and makes sure the decision is in the log: a
@@ -90,11 +94,20 @@ func NewService(cfg Config) *Service {
 // repaired by the next press or by the sweeper. After the commit it calls
 // kernel.Notify(sessionID).
 //
+// The transaction first compare-and-sets the decision in SQL (store
+// DecideGate, with the decision's own time), and the event is written
+// from the SQL row: SQL is the truth, so the log can never disagree with
+// it. With a registry that implements [DeferredClaimer] (Redis), that
+// compare-and-set is the winner's only write, and a decision costs one
+// transaction. Presses of one gate in this process share one commit: a
+// loser that finds the decision being logged waits for it rather than
+// racing it.
+//
 // It returns the gate as decided and whether this press decided it. A
 // client cannot ask for expired (CodeInvalid): only the clock expires a
 // gate. With a nil error the decision is in the log. When the decision
 // was made but could not be logged, the error comes with the gate and won
-// of the claim; the sweeper logs it later.
+// of the claim; the next press or the sweeper logs it.
 func (s *Service) Decide(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {
 	if d.State == gh.GateExpired {
 		return gh.Gate{}, false, gh.Errorf(gh.CodeInvalid, "a gate expires by its timeout; a press cannot expire it")
@@ -106,7 +119,13 @@ func (s *Service) decide(ctx context.Context, id string, d gh.Decision) (gh.Gate
 	if err := CheckID(id); err != nil {
 		return gh.Gate{}, false, err
 	}
-	g, won, err := s.cfg.Registry.Claim(ctx, id, d)
+	claim := s.cfg.Registry.Claim
+	dc, deferred := s.cfg.Registry.(DeferredClaimer)
+	if deferred {
+		// SQL agrees in the log commit below: one transaction.
+		claim = dc.ClaimDeferred
+	}
+	g, won, err := claim(ctx, id, d)
 	if err != nil {
 		return g, won, err
 	}
@@ -118,14 +137,31 @@ func (s *Service) decide(ctx context.Context, id string, d gh.Decision) (gh.Gate
 	}
 	logged, err := s.ensureLogged(ctx, g)
 	if err != nil {
+		if deferred {
+			// The log commit failed: at least make SQL agree, so that
+			// the sweeper finds the decision unlogged and logs it.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+			defer cancel()
+			if sg, _, serr := s.st.DecideGate(sctx, store.GateDecision{ID: g.ID, Decision: DecisionOf(g), Now: g.DecidedAt}); serr == nil && !SameDecision(sg, g) {
+				return sg, false, err
+			}
+		}
 		return g, won, err
 	}
 	if !SameDecision(logged, g) {
 		// SQL is the truth; the registry's answer was stale.
 		won = false
+		s.markLogged(ctx, logged)
 	}
 	return logged, won, nil
 }
+
+const (
+	loggedCacheSize = 4096
+	// commitTimeout bounds a log commit, which does not end with the
+	// context of the press that leads it.
+	commitTimeout = 30 * time.Second
+)
 
 // ensureLogged commits g's decision, or waits for this process's commit of
 // it already in flight.
@@ -133,16 +169,38 @@ func (s *Service) ensureLogged(ctx context.Context, g gh.Gate) (gh.Gate, error) 
 	var lastErr error
 	for range 3 {
 		s.fmu.Lock()
+		if lg, ok := s.logged[g.ID]; ok {
+			s.fmu.Unlock()
+			return lg, nil
+		}
 		f := s.flights[g.ID]
 		if f == nil {
 			f = &flight{done: make(chan struct{})}
 			s.flights[g.ID] = f
 			s.fmu.Unlock()
-			f.gate, f.err = s.commit(ctx, g)
+			// A decision made is logged even if the press that leads
+			// the commit goes away (a client that disconnects).
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+			defer cancel()
+			f.gate, f.err = s.commit(cctx, g)
 			s.fmu.Lock()
 			delete(s.flights, g.ID)
+			if f.err == nil {
+				if len(s.logged) >= loggedCacheSize {
+					for k := range s.logged { // forget an arbitrary one
+						delete(s.logged, k)
+						break
+					}
+				}
+				s.logged[g.ID] = f.gate
+			}
 			s.fmu.Unlock()
 			close(f.done)
+			if f.err == nil {
+				// After the waiting presses are released: this process
+				// answers them from memory meanwhile.
+				s.markLogged(cctx, f.gate)
+			}
 			return f.gate, f.err
 		}
 		s.fmu.Unlock()
@@ -151,8 +209,8 @@ func (s *Service) ensureLogged(ctx context.Context, g gh.Gate) (gh.Gate, error) 
 			if f.err == nil {
 				return f.gate, nil
 			}
-			// The leading press failed (perhaps only its context ended):
-			// try again, leading this time if nobody else is.
+			// The leading press failed: try again, leading this time if
+			// nobody else is.
 			lastErr = f.err
 		case <-ctx.Done():
 			return g, gh.Wrap(gh.CodeUnavailable, ctx.Err(), "gate %q: waiting for its decision to be logged", g.ID)
@@ -162,9 +220,10 @@ func (s *Service) ensureLogged(ctx context.Context, g gh.Gate) (gh.Gate, error) 
 }
 
 // commit makes SQL agree with g's decision and logs it, in one transaction:
-// lock the session, compare-and-set the gate (a no-op when the registry
-// already decided it in SQL; the repair of a claim that never reached SQL
-// otherwise), edge-commit gate.decided from the SQL row, mark it logged.
+// lock the session (its tenant, and the lock order of every writer),
+// compare-and-set the gate (a no-op when SQL is decided already: the SQL
+// registry, a Redis Claim, an earlier commit), edge-commit gate.decided
+// from the SQL row, mark it logged.
 func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 	at := g.DecidedAt
 	if at.IsZero() {
@@ -213,12 +272,16 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 	if wrote {
 		s.cfg.Kernel.Notify(out.SessionID)
 	}
+	return out, nil
+}
+
+// markLogged tells a registry that keeps its own copy that g is logged.
+func (s *Service) markLogged(ctx context.Context, g gh.Gate) {
 	if m, ok := s.cfg.Registry.(LogMarker); ok {
-		if err := m.MarkLogged(ctx, out); err != nil {
-			s.cfg.Logger.Warn("gates: registry did not record that a decision is logged", "gate", out.ID, "err", err)
+		if err := m.MarkLogged(ctx, g); err != nil {
+			s.cfg.Logger.Warn("gates: registry did not record that a decision is logged", "gate", g.ID, "err", err)
 		}
 	}
-	return out, nil
 }
 
 // SweepOnce expires the gates due now and logs the decisions a crash left

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 
 	gh "github.com/gatehouse/gatehouse"
@@ -14,7 +16,7 @@ import (
 // headers), the access_token query parameter.
 func (s *Server) auth(next http.HandlerFunc) http.Handler {
 	if s.cfg.APIToken == "" {
-		return next
+		return s.sameMachine(next)
 	}
 	want := sha256.Sum256([]byte(s.cfg.APIToken))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -47,4 +49,40 @@ func bearer(r *http.Request) (string, bool) {
 	}
 	token = strings.TrimSpace(token)
 	return token, token != ""
+}
+
+// sameMachine guards the API when no token is set (the gateway then only
+// listens on loopback): a web page elsewhere must not drive it through the
+// user's browser. The Host must name this machine (a DNS-rebinding page
+// has its own name there), and a cross-origin Origin is refused (browsers
+// send one with every cross-site POST, form or fetch). curl and other
+// clients send no Origin and pass.
+func (s *Server) sameMachine(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			writeError(w, r, s.log, gh.Errorf(gh.CodeUnauthorized, "host %q is not this machine: set GATEHOUSE_API_TOKEN to serve the API under another name", r.Host))
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			if err != nil || u.Host != r.Host {
+				writeError(w, r, s.log, gh.Errorf(gh.CodeUnauthorized, "cross-origin request from %q refused", o))
+				return
+			}
+		}
+		next(w, r)
+	})
+}
+
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -161,6 +161,10 @@ func (e *env) do(method, path string, body any, headers ...string) reply {
 		req.Header.Set("Authorization", "Bearer "+e.token)
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+			continue
+		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := e.ts.Client().Do(req)
@@ -317,6 +321,10 @@ func openStream(t *testing.T, client *http.Client, url string, headers ...string
 		t.Fatal(err)
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+			continue
+		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := client.Do(req)

@@ -51,6 +51,9 @@ type Config struct {
 	// Tenant is the tenant whose sessions the API serves. Defaults to
 	// gatehouse.DefaultTenant.
 	Tenant string
+	// CheckSelection validates an input's model selection before it is
+	// committed. Defaults to nil: any selection is committed.
+	CheckSelection func(selection string) error
 	// Gates decides approval gates (POST /v1/gates/{id}/decision).
 	// Defaults to nil: decisions answer 503 unavailable.
 	Gates GateDecider

@@ -172,6 +172,14 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "delivery must be %q or %q, not %q", gh.DeliveryQueue, gh.DeliveryGuide, req.Delivery))
 		return
 	}
+	if req.Selection != "" && s.cfg.CheckSelection != nil {
+		// A selection no turn could use is refused here, not committed
+		// to fail the session's turns.
+		if err := s.cfg.CheckSelection(req.Selection); err != nil {
+			writeError(w, r, s.log, gh.Wrap(gh.CodeInvalid, err, "selection %q cannot be used", req.Selection))
+			return
+		}
+	}
 	if _, _, err := s.k.CreateSession(ctx, gh.Session{ID: id, Tenant: s.cfg.Tenant}); err != nil {
 		writeError(w, r, s.log, err)
 		return

@@ -374,3 +374,15 @@ func TestInfoSaysHowToConfigureAModel(t *testing.T) {
 		}
 	})
 }
+
+// Without a token the API serves this machine only: a page elsewhere
+// cannot drive it through the user's browser.
+func TestNoTokenRefusesOtherHostsAndOrigins(t *testing.T) {
+	run(t, httpapi.Config{}, func(t *testing.T, e *env) {
+		e.do("POST", "/v1/sessions/s1/input", map[string]string{"text": "hi"}, "Origin", "https://evil.example").expect(t, 401, gh.CodeUnauthorized)
+		e.do("GET", "/v1/sessions", nil, "Host", "evil.example").expect(t, 401, gh.CodeUnauthorized)
+		e.do("GET", "/v1/sessions", nil, "Host", "localhost:8080").expect(t, 200, "")
+		// The refused input created nothing.
+		e.do("GET", "/v1/sessions/s1", nil).expect(t, 404, gh.CodeUnknownSession)
+	})
+}

@@ -114,6 +114,16 @@ func (r *Registry) provider(name string) (Provider, bool) {
 	return p, ok
 }
 
+// Validate reports whether a selection names providers this registry has
+// ("provider:model[,…]"); an empty selection is valid (the default).
+func (r *Registry) Validate(selection string) error {
+	chain, err := ParseSelection(selection)
+	if err != nil {
+		return err
+	}
+	return r.check(chain)
+}
+
 func (r *Registry) check(chain Chain) error {
 	for _, t := range chain {
 		if _, ok := r.provider(t.Provider); ok {

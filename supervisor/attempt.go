@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +40,15 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 
 	log := s.log.With("session", lease.SessionID, "run", lease.RunID, "lease", lease.Token())
 	calls := &callInfo{sessionID: lease.SessionID, runID: lease.RunID}
-	out, err := s.turn(withCallInfo(ctx, calls), lease)
+	var out outcome
+	var err error
+	if lease.CancelRequested {
+		// Taken over from a worker that died after the user pressed stop:
+		// the cancel stands, nothing of the turn runs.
+		cancel(errCancelRequested)
+	} else {
+		out, err = s.turn(withCallInfo(ctx, calls), lease)
+	}
 	cancel(nil)
 	<-renewDone
 	cause := context.Cause(ctx)
@@ -74,7 +83,7 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	payload, _ := json.Marshal(out.summary)
 	settled, err := s.k.Finish(settleCtx, lease, kernel.Settle{
 		Outcome: out.status, Reason: out.reason, NoRetry: out.noRetry, Calls: calls.take(),
-		Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: payload, Key: fmt.Sprintf("run%d-attempt%d-finished", lease.RunID, lease.Attempt)}},
+		Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: payload, Key: fmt.Sprintf("run%d-epoch%d-finished", lease.RunID, lease.Epoch)}},
 	})
 	if err != nil {
 		log.Warn("settle failed; the run will be taken over when the lease expires", "err", err)
@@ -139,7 +148,10 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 	// 4. Is a turn owed?
 	pending := t.unanswered()
 	missing := t.missingResults()
-	if len(pending) == 0 && len(missing) == 0 {
+	// A turn whose tool results are all in but whose model never answered
+	// them (a failure or a crash after the batch) is still owed.
+	continuing := t.awaitsAnswer()
+	if len(pending) == 0 && len(missing) == 0 && !continuing {
 		out.summary.StopReason = "nothing-owed"
 		return out, nil
 	}
@@ -150,7 +162,7 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 	}
 	turnInputs := pending
 	promptSeq := int64(0)
-	if a := t.newestAssistant(); len(missing) > 0 && a != nil {
+	if a := t.newestAssistant(); (len(missing) > 0 || continuing) && a != nil {
 		// The turn that asked for these calls goes on.
 		promptSeq, turnInputs = promptOf(a.GenerationID), append(append([]int64(nil), a.InputSeqs...), pending...)
 	} else if len(pending) > 0 {
@@ -185,7 +197,10 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 			return out, err
 		}
 		msgs := append([]models.Message{{Role: models.RoleSystem, Text: s.basePrompt() + "\n\n" + toolworker.FenceInstruction}}, t.messages()...)
-		gen := t.generation(promptSeq)
+		gen, err := s.generation(ctx, lease.SessionID, t, promptSeq)
+		if err != nil {
+			return out, err
+		}
 		resp, notices, err := s.cfg.Models.Call(ctx, chain, models.Request{Messages: msgs, Tools: s.cfg.Tools.Specs()}, func(delta string) {
 			s.k.PublishPartial(kernel.Partial{SessionID: lease.SessionID, GenerationID: gen, Text: delta})
 		})
@@ -209,8 +224,8 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 			GenerationID: gen, Text: resp.Text, InputSeqs: dedupe(turnInputs), StopReason: resp.StopReason,
 			Usage: gh.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}, Provider: resp.Provider, Model: resp.Model,
 		}
-		for _, c := range resp.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, gh.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		for i, c := range resp.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, gh.ToolCall{ID: callID(gen, i, c.ID), Name: c.Name, Arguments: c.Arguments})
 		}
 		if len(a.ToolCalls) > 0 {
 			a.StopReason = gh.StopToolUse
@@ -230,12 +245,16 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 	}
 }
 
-// selection resolves the model chain: the newest pending input's own
-// selection wins, else the configured one.
+// selection resolves the model chain from the newest pending input's own
+// selection, else the configured one. Only the newest counts: an older
+// input with a bad selection must not fail every later turn.
 func (s *Supervisor) selection(t *transcript, pending []int64) (models.Chain, error) {
-	for i := len(t.entries) - 1; i >= 0; i-- {
-		e := t.entries[i]
-		if e.user != nil && e.user.Selection != "" && contains(pending, e.seq) {
+	if len(pending) == 0 {
+		return nil, nil
+	}
+	newest := pending[len(pending)-1]
+	for _, e := range t.entries {
+		if e.user != nil && e.seq == newest && e.user.Selection != "" {
 			return models.ParseSelection(e.user.Selection)
 		}
 	}
@@ -260,7 +279,11 @@ func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript
 	out.summary.ToolTimings = append(out.summary.ToolTimings, res.Timings...)
 	switch {
 	case res.Stop != "":
-		a := gh.AssistantMessage{GenerationID: t.generation(promptSeq), Text: res.Stop, InputSeqs: dedupe(inputs),
+		gen, err := s.generation(ctx, lease.SessionID, t, promptSeq)
+		if err != nil {
+			return true, err
+		}
+		a := gh.AssistantMessage{GenerationID: gen, Text: res.Stop, InputSeqs: dedupe(inputs),
 			StopReason: gh.StopEndTurn, ErrorCode: "effect-outcome-unknown"}
 		seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, a.GenerationID, a)
 		if err != nil {
@@ -329,8 +352,12 @@ func (s *Supervisor) fail(ctx context.Context, lease gh.Lease, t *transcript, in
 	}
 	msg := strings.TrimSpace(err.Error())
 	hint := hintFor(code, err)
+	gen, gerr := s.generation(ctx, lease.SessionID, t, promptSeq)
+	if gerr != nil {
+		return out, gerr
+	}
 	a := gh.AssistantMessage{
-		GenerationID: t.generation(promptSeq), InputSeqs: dedupe(inputs), StopReason: gh.StopError,
+		GenerationID: gen, InputSeqs: dedupe(inputs), StopReason: gh.StopError,
 		Text: "⚠️ The turn failed: " + msg + "\n" + hint, Error: msg, ErrorCode: code, Hint: hint,
 	}
 	if _, cerr := s.commit(ctx, lease, gh.KindAssistantMessage, a.GenerationID, a); cerr != nil {
@@ -398,6 +425,41 @@ func (s *Supervisor) basePrompt() string {
 	now := s.cfg.Now().In(s.cfg.Location)
 	return fmt.Sprintf("%s\n\nToday is %s; the time is %s (%s).", s.cfg.BasePrompt,
 		now.Format("Monday, 2 January 2006"), now.Format("15:04"), s.cfg.Location.String())
+}
+
+// generation names the next answer of a prompt. The count of answers in
+// the loaded log gives the ordinal; answers a compaction summarised away are
+// not loaded, so the store is asked whether the name is taken before it is
+// used.
+func (s *Supervisor) generation(ctx context.Context, sessionID string, t *transcript, promptSeq int64) (string, error) {
+	gen := t.generation(promptSeq)
+	for {
+		_, taken, err := s.k.EventByKey(ctx, sessionID, gen)
+		if err != nil || !taken {
+			return gen, err
+		}
+		n, _ := strconv.Atoi(gen[strings.LastIndex(gen, "a")+1:])
+		gen = fmt.Sprintf("u%d-a%d", promptSeq, n+1)
+	}
+}
+
+// callID makes a model's tool call id unique in the session: providers
+// only promise uniqueness within one message (and some servers send none),
+// while results, gates and receipts are keyed by it for the session's
+// life. The generation prefix is derived from the log, so a retry derives
+// the same id; the characters suit every provider.
+func callID(gen string, i int, id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		if r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		}
+	}
+	clean := b.String()
+	if len(clean) > 40 {
+		clean = clean[:40]
+	}
+	return fmt.Sprintf("%s_%d_%s", gen, i, clean)
 }
 
 func dedupe(seqs []int64) []int64 {

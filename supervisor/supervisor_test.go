@@ -227,7 +227,7 @@ func TestToolTurn(t *testing.T) {
 	}
 	var r gh.ToolResult
 	json.Unmarshal(evs[2].Payload, &r)
-	if r.ToolCallID != "call_1" || r.Content != "definition of gate" || r.IsError || evs[2].Key != "tool:call_1" {
+	if r.ToolCallID != "u1-a1_0_call_1" || r.Content != "definition of gate" || r.IsError || evs[2].Key != "tool:u1-a1_0_call_1" {
 		t.Fatalf("result %+v key %s", r, evs[2].Key)
 	}
 	if calls != 1 {
@@ -236,7 +236,7 @@ func TestToolTurn(t *testing.T) {
 	// The model saw the result as the answer to its call.
 	msgs := e.fake.Requests()[1].JSON()["messages"].([]any)
 	last := msgs[len(msgs)-1].(map[string]any)
-	if last["role"] != "tool" || last["tool_call_id"] != "call_1" {
+	if last["role"] != "tool" || last["tool_call_id"] != "u1-a1_0_call_1" {
 		t.Fatalf("second request ends with %v", last)
 	}
 }
@@ -513,5 +513,55 @@ func TestUnreadableEventIsSkipped(t *testing.T) {
 	e.waitFor("an answer", func() bool { return len(assistants(t, e.events("s1"))) == 1 })
 	if as := assistants(t, e.events("s1")); fmt.Sprint(as[0].InputSeqs) != fmt.Sprint([]int64{good}) {
 		t.Fatalf("answer %+v", as[0])
+	}
+}
+
+func echoTool() []tools.Tool {
+	return []tools.Tool{toolworker.FuncTool{ToolName: "lookup", Fn: func(context.Context, tools.Call) (string, error) { return "found", nil }}}
+}
+
+// A turn whose tools ran but whose follow-up model call failed is still
+// owed an answer on the next attempt; it never ends silently.
+func TestToolTurnSurvivesAFailedFollowUp(t *testing.T) {
+	e := setup(t, opts{tools: echoTool(), kernel: kernel.Config{MaxAttempts: 3}})
+	e.fake.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_1", Name: "lookup", Arguments: `{}`}}},
+		modeltest.Reply{Status: 500}, modeltest.Reply{Text: "final answer"})
+	e.input("s1", "look it up", "")
+	e.waitFor("the final answer", func() bool {
+		as := assistants(t, e.events("s1"))
+		return len(as) > 0 && as[len(as)-1].Text == "final answer"
+	})
+	if run := e.settled("s1"); run.State != gh.RunDone {
+		t.Fatalf("run %+v", run)
+	}
+}
+
+// Providers repeat tool call ids across messages (call_0, call_1 …); a
+// later turn's call must not collide with an earlier one's result.
+func TestRepeatedToolCallIDsAcrossTurns(t *testing.T) {
+	e := setup(t, opts{tools: echoTool()})
+	for range 2 {
+		e.fake.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_0", Name: "lookup", Arguments: `{}`}}}, modeltest.Reply{Text: "answered"})
+	}
+	e.input("s1", "first", "")
+	e.settled("s1")
+	e.input("s1", "second", "")
+	e.waitFor("two answers", func() bool {
+		n := 0
+		for _, a := range assistants(t, e.events("s1")) {
+			if a.Text == "answered" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	results := 0
+	for _, ev := range e.events("s1") {
+		if ev.Kind == gh.KindToolResult {
+			results++
+		}
+	}
+	if results != 2 {
+		t.Fatalf("%d tool results for two calls", results)
 	}
 }

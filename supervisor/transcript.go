@@ -113,6 +113,28 @@ func (t *transcript) newestAssistant() *gh.AssistantMessage {
 	return nil
 }
 
+// awaitsAnswer reports whether the last assistant message asked for tools
+// whose results are all in, with no answer after them: the model owes the
+// turn its next request.
+func (t *transcript) awaitsAnswer() bool {
+	for i := len(t.entries) - 1; i >= 0; i-- {
+		a := t.entries[i].asst
+		if a == nil {
+			continue
+		}
+		if failed(a) || len(a.ToolCalls) == 0 {
+			return false
+		}
+		for _, c := range a.ToolCalls {
+			if _, ok := t.results[c.ID]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // missingResults lists the newest assistant message's calls without a
 // result: a previous process committed the calls and died before their
 // results.

@@ -38,6 +38,9 @@ type Config struct {
 	// Workspace returns the session's current workspace directory.
 	// Defaults to "" (workspace tools then refuse).
 	Workspace func(sessionID string) string
+	// EffectTimeout bounds an approved effect once it started; it runs to
+	// the end even through a drain. Defaults to 2m.
+	EffectTimeout time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now defaults to time.Now.
@@ -61,6 +64,9 @@ func New(cfg Config) *Worker {
 	}
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = 5 * time.Minute
+	}
+	if cfg.EffectTimeout <= 0 {
+		cfg.EffectTimeout = 2 * time.Minute
 	}
 	if cfg.Workspace == nil {
 		cfg.Workspace = func(string) string { return "" }
@@ -169,7 +175,11 @@ func (w *Worker) handle(ctx context.Context, l gh.Lease, c gh.ToolCall) (step, e
 		case gh.GateApproved:
 			// The approval holds for the arguments it was given for: the
 			// call is checked again, and it must come to the same ones.
-			current, verdict := w.commitment(ctx, l.SessionID, c)
+			base, err := w.answeredArgs(ctx, l.SessionID, c, n)
+			if err != nil {
+				return w.result(ctx, l, c, err.Error(), true)
+			}
+			current, verdict := w.commitmentOn(ctx, l.SessionID, c.Name, base)
 			if verdict.Kind == Refuse || verdict.Kind == Clarify || argsHash(current) != opened.ArgsHash || argsHash(opened.Arguments) != opened.ArgsHash {
 				log.Warn("approved call no longer matches what was approved; not running it")
 				return w.result(ctx, l, c, "The arguments of this call no longer match what was approved, so it did not run. Ask again for a fresh approval.", true)
@@ -201,15 +211,54 @@ func (w *Worker) handle(ctx context.Context, l gh.Lease, c gh.ToolCall) (step, e
 
 // commitment runs the tool's policy; without one the call is allowed.
 func (w *Worker) commitment(ctx context.Context, sessionID string, c gh.ToolCall) (json.RawMessage, Verdict) {
-	p := w.cfg.Policies[c.Name]
+	return w.commitmentOn(ctx, sessionID, c.Name, c.Arguments)
+}
+
+func (w *Worker) commitmentOn(ctx context.Context, sessionID, tool string, args json.RawMessage) (json.RawMessage, Verdict) {
+	p := w.cfg.Policies[tool]
 	if p == nil {
-		return c.Arguments, Verdict{Kind: Allow}
+		return args, Verdict{Kind: Allow}
 	}
-	v := p.Check(ctx, sessionID, c.Arguments)
+	v := p.Check(ctx, sessionID, args)
 	if v.Kind == Rewrite {
 		return v.Arguments, v
 	}
-	return c.Arguments, v
+	return args, v
+}
+
+// answeredArgs returns the arguments the n-th gate of a call was opened
+// from: the call's own, or — when a clarifying question came first — the
+// call's with the user's answer applied.
+func (w *Worker) answeredArgs(ctx context.Context, sessionID string, c gh.ToolCall, n int) (json.RawMessage, error) {
+	args := c.Arguments
+	for i := 1; i < n; i++ {
+		ev, ok, err := w.k.EventByKey(ctx, sessionID, gateKey(c.ID, i))
+		if err != nil || !ok {
+			return nil, fmt.Errorf("gate %d of this call is missing from the log: %v", i, err)
+		}
+		var opened gh.GateOpened
+		if err := json.Unmarshal(ev.Payload, &opened); err != nil {
+			return nil, err
+		}
+		dev, ok, err := w.k.EventByKey(ctx, sessionID, "gate:"+opened.GateID)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("the decision on gate %d of this call is missing from the log: %v", i, err)
+		}
+		var d gh.GateDecided
+		if err := json.Unmarshal(dev.Payload, &d); err != nil {
+			return nil, err
+		}
+		if d.Decision == gh.GateAnswered {
+			p := w.cfg.Policies[c.Name]
+			if p == nil {
+				return nil, fmt.Errorf("no policy to apply the answer to %s", c.Name)
+			}
+			if args, err = p.Answer(opened.Arguments, d.Answer); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return args, nil
 }
 
 func (w *Worker) decideTier(ctx context.Context, l gh.Lease, c gh.ToolCall, args json.RawMessage, workspace string, n int) (step, error) {
@@ -258,7 +307,12 @@ func (w *Worker) runDanger(ctx context.Context, l gh.Lease, c gh.ToolCall, args 
 		}
 	}
 	start := time.Now()
-	res, runErr := t.Run(ctx, tools.Call{ID: c.ID, Arguments: args, IdempotencyKey: receipt.ID, Workspace: workspace})
+	// Once started, an effect is let finish even if the worker is told to
+	// stop (a drain, a cancel): cut short, its outcome would be unknown.
+	// A lost lease still keeps a stale worker from committing the result.
+	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.EffectTimeout)
+	defer cancel()
+	res, runErr := t.Run(runCtx, tools.Call{ID: c.ID, Arguments: args, IdempotencyKey: receipt.ID, Workspace: workspace})
 	if runErr != nil && !errors.Is(runErr, tools.ErrOutcomeUnknown) {
 		// The context ended mid-run: nothing more is written. A successor
 		// finds the started receipt and says the outcome is unknown.

@@ -221,12 +221,13 @@ func TestStartedReceiptMeansOutcomeUnknown(t *testing.T) {
 	l := e.lease("s1")
 	e.batch(l, call("c1", "send", `{"to":"a@example.com"}`))
 	l = e.decide(l, gh.GateApproved, "")
-	// The first run dies mid-effect: the tool sees its context end.
-	ctx, cancel := context.WithCancel(e.ctx)
-	blocking := toolworker.New(toolworker.Config{Kernel: e.k, Tools: tools.NewRegistry(toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger,
-		Fn: func(ctx context.Context, c tools.Call) (string, error) { cancel(); <-ctx.Done(); return "", ctx.Err() }})})
-	if _, err := blocking.RunBatch(ctx, l, []gh.ToolCall{call("c1", "send", `{"to":"a@example.com"}`)}); err == nil {
-		t.Fatal("a cancelled effect reported success")
+	// The first run never comes back from the effect (its process would
+	// die here): it hangs until its time is up, so nothing after the
+	// started receipt is committed.
+	hanging := toolworker.New(toolworker.Config{Kernel: e.k, EffectTimeout: 50 * time.Millisecond, Tools: tools.NewRegistry(toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger,
+		Fn: func(ctx context.Context, c tools.Call) (string, error) { <-ctx.Done(); return "", ctx.Err() }})})
+	if _, err := hanging.RunBatch(e.ctx, l, []gh.ToolCall{call("c1", "send", `{"to":"a@example.com"}`)}); err == nil {
+		t.Fatal("a hung effect reported success")
 	}
 	out := e.batch(l, call("c1", "send", `{"to":"a@example.com"}`))
 	if e.sends.Load() != 0 || out.Stop == "" || !strings.Contains(out.Stop, "can't tell") || len(out.Results) != 1 {
@@ -262,5 +263,19 @@ func TestApprovedCallRunsInTheWorkspaceItStartedIn(t *testing.T) {
 	e.batch(l, call("c1", "send", `{"to":"a@example.com"}`))
 	if got := e.seen.Load(); got != "/work/a" {
 		t.Fatalf("ran in %v", got)
+	}
+}
+
+func TestClarifiedThenApprovedCallRuns(t *testing.T) {
+	e := setup(t, map[string]string{"Sara Lind": "sara@example.com", "Sara Berg": "sberg@example.com"})
+	l := e.lease("s1")
+	e.batch(l, call("c1", "send", `{"to":"Sara"}`))
+	gs, _ := e.st.ListGates(e.ctx, "s1", gh.GatePending, 10)
+	l = e.decide(l, gh.GateAnswered, gs[0].Options[0])
+	e.batch(l, call("c1", "send", `{"to":"Sara"}`))
+	l = e.decide(l, gh.GateApproved, "")
+	out := e.batch(l, call("c1", "send", `{"to":"Sara"}`))
+	if e.sends.Load() != 1 || len(out.Results) != 1 || out.Results[0].Result.IsError {
+		t.Fatalf("clarified and approved: sends=%d %+v", e.sends.Load(), out)
 	}
 }

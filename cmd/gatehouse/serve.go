@@ -70,7 +70,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	api := httpapi.New(httpapi.Config{
 		Addr: cfg.Addr, Ready: ready, Logger: log, Gates: gateSvc,
 		Kernel: k, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
-		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(),
+		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(), CheckSelection: reg.Validate,
 	})
 	if err := api.Start(ctx); err != nil {
 		return err

@@ -1,11 +1,15 @@
 // Package redis is a gate registry for many replicas: the compare-and-set
 // of every press is one Lua script on a Redis hash, so a crowd of presses
 // on one gate, from any replica, costs Redis round trips instead of
-// database writes. The SQL row stays the truth: the winner makes SQL agree
-// (store.DecideGate) before it reports winning, a hash that is missing
-// (never seeded, or Redis restarted — Redis is not expected to keep
-// anything on disk) is seeded from the SQL row, and when SQL disagrees
-// with Redis, SQL wins and the hash is overwritten.
+// database writes.
+//
+// The SQL row stays the truth. The winner makes SQL agree
+// (store.DecideGate) before it reports winning; through gates.Service
+// that compare-and-set is part of the transaction that logs the decision
+// (ClaimDeferred). A hash that is missing (never seeded, or Redis
+// restarted: Redis is not expected to keep anything on disk) is seeded
+// from the SQL row. When SQL disagrees with Redis, SQL wins and the hash
+// is overwritten.
 package redis
 
 import (
@@ -102,8 +106,8 @@ var (
 	seedScript  = goredis.NewScript(seedSrc)
 )
 
-// Registry is the Redis gate registry. It implements gates.Registry and
-// gates.LogMarker.
+// Registry is the Redis gate registry. It implements gates.Registry,
+// gates.DeferredClaimer and gates.LogMarker.
 type Registry struct {
 	rdb *goredis.Client
 	st  store.Store
@@ -121,8 +125,9 @@ type load struct {
 }
 
 var (
-	_ gates.Registry  = (*Registry)(nil)
-	_ gates.LogMarker = (*Registry)(nil)
+	_ gates.Registry        = (*Registry)(nil)
+	_ gates.DeferredClaimer = (*Registry)(nil)
+	_ gates.LogMarker       = (*Registry)(nil)
 )
 
 // New returns a registry deciding on client, with st (the database the
@@ -165,11 +170,32 @@ func unavailable(err error, format string, args ...any) error {
 	return gh.Wrap(gh.CodeUnavailable, err, "redis: "+format, args...)
 }
 
-// Seed writes g's hash from g unless the hash exists. The registry seeds
-// on demand; a caller that creates gates may seed them ahead to save the
-// first press a round trip.
+// Seed writes g's hash from g (the gate as inserted in SQL) unless the
+// hash exists, and keeps g's fixed fields in memory. The registry seeds on
+// demand; a caller that opens gates may seed them ahead to spare the first
+// press an SQL read and a round trip.
 func (r *Registry) Seed(ctx context.Context, g gh.Gate) error {
-	return r.seed(ctx, g, false)
+	if err := gates.CheckID(g.ID); err != nil {
+		return err
+	}
+	if err := r.seed(ctx, g, false); err != nil {
+		return err
+	}
+	r.remember(g)
+	return nil
+}
+
+// remember keeps g's fixed fields in memory.
+func (r *Registry) remember(g gh.Gate) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.fixed[g.ID]; !ok && len(r.fixed) >= r.cfg.CacheSize {
+		for k := range r.fixed { // evict an arbitrary entry
+			delete(r.fixed, k)
+			break
+		}
+	}
+	r.fixed[g.ID] = g
 }
 
 // MarkLogged implements gates.LogMarker: g is the gate as SQL has it, and
@@ -199,50 +225,70 @@ func (r *Registry) seed(ctx context.Context, g gh.Gate, overwrite bool) error {
 	return unavailable(err, "seed gate %q", g.ID)
 }
 
-// row returns the gate's fixed fields: from memory, or read from SQL (one
-// read per gate for all concurrent presses of this process). fresh is true
-// when this call read SQL.
-func (r *Registry) row(ctx context.Context, id string) (g gh.Gate, fresh bool, err error) {
+// row returns the gate's fixed fields from memory, or loads the gate (see
+// load). loaded is true when this call loaded it.
+func (r *Registry) row(ctx context.Context, id string) (g gh.Gate, loaded bool, err error) {
 	r.mu.Lock()
-	if g, ok := r.fixed[id]; ok {
-		r.mu.Unlock()
+	g, ok := r.fixed[id]
+	r.mu.Unlock()
+	if ok {
 		return g, false, nil
 	}
+	g, err = r.load(ctx, id)
+	return g, true, err
+}
+
+// load reads the gate's SQL row, seeds its hash from it unless the hash
+// exists, and keeps its fixed fields in memory. Concurrent loads of one
+// gate in this process share one read and one seed.
+func (r *Registry) load(ctx context.Context, id string) (gh.Gate, error) {
+	r.mu.Lock()
 	if l, ok := r.loads[id]; ok {
 		r.mu.Unlock()
 		select {
 		case <-l.done:
-			return l.g, true, l.err
+			return l.g, l.err
 		case <-ctx.Done():
-			return gh.Gate{}, false, gh.Wrap(gh.CodeUnavailable, ctx.Err(), "load gate %q", id)
+			return gh.Gate{}, gh.Wrap(gh.CodeUnavailable, ctx.Err(), "load gate %q", id)
 		}
 	}
 	l := &load{done: make(chan struct{})}
 	r.loads[id] = l
 	r.mu.Unlock()
 	l.g, l.err = r.st.GetGate(ctx, id)
+	if l.err == nil {
+		l.err = r.seed(ctx, l.g, false)
+	}
+	if l.err == nil {
+		r.remember(l.g)
+	}
 	r.mu.Lock()
 	delete(r.loads, id)
-	if l.err == nil {
-		if len(r.fixed) >= r.cfg.CacheSize {
-			for k := range r.fixed { // evict an arbitrary entry
-				delete(r.fixed, k)
-				break
-			}
-		}
-		r.fixed[id] = l.g
-	}
 	r.mu.Unlock()
 	close(l.done)
-	return l.g, true, l.err
+	return l.g, l.err
 }
 
-// Claim implements gates.Registry.
+// Claim implements gates.Registry: the claim script decides in Redis, and
+// a press that moved the gate makes SQL agree (store.DecideGate) before it
+// returns; when SQL was decided otherwise, SQL is the answer and the hash
+// is overwritten with it.
 func (r *Registry) Claim(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {
+	return r.claim(ctx, id, d, true)
+}
+
+// ClaimDeferred implements gates.DeferredClaimer: Claim without making SQL
+// agree, for a caller that compare-and-sets the decision in SQL in its own
+// transaction (gates.Service, with the log commit).
+func (r *Registry) ClaimDeferred(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {
+	return r.claim(ctx, id, d, false)
+}
+
+func (r *Registry) claim(ctx context.Context, id string, d gh.Decision, sync bool) (gh.Gate, bool, error) {
 	if err := gates.CheckID(id); err != nil {
 		return gh.Gate{}, false, err
 	}
-	fixed, fresh, err := r.row(ctx, id)
+	fixed, loaded, err := r.row(ctx, id)
 	if err != nil {
 		return gh.Gate{}, false, err
 	}
@@ -257,29 +303,25 @@ func (r *Registry) Claim(ctx context.Context, id string, d gh.Decision) (gh.Gate
 			return gh.Gate{}, false, unavailable(err, "claim gate %q", id)
 		}
 		if s, ok := res.(string); ok && s == "missing" {
-			// Never seeded, expired, or Redis restarted: seed from the SQL
-			// row (read just now, or read again) and claim again.
-			src := fixed
-			if !fresh {
-				if src, err = r.st.GetGate(ctx, id); err != nil {
+			// Never seeded, gone with its TTL, or Redis restarted: seed
+			// from the SQL row as it is now, and claim again.
+			if !loaded {
+				if _, err := r.load(ctx, id); err != nil {
 					return gh.Gate{}, false, err
 				}
 			}
-			fresh = false
-			if err := r.seed(ctx, src, false); err != nil {
-				return gh.Gate{}, false, err
-			}
+			loaded = false
 			continue
 		}
 		g, won, changed, err := parseClaim(fixed, res)
 		if err != nil {
 			return gh.Gate{}, false, gh.Wrap(gh.CodeInternal, err, "redis: claim gate %q", id)
 		}
-		if !changed {
-			return g, false, nil
+		if !changed || !sync {
+			return g, won, nil
 		}
 		// This press moved the gate in Redis: make SQL agree before
-		// anyone is told. Pending in SQL, it decides there too.
+		// reporting it. Pending in SQL, it decides there too.
 		sg, _, err := r.st.DecideGate(ctx, store.GateDecision{ID: id, Decision: gates.DecisionOf(g), Now: g.DecidedAt})
 		if err != nil {
 			return g, won, err

@@ -189,3 +189,39 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal("script")
 	}
 }
+
+// A hash that says pending while SQL is decided (a seed that raced a
+// restart): the press wins in Redis, SQL says otherwise, SQL is the
+// answer and Redis learns it. No second decision reaches SQL or the log.
+func TestStaleHashLosesToSQL(t *testing.T) {
+	c := client(t)
+	f := gatestest.NewFixture(t, harness(t, sqliteStore, nil))
+	g := f.OpenGate("g1", gatestest.GateSpec{})
+	reg := f.Registry.(*redisgates.Registry)
+	alice := gh.Decision{State: gh.GateApproved, By: "alice", Surface: "telegram"}
+	if _, won, err := f.Service.Decide(f.Ctx, g.ID, alice); err != nil || !won {
+		t.Fatalf("first press: won=%v %v", won, err)
+	}
+	_, reg2 := f.Replica()
+	for i, svc := range []*gates.Service{f.Service, f.NewService(f.Kernel, reg2)} {
+		if err := c.HSet(f.Ctx, reg.Key(g.ID), "state", "pending", "logged", "0").Err(); err != nil {
+			t.Fatal(err)
+		}
+		got, won, err := svc.Decide(f.Ctx, g.ID, gh.Decision{State: gh.GateDenied, By: "bob", Surface: "web"})
+		if err != nil || won || got.DecidedBy != "alice" || got.State != gh.GateApproved {
+			t.Fatalf("service %d, press on a stale hash: %+v won=%v %v", i, got, won, err)
+		}
+		if h := c.HGetAll(f.Ctx, reg.Key(g.ID)).Val(); h["by"] != "alice" || h["state"] != "approved" || h["logged"] != "1" {
+			t.Fatalf("service %d: hash not corrected: %v", i, h)
+		}
+	}
+	// The bare registry (no service) answers from SQL too.
+	if err := c.HSet(f.Ctx, reg.Key(g.ID), "state", "pending").Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, won, err := reg.Claim(f.Ctx, g.ID, gh.Decision{State: gh.GateDenied, By: "carol", Surface: "web"})
+	if err != nil || won || got.DecidedBy != "alice" {
+		t.Fatalf("bare claim on a stale hash: %+v won=%v %v", got, won, err)
+	}
+	f.OneDecision(g, alice)
+}
