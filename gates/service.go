@@ -394,3 +394,21 @@ func (s *Service) Stop(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// Seeder is implemented by a registry that keeps its own copy of a gate
+// (Redis): seeding it when the gate opens spares the first press a database
+// read. A registry that is not seeded seeds itself on the first press.
+type Seeder interface {
+	Seed(ctx context.Context, g gh.Gate) error
+}
+
+// Opened tells the registry a gate was opened (committed). It never fails
+// the caller: a gate that could not be seeded now is seeded on its first
+// press.
+func (s *Service) Opened(ctx context.Context, g gh.Gate) {
+	if sd, ok := s.cfg.Registry.(Seeder); ok {
+		if err := sd.Seed(ctx, g); err != nil {
+			s.cfg.Logger.Warn("gate not seeded in the registry; its first press will", "gate", g.ID, "err", err)
+		}
+	}
+}

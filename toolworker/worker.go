@@ -38,6 +38,9 @@ type Config struct {
 	// Workspace returns the session's current workspace directory.
 	// Defaults to "" (workspace tools then refuse).
 	Workspace func(sessionID string) string
+	// OnOpen is told of every gate opened, after it is committed (the gate
+	// registry seeds its copy). Defaults to nil.
+	OnOpen func(ctx context.Context, g gh.Gate)
 	// EffectTimeout bounds an approved effect once it started; it runs to
 	// the end even through a drain. Defaults to 2m.
 	EffectTimeout time.Duration
@@ -424,6 +427,9 @@ func (w *Worker) openGate(ctx context.Context, l gh.Lease, c gh.ToolCall, n int,
 	})
 	if err == nil {
 		w.k.Notify(l.SessionID)
+		if w.cfg.OnOpen != nil {
+			w.cfg.OnOpen(ctx, g)
+		}
 	}
 	return err
 }

@@ -45,15 +45,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.Timezone != "" {
 		loc, _ = time.LoadLocation(cfg.Timezone)
 	}
-	worker, closeTools, err := newToolWorker(ctx, cfg, k, log)
-	if err != nil {
-		return err
-	}
-	defer closeTools()
 	gateSvc, rdb, err := newGates(cfg, st, k, log)
 	if err != nil {
 		return err
 	}
+	worker, closeTools, err := newToolWorker(ctx, cfg, k, gateSvc.Opened, log)
+	if err != nil {
+		return err
+	}
+	defer closeTools()
 	ready := []httpapi.Pinger{st}
 	if rdb != nil {
 		defer rdb.Close()

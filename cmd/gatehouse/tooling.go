@@ -10,6 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gates"
 	gatesredis "github.com/gatehouse/gatehouse/gates/redis"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -26,7 +27,7 @@ type mcpFile struct {
 
 // newToolWorker builds the tools this install offers and the worker that
 // runs them. The returned close ends MCP sessions.
-func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, log *slog.Logger) (*toolworker.Worker, func(), error) {
+func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, onOpen func(context.Context, gh.Gate), log *slog.Logger) (*toolworker.Worker, func(), error) {
 	root := cfg.Workspace
 	if root == "" {
 		root = filepath.Join(cfg.DataDir, "workspace")
@@ -70,7 +71,7 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, log *slog.
 	}
 	contacts, _ := parseContacts(cfg.Contacts)
 	w := toolworker.New(toolworker.Config{
-		Kernel: k, Tools: reg, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log,
+		Kernel: k, Tools: reg, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log, OnOpen: onOpen,
 		Contacts:  func(context.Context, string) map[string]string { return contacts },
 		Workspace: func(string) string { return root },
 	})

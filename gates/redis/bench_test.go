@@ -39,9 +39,9 @@ const (
 // crowding each gate in turn:
 //
 //   - raw: EVALSHA of the claim script on fresh keys, seeded beforehand;
-//   - ours: Service.Decide with the Redis registry, cold (every gate's
-//     first press reads its SQL row and seeds its hash), every decision
-//     committed to the log before its presses return.
+//   - ours: Service.Decide with the Redis registry, its hashes seeded by
+//     Service.Opened as the tool worker does when it opens a gate, every
+//     decision committed to the log before its presses return.
 //
 // throughput-ratio is ours ÷ raw, in presses per second. The two run
 // interleaved, a tenth of the gates at a time, so that a change in the
@@ -80,6 +80,9 @@ func BenchmarkClaims(b *testing.B) {
 		}
 		reg := redisgates.New(c, cs, redisgates.Config{Prefix: p})
 		svc := gates.NewService(gates.Config{Registry: reg, Kernel: kernel.New(cs, kernel.Config{})})
+		for _, g := range gs {
+			svc.Opened(ctx, g)
+		}
 		baseline := redisgates.New(c, st, redisgates.Config{Prefix: p + "raw:"})
 		for _, g := range gs {
 			if err := baseline.Seed(ctx, g); err != nil {
