@@ -399,13 +399,19 @@ func (s *Store) ListMemoryJobs(ctx context.Context, userKey, state string, limit
 
 // PutMemoryFact implements store.Writer.
 func (s *Store) PutMemoryFact(ctx context.Context, f store.MemoryFact, terms []store.MemoryTerm) (out store.MemoryFact, put bool, err error) {
-	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { out, put, err = t.PutMemoryFact(ctx, f, terms); return err })
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error {
+		out, put, err = t.PutMemoryFact(ctx, f, terms)
+		return err
+	})
 	return out, put, err
 }
 
 // ForgetMemoryFacts implements store.Writer.
 func (s *Store) ForgetMemoryFacts(ctx context.Context, userKey string, ids []int64, now time.Time) (out []store.MemoryFact, err error) {
-	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { out, err = t.ForgetMemoryFacts(ctx, userKey, ids, now); return err })
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error {
+		out, err = t.ForgetMemoryFacts(ctx, userKey, ids, now)
+		return err
+	})
 	return out, err
 }
 

@@ -306,7 +306,9 @@ func (t *tx) getJob(ctx context.Context, id int64) (store.MemoryJob, error) {
 	return j, dbErr(err, "get memory job")
 }
 
-func (t *tx) GetMemoryJob(ctx context.Context, id int64) (store.MemoryJob, error) { return t.getJob(ctx, id) }
+func (t *tx) GetMemoryJob(ctx context.Context, id int64) (store.MemoryJob, error) {
+	return t.getJob(ctx, id)
+}
 
 func (t *tx) LockMemoryJob(ctx context.Context, id int64) (store.MemoryJob, error) {
 	return t.getJob(ctx, id)
@@ -407,13 +409,19 @@ func (s *Store) ListMemoryJobs(ctx context.Context, userKey, state string, limit
 
 // PutMemoryFact implements store.Writer.
 func (s *Store) PutMemoryFact(ctx context.Context, f store.MemoryFact, terms []store.MemoryTerm) (out store.MemoryFact, put bool, err error) {
-	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { out, put, err = t.PutMemoryFact(ctx, f, terms); return err })
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error {
+		out, put, err = t.PutMemoryFact(ctx, f, terms)
+		return err
+	})
 	return out, put, err
 }
 
 // ForgetMemoryFacts implements store.Writer.
 func (s *Store) ForgetMemoryFacts(ctx context.Context, userKey string, ids []int64, now time.Time) (out []store.MemoryFact, err error) {
-	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { out, err = t.ForgetMemoryFacts(ctx, userKey, ids, now); return err })
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error {
+		out, err = t.ForgetMemoryFacts(ctx, userKey, ids, now)
+		return err
+	})
 	return out, err
 }
 
@@ -424,6 +432,9 @@ func (s *Store) SetMemoryVectors(ctx context.Context, vs []store.MemoryVector) e
 
 // InsertMemoryJob implements store.Writer.
 func (s *Store) InsertMemoryJob(ctx context.Context, j store.MemoryJob) (out store.MemoryJob, inserted bool, err error) {
-	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { out, inserted, err = t.InsertMemoryJob(ctx, j); return err })
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error {
+		out, inserted, err = t.InsertMemoryJob(ctx, j)
+		return err
+	})
 	return out, inserted, err
 }
