@@ -79,9 +79,14 @@ type Reader interface {
 	// MemoryFactsByID returns those of ids that are live facts of the
 	// user, in no particular order.
 	MemoryFactsByID(ctx context.Context, userKey string, ids []int64) ([]MemoryFact, error)
-	// MemoryPostings returns the user's live-fact counts and the postings
-	// of terms: what lexical recall scores.
-	MemoryPostings(ctx context.Context, userKey string, terms []string) (MemoryIndex, error)
+	// MemoryTermStats returns the user's live-fact counts and how many
+	// live facts hold each of terms (absent: none).
+	MemoryTermStats(ctx context.Context, userKey string, terms []string) (MemoryStats, error)
+	// MemoryPostings returns the postings of terms over the user's live
+	// facts, and the postings of also for the facts among those: a scorer
+	// that knows a fact holding only also terms cannot matter does not
+	// read them. terms and also should not overlap.
+	MemoryPostings(ctx context.Context, userKey string, terms, also []string) ([]MemoryPosting, error)
 	// MemoryVectors returns every live fact of the user with its text and,
 	// when one made by model is stored, its vector (nil otherwise).
 	MemoryVectors(ctx context.Context, userKey, model string) ([]MemoryVector, error)
@@ -252,13 +257,13 @@ type MemoryPosting struct {
 	Length int
 }
 
-// MemoryIndex is what lexical recall reads for one question.
-type MemoryIndex struct {
+// MemoryStats are what BM25 needs of a user's live facts.
+type MemoryStats struct {
 	// Facts counts the user's live facts; Terms sums their term counts.
 	Facts int
 	Terms int64
-	// Postings are those of the asked terms, over live facts only.
-	Postings []MemoryPosting
+	// DF says how many live facts hold each asked term.
+	DF map[string]int
 }
 
 // MemoryVector is a fact's embedding: Vector is opaque to the store, and

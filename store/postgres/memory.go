@@ -102,31 +102,58 @@ func (t *tx) MemoryFactsByID(ctx context.Context, userKey string, ids []int64) (
 	return t.facts(ctx, "memory facts by id", `SELECT `+factCols+` FROM memory_facts WHERE id = ANY($1) AND user_key = $2 AND deleted_at IS NULL`, ids, userKey)
 }
 
-func (t *tx) MemoryPostings(ctx context.Context, userKey string, terms []string) (store.MemoryIndex, error) {
+func (t *tx) MemoryTermStats(ctx context.Context, userKey string, terms []string) (store.MemoryStats, error) {
 	if terms == nil {
 		terms = []string{}
 	}
-	// One statement, so the counts and the postings are one snapshot.
-	rows, err := t.q.Query(ctx, `SELECT u.facts, u.terms, t.term, t.fact_id, t.tf, t.length
-		FROM memory_users u LEFT JOIN memory_terms t ON t.user_key = u.user_key AND t.term = ANY($2)
+	// One statement, so the counts are one snapshot.
+	rows, err := t.q.Query(ctx, `SELECT u.facts, u.terms, d.term, d.df
+		FROM memory_users u LEFT JOIN memory_dict d ON d.user_key = u.user_key AND d.term = ANY($2)
 		WHERE u.user_key = $1`, userKey, terms)
 	if err != nil {
-		return store.MemoryIndex{}, dbErr(err, "read memory postings")
+		return store.MemoryStats{}, dbErr(err, "read memory term stats")
 	}
 	defer rows.Close()
-	var idx store.MemoryIndex
+	st := store.MemoryStats{DF: map[string]int{}}
 	for rows.Next() {
 		var term *string
-		var factID *int64
-		var tf, length *int32
-		if err := rows.Scan(&idx.Facts, &idx.Terms, &term, &factID, &tf, &length); err != nil {
-			return store.MemoryIndex{}, dbErr(err, "read memory postings")
+		var df *int32
+		if err := rows.Scan(&st.Facts, &st.Terms, &term, &df); err != nil {
+			return store.MemoryStats{}, dbErr(err, "read memory term stats")
 		}
 		if term != nil {
-			idx.Postings = append(idx.Postings, store.MemoryPosting{Term: *term, FactID: *factID, TF: int(*tf), Length: int(*length)})
+			st.DF[*term] = int(*df)
 		}
 	}
-	return idx, dbErr(rows.Err(), "read memory postings")
+	return st, dbErr(rows.Err(), "read memory term stats")
+}
+
+func (t *tx) MemoryPostings(ctx context.Context, userKey string, terms, also []string) ([]store.MemoryPosting, error) {
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	q := `SELECT term, fact_id, tf, length FROM memory_terms WHERE user_key = $1 AND term = ANY($2)`
+	args := []any{userKey, terms}
+	if len(also) > 0 {
+		// The also terms are looked up by key, fact by fact.
+		args = append(args, also)
+		q = `WITH ess AS MATERIALIZED (` + q + `)
+		SELECT term, fact_id, tf, length FROM ess
+		UNION ALL
+		SELECT x.term, x.fact_id, x.tf, x.length FROM (SELECT DISTINCT fact_id FROM ess) c
+			CROSS JOIN LATERAL (SELECT t.term, t.fact_id, t.tf, t.length FROM memory_terms t
+				WHERE t.user_key = $1 AND t.term = ANY($3) AND t.fact_id = c.fact_id) x`
+	}
+	rows, err := t.q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, dbErr(err, "read memory postings")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.MemoryPosting, error) {
+		var p store.MemoryPosting
+		err := r.Scan(&p.Term, &p.FactID, &p.TF, &p.Length)
+		return p, err
+	})
+	return out, dbErr(err, "read memory postings")
 }
 
 func (t *tx) MemoryVectors(ctx context.Context, userKey, model string) ([]store.MemoryVector, error) {
@@ -212,6 +239,10 @@ func (t *tx) PutMemoryFact(ctx context.Context, f store.MemoryFact, terms []stor
 				SELECT $1, u.t, $2, u.f, $3 FROM unnest($4::text[], $5::int[]) AS u(t, f)`, f.UserKey, f.ID, length, names, tfs); err != nil {
 			return store.MemoryFact{}, false, dbErr(err, "index memory fact")
 		}
+		if _, err := t.q.Exec(ctx, `INSERT INTO memory_dict (user_key, term, df) SELECT $1, unnest($2::text[]), 1
+				ON CONFLICT (user_key, term) DO UPDATE SET df = memory_dict.df + 1`, f.UserKey, names); err != nil {
+			return store.MemoryFact{}, false, dbErr(err, "index memory fact")
+		}
 	}
 	if _, err := t.q.Exec(ctx, `UPDATE memory_users SET facts = facts + $1, terms = terms + $2 WHERE user_key = $3`, dFacts, dTerms, f.UserKey); err != nil {
 		return store.MemoryFact{}, false, dbErr(err, "count memory facts")
@@ -225,8 +256,15 @@ func (t *tx) dropPostings(ctx context.Context, userKey string, factID int64, lis
 	if list == "" {
 		return nil
 	}
-	_, err := t.q.Exec(ctx, `DELETE FROM memory_terms WHERE user_key = $1 AND term = ANY($2) AND fact_id = $3`,
-		userKey, strings.Split(list, " "), factID)
+	names := strings.Split(list, " ")
+	if _, err := t.q.Exec(ctx, `DELETE FROM memory_terms WHERE user_key = $1 AND term = ANY($2) AND fact_id = $3`,
+		userKey, names, factID); err != nil {
+		return dbErr(err, "unindex memory fact")
+	}
+	if _, err := t.q.Exec(ctx, `UPDATE memory_dict SET df = df - 1 WHERE user_key = $1 AND term = ANY($2)`, userKey, names); err != nil {
+		return dbErr(err, "unindex memory fact")
+	}
+	_, err := t.q.Exec(ctx, `DELETE FROM memory_dict WHERE user_key = $1 AND term = ANY($2) AND df <= 0`, userKey, names)
 	return dbErr(err, "unindex memory fact")
 }
 
@@ -377,9 +415,14 @@ func (s *Store) MemoryFactsByID(ctx context.Context, userKey string, ids []int64
 	return s.auto().MemoryFactsByID(ctx, userKey, ids)
 }
 
+// MemoryTermStats implements store.Reader.
+func (s *Store) MemoryTermStats(ctx context.Context, userKey string, terms []string) (store.MemoryStats, error) {
+	return s.auto().MemoryTermStats(ctx, userKey, terms)
+}
+
 // MemoryPostings implements store.Reader.
-func (s *Store) MemoryPostings(ctx context.Context, userKey string, terms []string) (store.MemoryIndex, error) {
-	return s.auto().MemoryPostings(ctx, userKey, terms)
+func (s *Store) MemoryPostings(ctx context.Context, userKey string, terms, also []string) ([]store.MemoryPosting, error) {
+	return s.auto().MemoryPostings(ctx, userKey, terms, also)
 }
 
 // MemoryVectors implements store.Reader.

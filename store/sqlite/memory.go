@@ -117,27 +117,58 @@ func (t *tx) MemoryFactsByID(ctx context.Context, userKey string, ids []int64) (
 		WHERE id IN (SELECT value FROM json_each(?)) AND user_key = ? AND deleted_at = 0`, jsonArray(ids), userKey)
 }
 
-func (t *tx) MemoryPostings(ctx context.Context, userKey string, terms []string) (store.MemoryIndex, error) {
-	// One statement, so the counts and the postings are one snapshot.
-	rows, err := t.q.QueryContext(ctx, `SELECT u.facts, u.terms, t.term, t.fact_id, t.tf, t.length
-		FROM memory_users u LEFT JOIN memory_terms t ON t.user_key = u.user_key AND t.term IN (SELECT value FROM json_each(?2))
+func (t *tx) MemoryTermStats(ctx context.Context, userKey string, terms []string) (store.MemoryStats, error) {
+	// One statement, so the counts are one snapshot.
+	rows, err := t.q.QueryContext(ctx, `SELECT u.facts, u.terms, d.term, d.df
+		FROM memory_users u LEFT JOIN memory_dict d ON d.user_key = u.user_key AND d.term IN (SELECT value FROM json_each(?2))
 		WHERE u.user_key = ?1`, userKey, jsonArray(terms))
 	if err != nil {
-		return store.MemoryIndex{}, dbErr(err, "read memory postings")
+		return store.MemoryStats{}, dbErr(err, "read memory term stats")
 	}
 	defer rows.Close()
-	var idx store.MemoryIndex
+	st := store.MemoryStats{DF: map[string]int{}}
 	for rows.Next() {
 		var term sql.NullString
-		var factID, tf, length sql.NullInt64
-		if err := rows.Scan(&idx.Facts, &idx.Terms, &term, &factID, &tf, &length); err != nil {
-			return store.MemoryIndex{}, dbErr(err, "read memory postings")
+		var df sql.NullInt64
+		if err := rows.Scan(&st.Facts, &st.Terms, &term, &df); err != nil {
+			return store.MemoryStats{}, dbErr(err, "read memory term stats")
 		}
 		if term.Valid {
-			idx.Postings = append(idx.Postings, store.MemoryPosting{Term: term.String, FactID: factID.Int64, TF: int(tf.Int64), Length: int(length.Int64)})
+			st.DF[term.String] = int(df.Int64)
 		}
 	}
-	return idx, dbErr(rows.Err(), "read memory postings")
+	return st, dbErr(rows.Err(), "read memory term stats")
+}
+
+func (t *tx) MemoryPostings(ctx context.Context, userKey string, terms, also []string) ([]store.MemoryPosting, error) {
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	q := `SELECT term, fact_id, tf, length FROM memory_terms WHERE user_key = ?1 AND term IN (SELECT value FROM json_each(?2))`
+	args := []any{userKey, jsonArray(terms)}
+	if len(also) > 0 {
+		args = append(args, jsonArray(also))
+		// The also terms are looked up by key, fact by fact.
+		q = `WITH ess AS MATERIALIZED (` + q + `)
+		SELECT term, fact_id, tf, length FROM ess
+		UNION ALL
+		SELECT t.term, t.fact_id, t.tf, t.length FROM (SELECT DISTINCT fact_id FROM ess) c
+			CROSS JOIN memory_terms t ON t.user_key = ?1 AND t.term IN (SELECT value FROM json_each(?3)) AND t.fact_id = c.fact_id`
+	}
+	rows, err := t.q.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, dbErr(err, "read memory postings")
+	}
+	defer rows.Close()
+	var out []store.MemoryPosting
+	for rows.Next() {
+		var p store.MemoryPosting
+		if err := rows.Scan(&p.Term, &p.FactID, &p.TF, &p.Length); err != nil {
+			return nil, dbErr(err, "read memory postings")
+		}
+		out = append(out, p)
+	}
+	return out, dbErr(rows.Err(), "read memory postings")
 }
 
 func (t *tx) MemoryVectors(ctx context.Context, userKey, model string) ([]store.MemoryVector, error) {
@@ -217,6 +248,10 @@ func (t *tx) PutMemoryFact(ctx context.Context, f store.MemoryFact, terms []stor
 			SELECT ?, key, ?, value, ? FROM json_each(?)`, f.UserKey, f.ID, length, obj); err != nil {
 		return store.MemoryFact{}, false, dbErr(err, "index memory fact")
 	}
+	if _, err := t.q.ExecContext(ctx, `INSERT INTO memory_dict (user_key, term, df) SELECT ?, key, 1 FROM json_each(?) WHERE true
+			ON CONFLICT (user_key, term) DO UPDATE SET df = df + 1`, f.UserKey, obj); err != nil {
+		return store.MemoryFact{}, false, dbErr(err, "index memory fact")
+	}
 	if _, err := t.q.ExecContext(ctx, `UPDATE memory_users SET facts = facts + ?, terms = terms + ? WHERE user_key = ?`, dFacts, dTerms, f.UserKey); err != nil {
 		return store.MemoryFact{}, false, dbErr(err, "count memory facts")
 	}
@@ -229,8 +264,16 @@ func (t *tx) dropPostings(ctx context.Context, userKey string, factID int64, lis
 	if list == "" {
 		return nil
 	}
-	_, err := t.q.ExecContext(ctx, `DELETE FROM memory_terms WHERE user_key = ? AND term IN (SELECT value FROM json_each(?)) AND fact_id = ?`,
-		userKey, jsonArray(strings.Split(list, " ")), factID)
+	names := jsonArray(strings.Split(list, " "))
+	if _, err := t.q.ExecContext(ctx, `DELETE FROM memory_terms WHERE user_key = ? AND term IN (SELECT value FROM json_each(?)) AND fact_id = ?`,
+		userKey, names, factID); err != nil {
+		return dbErr(err, "unindex memory fact")
+	}
+	if _, err := t.q.ExecContext(ctx, `UPDATE memory_dict SET df = df - 1 WHERE user_key = ? AND term IN (SELECT value FROM json_each(?))`,
+		userKey, names); err != nil {
+		return dbErr(err, "unindex memory fact")
+	}
+	_, err := t.q.ExecContext(ctx, `DELETE FROM memory_dict WHERE user_key = ? AND term IN (SELECT value FROM json_each(?)) AND df <= 0`, userKey, names)
 	return dbErr(err, "unindex memory fact")
 }
 
@@ -387,9 +430,14 @@ func (s *Store) MemoryFactsByID(ctx context.Context, userKey string, ids []int64
 	return s.reader().MemoryFactsByID(ctx, userKey, ids)
 }
 
+// MemoryTermStats implements store.Reader.
+func (s *Store) MemoryTermStats(ctx context.Context, userKey string, terms []string) (store.MemoryStats, error) {
+	return s.reader().MemoryTermStats(ctx, userKey, terms)
+}
+
 // MemoryPostings implements store.Reader.
-func (s *Store) MemoryPostings(ctx context.Context, userKey string, terms []string) (store.MemoryIndex, error) {
-	return s.reader().MemoryPostings(ctx, userKey, terms)
+func (s *Store) MemoryPostings(ctx context.Context, userKey string, terms, also []string) ([]store.MemoryPosting, error) {
+	return s.reader().MemoryPostings(ctx, userKey, terms, also)
 }
 
 // MemoryVectors implements store.Reader.

@@ -162,6 +162,7 @@ func Run(t *testing.T, h Harness) {
 		{"ComposedTransactionRollsBack", testTxRollback},
 		{"WakeUps", testWakeUps},
 		{"SurvivesRestart", testRestart},
+		{"Memory", testMemory},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })

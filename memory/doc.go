@@ -1,0 +1,28 @@
+// Package memory keeps what people tell the agent about themselves and uses
+// it only when the evidence is strong.
+//
+// Write. When a turn closes, Remember runs a rule pass over what the user
+// said — their name ("my name is …", "I'm …"), contacts with an email
+// address ("Sara is sara@example.com", "Sara's email is …"), stated
+// preferences ("I prefer …", "I like …", "always …", "never …") and
+// "remember that …" — and, in the same transaction, queues a model pass as a
+// job in the store, so it survives a restart. RunJobs (or Work) claims due
+// jobs and runs the model pass given to it. Every fact carries the time its
+// turn happened, and the store keeps one fact per (user, subject): a fact
+// observed earlier than the one kept never replaces it, whatever order they
+// are written in, and a forgotten subject comes back only from a turn after
+// it was forgotten. So a late model pass cannot overwrite something the
+// user said afterwards.
+//
+// Recall. Recall scores the user's facts against the question and returns
+// those whose evidence clears Config.Floor: how much closer in meaning the
+// fact is to the question than the background (embeddings from an
+// OpenAI-compatible /embeddings endpoint when configured, a BM25 score over
+// the user's facts otherwise), plus the share of the question's content
+// words the fact holds. Each result carries its score parts.
+//
+// People see and remove what is kept with List, Forget and ForgetMatching;
+// Contacts feeds the email_send commitment check.
+//
+// The package reads no environment: cmd wires its Config.
+package memory
