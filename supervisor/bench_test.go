@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,69 +18,9 @@ import (
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 	"github.com/gatehouse/gatehouse/supervisor"
 )
-
-// countingStore counts the committed transactions of a real store that
-// wrote something (a claim that finds nothing is not a commit).
-type countingStore struct {
-	store.Store
-	commits atomic.Int64
-}
-
-// writeTx notes whether a transaction wrote.
-type writeTx struct {
-	store.Tx
-	wrote bool
-}
-
-func (w *writeTx) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
-	r, err := w.Tx.Append(ctx, p)
-	w.wrote = w.wrote || (err == nil && !r.Existing)
-	return r, err
-}
-func (w *writeTx) UpdateRun(ctx context.Context, r gh.Run) error {
-	w.wrote = true
-	return w.Tx.UpdateRun(ctx, r)
-}
-func (w *writeTx) InsertRun(ctx context.Context, r gh.Run) (gh.Run, error) {
-	w.wrote = true
-	return w.Tx.InsertRun(ctx, r)
-}
-func (w *writeTx) AddLedger(ctx context.Context, r gh.LedgerRow) error {
-	w.wrote = true
-	return w.Tx.AddLedger(ctx, r)
-}
-
-func (c *countingStore) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) error {
-	var wrote bool
-	err := c.Store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		w := &writeTx{Tx: tx}
-		err := fn(ctx, w)
-		wrote = w.wrote
-		return err
-	})
-	if err == nil && wrote {
-		c.commits.Add(1)
-	}
-	return err
-}
-
-func (c *countingStore) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
-	r, err := c.Store.Append(ctx, p)
-	if err == nil {
-		c.commits.Add(1)
-	}
-	return r, err
-}
-
-func (c *countingStore) AddLedger(ctx context.Context, r gh.LedgerRow) error {
-	err := c.Store.AddLedger(ctx, r)
-	if err == nil {
-		c.commits.Add(1)
-	}
-	return err
-}
 
 // instant is a zero-latency model: the benchmark measures our path.
 type instant struct{}
@@ -95,7 +34,7 @@ func (instant) Stream(ctx context.Context, req models.Request, onDelta func(stri
 }
 
 type benchStack struct {
-	st   *countingStore
+	st   *storetest.CountingStore
 	k    *kernel.Kernel
 	bare func(ctx context.Context, session string, seq int64) error
 }
@@ -134,7 +73,7 @@ func openBench(b *testing.B, backend string) *benchStack {
 			return err
 		}
 	}
-	cs := &countingStore{Store: st}
+	cs := &storetest.CountingStore{Store: st}
 	b.Cleanup(func() { st.Close() })
 	return &benchStack{st: cs, k: kernel.New(cs, kernel.Config{}), bare: bare}
 }
@@ -200,9 +139,9 @@ func BenchmarkTurn(b *testing.B) {
 				s.k.CreateSession(ctx, gh.Session{ID: fmt.Sprintf("c%d", c)})
 			}
 			// Commits of one turn.
-			before := s.st.commits.Load()
+			before := s.st.Commits()
 			s.turn(b, "c0")
-			perTurn := s.st.commits.Load() - before
+			perTurn := s.st.Commits() - before
 
 			// Throughput: clients each run turns back to back.
 			n := max(b.N, clients)

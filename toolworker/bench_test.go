@@ -11,23 +11,10 @@ import (
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
-
-// countingStore counts committed transactions of a real store.
-type countingStore struct {
-	store.Store
-	commits atomic.Int64
-}
-
-func (c *countingStore) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) error {
-	err := c.Store.InTx(ctx, fn)
-	if err == nil {
-		c.commits.Add(1)
-	}
-	return err
-}
 
 // BenchmarkApprovedStep counts the durable commits of running one approved
 // tool call (goal ≤ 2: the receipt started; the result with the receipt
@@ -39,7 +26,7 @@ func BenchmarkApprovedStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer raw.Close()
-	st := &countingStore{Store: raw}
+	st := &storetest.CountingStore{Store: raw}
 	k := kernel.New(st, kernel.Config{})
 	var sends atomic.Int64
 	w := toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry(toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger,
@@ -54,12 +41,12 @@ func BenchmarkApprovedStep(b *testing.B) {
 			b.Fatal(err)
 		}
 		l = benchDecide(b, e, l)
-		before := st.commits.Load()
+		before := st.Commits()
 		out, err := w.RunBatch(ctx, l, []gh.ToolCall{c})
 		if err != nil || len(out.Results) != 1 {
 			b.Fatalf("%v %+v", err, out)
 		}
-		commits += st.commits.Load() - before
+		commits += st.Commits() - before
 	}
 	if sends.Load() != int64(b.N) {
 		b.Fatalf("%d effects for %d approved steps", sends.Load(), b.N)

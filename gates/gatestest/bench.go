@@ -11,51 +11,12 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
-// CountingStore is a real store that counts its write transactions:
-// every InTx and every top-level write (each its own transaction). It
-// changes nothing else.
-type CountingStore struct {
-	store.Store
-	n atomic.Int64
-}
-
-// Commits returns how many write transactions were started.
-func (c *CountingStore) Commits() int64 { return c.n.Load() }
-
-// Reset sets the count to zero.
-func (c *CountingStore) Reset() { c.n.Store(0) }
-
-// InTx implements store.Store.
-func (c *CountingStore) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
-	c.n.Add(1)
-	return c.Store.InTx(ctx, fn)
-}
-
-// Append implements store.Writer.
-func (c *CountingStore) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
-	c.n.Add(1)
-	return c.Store.Append(ctx, p)
-}
-
-// InsertGate implements store.Writer.
-func (c *CountingStore) InsertGate(ctx context.Context, g gh.Gate) (bool, error) {
-	c.n.Add(1)
-	return c.Store.InsertGate(ctx, g)
-}
-
-// DecideGate implements store.Writer.
-func (c *CountingStore) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate, bool, error) {
-	c.n.Add(1)
-	return c.Store.DecideGate(ctx, d)
-}
-
-// MarkGateLogged implements store.Writer.
-func (c *CountingStore) MarkGateLogged(ctx context.Context, id string) error {
-	c.n.Add(1)
-	return c.Store.MarkGateLogged(ctx, id)
-}
+// CountingStore counts durable commits of a real store; it is the
+// conformance suite's.
+type CountingStore = storetest.CountingStore
 
 // BenchGates inserts n pending approval gates named prefix+number, one per
 // session, expiring in an hour, in a few transactions.

@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
 // Harness opens what the suite runs against.
@@ -35,20 +36,12 @@ type Harness struct {
 	Forget func(t testing.TB, id string)
 }
 
-// Clock is a settable clock, so expiry is tested without sleeping.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// Clock is the conformance suite's settable clock, so expiry is tested
+// without sleeping.
+type Clock = storetest.Clock
 
 // NewClock starts a clock at a fixed instant.
-func NewClock() *Clock { return &Clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-// Advance moves the clock forward.
-func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+func NewClock() *Clock { return storetest.NewClock() }
 
 // Fixture is one store, kernel, registry and service on a shared clock.
 type Fixture struct {
