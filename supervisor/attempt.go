@@ -11,6 +11,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
@@ -28,6 +29,9 @@ type outcome struct {
 	reason  string
 	noRetry bool
 	summary gh.RunFinished
+	// remember is the answered turn, handed to memory after the settle.
+	remember *memory.Turn
+	userKey  string
 }
 
 // attempt runs one claimed run to its settle.
@@ -90,6 +94,27 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 		return
 	}
 	log.Info("attempt settled", "state", settled.State, "requeued", settled.Requeued, "turns", out.summary.Turns, "took", time.Since(started).Round(time.Millisecond))
+	if s.cfg.Memory != nil && out.remember != nil && settled.State == gh.RunDone {
+		// After the settle: a memory failure never costs the user the
+		// answer, and a retried attempt that answers again remembers the
+		// same turn (keyed by session and seq) once.
+		if _, err := s.cfg.Memory.Remember(settleCtx, out.userKey, *out.remember); err != nil {
+			log.Warn("turn not remembered", "err", err)
+		}
+	}
+}
+
+// UserKey names whose memory a session's input belongs to: the surface and
+// the person on it. Web and API input carry no person yet: "local".
+func UserKey(u *gh.UserMessage) string {
+	if u == nil || u.User == "" {
+		return "local"
+	}
+	src := u.Source
+	if src == "" {
+		src = "api"
+	}
+	return src + ":" + u.User
 }
 
 // renew extends the lease every third of its TTL. The moment renewal proves
@@ -237,6 +262,9 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 		t.addAssistant(seq, a)
 		out.summary.StopReason = a.StopReason
 		if len(a.ToolCalls) == 0 {
+			if out.remember, out.userKey = t.turnForMemory(a, promptSeq, s.cfg.Now()); out.remember != nil {
+				out.remember.SessionID = lease.SessionID
+			}
 			return out, nil
 		}
 		if done, err := s.runTools(ctx, lease, t, a.ToolCalls, turnInputs, promptSeq, &out); done || err != nil {

@@ -13,6 +13,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
@@ -30,6 +31,10 @@ type Config struct {
 	// Tools runs the model's tool calls (gates, journal, fencing). Defaults
 	// to a worker with no tools.
 	Tools *toolworker.Worker
+	// Memory remembers what people tell the agent: after a turn answers,
+	// its rule pass runs (names, contacts, preferences) and the model pass
+	// is queued. Defaults to nil: nothing is remembered.
+	Memory *memory.Memory
 	// Workers bounds how many attempts run at once. Defaults to 4.
 	Workers int
 	// Owner names this worker pool in leases. Defaults to host-pid-random.

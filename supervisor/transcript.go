@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
 )
 
@@ -273,4 +275,21 @@ func estimateTokens(msgs []models.Message) int {
 		}
 	}
 	return n
+}
+
+// turnForMemory is the answered turn as memory reads it: what the person
+// said in the inputs the answer lists, and the answer.
+func (t *transcript) turnForMemory(a gh.AssistantMessage, promptSeq int64, at time.Time) (*memory.Turn, string) {
+	var said []string
+	var last *gh.UserMessage
+	for _, e := range t.entries {
+		if e.user != nil && slices.Contains(a.InputSeqs, e.seq) {
+			said = append(said, e.user.Text)
+			last = e.user
+		}
+	}
+	if len(said) == 0 {
+		return nil, ""
+	}
+	return &memory.Turn{SessionID: "", Seq: promptSeq, At: at, UserText: strings.Join(said, "\n"), AnswerText: a.Text}, UserKey(last)
 }

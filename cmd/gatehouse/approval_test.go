@@ -213,3 +213,21 @@ func TestPendingGateSurvivesARestart(t *testing.T) {
 		t.Fatalf("%d mails", n)
 	}
 }
+
+// A contact the user told the agent about is what "Sara" resolves to.
+func TestRememberedContactResolvesTheRecipient(t *testing.T) {
+	smtp := smtptest.Start(t)
+	fake := modeltest.NewOpenAI(t, "test-key")
+	fake.Push(modeltest.Reply{Text: "Noted."},
+		modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_email", Name: "email_send", Arguments: `{"to":"Sara","subject":"Report","body":"ready"}`}}})
+	fake.SetDefault(modeltest.Reply{Text: "Done."})
+	p := start(t, "GATEHOUSE_DATA_DIR="+filepath.Join(t.TempDir(), "data"), "GATEHOUSE_MODEL=openai:test-model", "OPENAI_API_KEY=test-key",
+		"OPENAI_BASE_URL="+fake.BaseURL(), "GATEHOUSE_SMTP_URL="+smtp.URL(), "GATEHOUSE_EMAIL_FROM=agent@example.com")
+	post(t, "http://"+p.addr+"/v1/sessions/s1/input", map[string]string{"text": "Sara is sara.lind@example.com", "requestId": "r1"})
+	waitUntil(t, "the first answer", func() bool { return settledRuns(t, p.addr) == 1 })
+	post(t, "http://"+p.addr+"/v1/sessions/s1/input", map[string]string{"text": "Email Sara that the report is ready.", "requestId": "r2"})
+	g := waitGate(t, p.addr)
+	if !strings.Contains(string(g.Arguments), "sara.lind@example.com") {
+		t.Fatalf("the remembered contact was not used: %s", g.Arguments)
+	}
+}

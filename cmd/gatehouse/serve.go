@@ -15,6 +15,7 @@ import (
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/httpapi/web"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/supervisor"
 )
@@ -49,7 +50,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	worker, closeTools, err := newToolWorker(ctx, cfg, k, gateSvc.Opened, log)
+	mem := memory.New(st, memory.Config{Logger: log})
+	worker, closeTools, err := newToolWorker(ctx, cfg, k, mem, gateSvc.Opened, log)
 	if err != nil {
 		return err
 	}
@@ -60,7 +62,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ready = append(ready, redisPinger{rdb})
 	}
 	sup, err := supervisor.New(supervisor.Config{
-		Kernel: k, Models: reg, Tools: worker, Workers: cfg.Workers, Location: loc, Logger: log,
+		Kernel: k, Models: reg, Tools: worker, Memory: mem, Workers: cfg.Workers, Location: loc, Logger: log,
 		ContextWindow: cfg.ContextWindow, CompactionShare: cfg.CompactionShare, MaxTurns: cfg.MaxTurns,
 	})
 	if err != nil {

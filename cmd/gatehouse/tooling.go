@@ -14,7 +14,9 @@ import (
 	"github.com/gatehouse/gatehouse/gates"
 	gatesredis "github.com/gatehouse/gatehouse/gates/redis"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/supervisor"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/tools/mcp"
 	"github.com/gatehouse/gatehouse/toolworker"
@@ -27,7 +29,7 @@ type mcpFile struct {
 
 // newToolWorker builds the tools this install offers and the worker that
 // runs them. The returned close ends MCP sessions.
-func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, onOpen func(context.Context, gh.Gate), log *slog.Logger) (*toolworker.Worker, func(), error) {
+func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memory.Memory, onOpen func(context.Context, gh.Gate), log *slog.Logger) (*toolworker.Worker, func(), error) {
 	root := cfg.Workspace
 	if root == "" {
 		root = filepath.Join(cfg.DataDir, "workspace")
@@ -69,10 +71,23 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, onOpen fun
 			log.Info("tool unavailable on this install", "tool", t.Name(), "why", err)
 		}
 	}
-	contacts, _ := parseContacts(cfg.Contacts)
+	book, _ := parseContacts(cfg.Contacts)
+	// The address book of the config, and what people told the agent
+	// ("Sara is sara@example.com"); the config wins a conflict. Web and API
+	// input carry no person yet, so their memory is the "local" one.
+	contacts := func(ctx context.Context, _ string) map[string]string {
+		out := map[string]string{}
+		for name, addr := range mem.Contacts(ctx, supervisor.UserKey(nil)) {
+			out[name] = addr
+		}
+		for name, addr := range book {
+			out[name] = addr
+		}
+		return out
+	}
 	w := toolworker.New(toolworker.Config{
 		Kernel: k, Tools: reg, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log, OnOpen: onOpen,
-		Contacts:  func(context.Context, string) map[string]string { return contacts },
+		Contacts:  contacts,
 		Workspace: func(string) string { return root },
 	})
 	return w, closeMCP, nil
