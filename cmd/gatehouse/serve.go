@@ -50,7 +50,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	mem := memory.New(st, memory.Config{Logger: log})
+	// The model pass (memory.Work with a model extractor) is not wired yet:
+	// queue no jobs nobody would run. The rule pass runs after every turn.
+	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: true})
 	worker, closeTools, err := newToolWorker(ctx, cfg, k, mem, gateSvc.Opened, log)
 	if err != nil {
 		return err
