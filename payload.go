@@ -81,6 +81,8 @@ type AssistantMessage struct {
 	Usage      Usage   `json:"usage"`
 	Provider   string  `json:"provider,omitempty"`
 	Model      string  `json:"model,omitempty"`
+	// Memories are the remembered facts this turn's requests were given.
+	Memories []RecalledMemory `json:"memories,omitempty"`
 	// Error and Hint explain a terminal failure (stopReason error).
 	Error     string `json:"error,omitempty"`
 	ErrorCode string `json:"errorCode,omitempty"`
@@ -157,4 +159,10 @@ type LedgerRow struct {
 	DurationMs   int64     `json:"durationMs"`
 	Error        string    `json:"error,omitempty"`
 	Created      time.Time `json:"createdAt"`
+}
+
+// RecalledMemory is a remembered fact a turn used.
+type RecalledMemory struct {
+	ID   int64  `json:"id"`
+	Text string `json:"text"`
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -201,6 +202,7 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 		}
 	}
 	// 7. Unread input is presented last (transcript.messages does it).
+	notes, recalled := s.turnNotes(ctx, t, turnInputs)
 	cursor := lease.ReadWatermark
 	for turn := 0; ; turn++ {
 		if turn >= s.cfg.MaxTurns {
@@ -221,7 +223,10 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 		if err := s.maybeCompact(ctx, lease, t, chain, &out.summary); err != nil {
 			return out, err
 		}
-		msgs := append([]models.Message{{Role: models.RoleSystem, Text: s.basePrompt() + "\n\n" + toolworker.FenceInstruction}}, t.messages()...)
+		// This turn's notes only: they are built for the turn and never
+		// stored, so an earlier turn's notes cannot pile up.
+		msgs := append([]models.Message{{Role: models.RoleSystem, Text: s.basePrompt() + "\n\n" + toolworker.FenceInstruction}}, notes...)
+		msgs = append(msgs, t.messages()...)
 		gen, err := s.generation(ctx, lease.SessionID, t, promptSeq)
 		if err != nil {
 			return out, err
@@ -248,6 +253,7 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 		a := gh.AssistantMessage{
 			GenerationID: gen, Text: resp.Text, InputSeqs: dedupe(turnInputs), StopReason: resp.StopReason,
 			Usage: gh.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}, Provider: resp.Provider, Model: resp.Model,
+			Memories: recalled,
 		}
 		for i, c := range resp.ToolCalls {
 			a.ToolCalls = append(a.ToolCalls, gh.ToolCall{ID: callID(gen, i, c.ID), Name: c.Name, Arguments: c.Arguments})
@@ -271,6 +277,48 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 			return out, err
 		}
 	}
+}
+
+// turnNotes are the system notes of this turn: the environment (the tools
+// at hand), what memory holds that bears on the question (only facts whose
+// evidence clears the floor), and a pin on the latest message.
+func (s *Supervisor) turnNotes(ctx context.Context, t *transcript, inputs []int64) ([]models.Message, []gh.RecalledMemory) {
+	var latest *gh.UserMessage
+	for _, e := range t.entries {
+		if e.user != nil && slices.Contains(inputs, e.seq) {
+			latest = e.user
+		}
+	}
+	var notes []models.Message
+	var names []string
+	for _, spec := range s.cfg.Tools.Specs() {
+		names = append(names, spec.Name)
+	}
+	env := "Environment: no tools are available in this turn."
+	if len(names) > 0 {
+		env = "Environment: tools available in this turn: " + strings.Join(names, ", ") + "."
+	}
+	notes = append(notes, models.Message{Role: models.RoleSystem, Text: env})
+	var recalled []gh.RecalledMemory
+	if latest != nil && s.cfg.Memory != nil {
+		found, err := s.cfg.Memory.Recall(ctx, UserKey(latest), latest.Text, 0)
+		if err != nil {
+			s.log.Warn("memory recall failed; answering without it", "err", err)
+		}
+		if len(found) > 0 {
+			var b strings.Builder
+			b.WriteString("What you remember about this person that bears on the question (use it only if it helps):")
+			for _, f := range found {
+				b.WriteString("\n- " + f.Fact.Text)
+				recalled = append(recalled, gh.RecalledMemory{ID: f.Fact.ID, Text: f.Fact.Text})
+			}
+			notes = append(notes, models.Message{Role: models.RoleSystem, Text: b.String()})
+		}
+	}
+	if latest != nil {
+		notes = append(notes, models.Message{Role: models.RoleSystem, Text: "The latest message to answer: " + latest.Text})
+	}
+	return notes, recalled
 }
 
 // selection resolves the model chain from the newest pending input's own

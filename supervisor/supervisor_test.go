@@ -13,6 +13,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store/sqlite"
@@ -30,6 +31,7 @@ type env struct {
 }
 
 type opts struct {
+	memory    bool
 	tools     []tools.Tool
 	kernel    kernel.Config
 	models    models.Config
@@ -69,6 +71,9 @@ func setup(t *testing.T, o opts) *env {
 	sc := o.sup
 	sc.Kernel, sc.Models = k, reg
 	sc.Tools = toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry(o.tools...)})
+	if o.memory {
+		sc.Memory = memory.New(st, memory.Config{NoModelPass: true})
+	}
 	if sc.Poll == 0 {
 		sc.Poll = 20 * time.Millisecond
 	}
@@ -563,5 +568,53 @@ func TestRepeatedToolCallIDsAcrossTurns(t *testing.T) {
 	}
 	if results != 2 {
 		t.Fatalf("%d tool results for two calls", results)
+	}
+}
+
+// The fourth turn of a chat sends the model this turn's notes only — not
+// the notes of the three before — all at the head of the list, and the
+// memory it recalls is what bears on this question.
+func TestTurnFourCarriesOnlyItsOwnNotes(t *testing.T) {
+	e := setup(t, opts{memory: true, tools: echoTool()})
+	e.fake.SetDefault(modeltest.Reply{Text: "ok"})
+	inputs := []string{"My name is Ana.", "I prefer short answers.", "Sara is sara@example.com", "What is Sara's email?"}
+	for i, text := range inputs {
+		e.input("s1", text, "")
+		e.waitFor(fmt.Sprintf("answer %d", i+1), func() bool { return len(assistants(t, e.events("s1"))) == i+1 })
+		e.settled("s1")
+	}
+	reqs := e.fake.Requests()
+	msgs := reqs[len(reqs)-1].JSON()["messages"].([]any)
+	var system []string
+	seenOther := false
+	for _, m := range msgs {
+		mm := m.(map[string]any)
+		if mm["role"] == "system" {
+			if seenOther {
+				t.Fatalf("a system note after the conversation started: %v", mm["content"])
+			}
+			system = append(system, fmt.Sprint(mm["content"]))
+		} else {
+			seenOther = true
+		}
+	}
+	if len(system) != 4 {
+		t.Fatalf("turn four sent %d system notes, want 4 (base, environment, memory, pin): %q", len(system), system)
+	}
+	pins := 0
+	for _, n := range system {
+		if strings.HasPrefix(n, "The latest message to answer:") {
+			pins++
+			if !strings.Contains(n, "What is Sara's email?") {
+				t.Fatalf("stale pin %q", n)
+			}
+		}
+	}
+	if pins != 1 || !strings.Contains(system[2], "sara@example.com") {
+		t.Fatalf("notes %q", system)
+	}
+	as := assistants(t, e.events("s1"))
+	if got := as[3].Memories; len(got) == 0 || !strings.Contains(got[0].Text, "sara@example.com") {
+		t.Fatalf("turn four did not record the memory it used: %+v", got)
 	}
 }
