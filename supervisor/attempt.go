@@ -11,6 +11,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/answers"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
@@ -260,6 +261,10 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 		}
 		if len(a.ToolCalls) > 0 {
 			a.StopReason = gh.StopToolUse
+		} else {
+			// The final answer gets the safeguards of what was asked (one
+			// paragraph, JSON copied byte for byte); the same on a retry.
+			a.Text = answers.Apply(t.inputText(turnInputs), a.Text)
 		}
 		seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, gen, a)
 		if err != nil {

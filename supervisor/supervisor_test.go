@@ -626,3 +626,13 @@ func TestTurnFourCarriesOnlyItsOwnNotes(t *testing.T) {
 		t.Fatalf("turn four did not record the memory it used: %+v", got)
 	}
 }
+
+func TestFinalAnswerSafeguards(t *testing.T) {
+	e := setup(t, opts{})
+	e.fake.Push(modeltest.Reply{Text: "First point.\n\n- second point\n- third point"})
+	e.input("s1", "Explain it in one paragraph.", "")
+	e.settled("s1")
+	if a := assistants(t, e.events("s1"))[0]; a.Text != "First point. second point third point" {
+		t.Fatalf("answer %q", a.Text)
+	}
+}

@@ -293,3 +293,14 @@ func (t *transcript) turnForMemory(a gh.AssistantMessage, promptSeq int64, at ti
 	}
 	return &memory.Turn{SessionID: "", Seq: promptSeq, At: at, UserText: strings.Join(said, "\n"), AnswerText: a.Text}, UserKey(last)
 }
+
+// inputText is what the person said in the given inputs, in order.
+func (t *transcript) inputText(seqs []int64) string {
+	var said []string
+	for _, e := range t.entries {
+		if e.user != nil && slices.Contains(seqs, e.seq) {
+			said = append(said, e.user.Text)
+		}
+	}
+	return strings.Join(said, "\n")
+}
