@@ -54,6 +54,9 @@ type Config struct {
 	// CheckSelection validates an input's model selection before it is
 	// committed. Defaults to nil: any selection is committed.
 	CheckSelection func(selection string) error
+	// Memory lets people see and remove what is kept about them
+	// (GET /v1/memory, DELETE /v1/memory/{id}). Defaults to nil: 503.
+	Memory MemoryKeeper
 	// Gates decides approval gates (POST /v1/gates/{id}/decision).
 	// Defaults to nil: decisions answer 503 unavailable.
 	Gates GateDecider
@@ -155,6 +158,8 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		{"GET", "/v1/sessions/{id}/stream", s.stream},
 		{"POST", "/v1/sessions/{id}/cancel", s.cancel},
 		{"GET", "/v1/info", s.info},
+		{"GET", "/v1/memory", s.listMemory},
+		{"DELETE", "/v1/memory/{id}", s.forgetMemory},
 		{"GET", "/v1/gates", s.listGates},
 		{"GET", "/v1/gates/{id}", s.getGate},
 		{"POST", "/v1/gates/{id}/decision", s.decide},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -229,5 +230,29 @@ func TestRememberedContactResolvesTheRecipient(t *testing.T) {
 	g := waitGate(t, p.addr)
 	if !strings.Contains(string(g.Arguments), "sara.lind@example.com") {
 		t.Fatalf("the remembered contact was not used: %s", g.Arguments)
+	}
+	// People can see what is kept about them, and remove it.
+	facts := func() []map[string]any {
+		resp, err := http.Get("http://" + p.addr + "/v1/memory")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct{ Facts []map[string]any }
+		json.NewDecoder(resp.Body).Decode(&out)
+		return out.Facts
+	}
+	kept := facts()
+	if len(kept) != 1 || !strings.Contains(fmt.Sprint(kept[0]["text"]), "sara.lind@example.com") {
+		t.Fatalf("memory list %v", kept)
+	}
+	req, _ := http.NewRequest("DELETE", fmt.Sprintf("http://%s/v1/memory/%v", p.addr, kept[0]["id"]), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("forget: %v %v", resp.Status, err)
+	}
+	resp.Body.Close()
+	if left := facts(); len(left) != 0 {
+		t.Fatalf("after forget: %v", left)
 	}
 }

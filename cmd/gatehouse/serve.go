@@ -72,7 +72,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 
 	api := httpapi.New(httpapi.Config{
-		Addr: cfg.Addr, Ready: ready, Logger: log, Gates: gateSvc,
+		Addr: cfg.Addr, Ready: ready, Logger: log, Gates: gateSvc, Memory: mem,
 		Kernel: k, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
 		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(), CheckSelection: reg.Validate,
 	})

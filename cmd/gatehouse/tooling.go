@@ -46,6 +46,9 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		Shell: tools.ShellConfig{Enabled: cfg.Shell == "on"},
 	})
 	reg := tools.NewRegistry(builtin...)
+	for _, t := range mem.Tools(func() string { return supervisor.UserKey(nil) }) {
+		reg.Register(t)
+	}
 	closeMCP := func() {}
 	if cfg.MCPConfig != "" {
 		raw, err := os.ReadFile(cfg.MCPConfig)
