@@ -23,6 +23,8 @@ var (
 	errCancelRequested = errors.New("cancel requested")
 	// errLeaseLost ends an attempt that may no longer write.
 	errLeaseLost = errors.New("lease lost")
+	// errTurnTimeout ends an attempt that ran past the turn's time limit.
+	errTurnTimeout = errors.New("turn time limit reached")
 )
 
 // outcome is how an attempt ended, before it is settled.
@@ -34,6 +36,11 @@ type outcome struct {
 	// remember is the answered turn, handed to memory after the settle.
 	remember *memory.Turn
 	userKey  string
+	// t, inputs and promptSeq describe the turn in progress, so an end
+	// forced from outside (the time limit) can still answer its inputs.
+	t         *transcript
+	inputs    []int64
+	promptSeq int64
 }
 
 // attempt runs one claimed run to its settle.
@@ -41,6 +48,10 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	started := time.Now()
 	ctx, cancel := context.WithCancelCause(s.attemptsCtx)
 	defer cancel(nil)
+	if s.cfg.TurnTimeout > 0 {
+		timer := time.AfterFunc(s.cfg.TurnTimeout, func() { cancel(errTurnTimeout) })
+		defer timer.Stop()
+	}
 	renewDone := make(chan struct{})
 	go s.renew(ctx, cancel, lease, renewDone)
 
@@ -73,6 +84,18 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 			log.Info("run released for another worker: draining")
 		}
 		return
+	case errors.Is(cause, errTurnTimeout):
+		msg := fmt.Sprintf("⏱ This turn ran longer than its time limit (%s) and was stopped. Ask again, perhaps in smaller steps.", s.cfg.TurnTimeout)
+		if out.t != nil {
+			if gen, gerr := s.generation(settleCtx, lease.SessionID, out.t, out.promptSeq); gerr == nil {
+				a := gh.AssistantMessage{GenerationID: gen, Text: msg, InputSeqs: dedupe(out.inputs), StopReason: gh.StopEndTurn, ErrorCode: "turn-timeout"}
+				if _, cerr := s.commit(settleCtx, lease, gh.KindAssistantMessage, gen, a); cerr != nil {
+					log.Warn("could not say the turn timed out", "err", cerr)
+				}
+			}
+		}
+		out = outcome{status: gh.OutcomeDone, reason: "time limit", summary: out.summary}
+		out.summary.Status, out.summary.StopReason = "done", "turn-timeout"
 	case errors.Is(cause, errCancelRequested):
 		out = outcome{status: gh.OutcomeCancelled, reason: "cancelled", summary: out.summary}
 		out.summary.Status = "cancelled"
@@ -159,8 +182,8 @@ func (s *Supervisor) renew(ctx context.Context, cancel context.CancelCauseFunc, 
 }
 
 // turn is the attempt's work: pre-flight in order, then the model loop.
-func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) {
-	out := outcome{status: gh.OutcomeDone, summary: gh.RunFinished{Status: "done"}}
+func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (out outcome, err error) {
+	out = outcome{status: gh.OutcomeDone, summary: gh.RunFinished{Status: "done"}}
 	// 1–2. Load the log from the latest compaction, up to the read
 	// watermark recorded with the claim.
 	events, err := s.k.Load(ctx, lease.SessionID)
@@ -189,6 +212,7 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (outcome, error) 
 	}
 	turnInputs := pending
 	promptSeq := int64(0)
+	defer func() { out.t, out.inputs, out.promptSeq = t, turnInputs, promptSeq }()
 	if a := t.newestAssistant(); (len(missing) > 0 || continuing) && a != nil {
 		// The turn that asked for these calls goes on.
 		promptSeq, turnInputs = promptOf(a.GenerationID), append(append([]int64(nil), a.InputSeqs...), pending...)

@@ -47,6 +47,10 @@ type Config struct {
 	Location *time.Location
 	// BasePrompt opens every request. Defaults to DefaultBasePrompt.
 	BasePrompt string
+	// TurnTimeout bounds each running part of a turn (an attempt); time
+	// spent waiting for a person is between attempts and not counted. A
+	// turn over it stops and says so. Defaults to 0: no limit.
+	TurnTimeout time.Duration
 	// MaxTurns bounds model requests in one attempt. Defaults to 16.
 	MaxTurns int
 	// ContextWindow is the model's window in tokens. Defaults to 128000.

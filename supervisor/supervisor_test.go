@@ -636,3 +636,21 @@ func TestFinalAnswerSafeguards(t *testing.T) {
 		t.Fatalf("answer %q", a.Text)
 	}
 }
+
+// A turn over its time limit stops and says so; the input is answered by
+// that message and not retried.
+func TestTurnTimeLimit(t *testing.T) {
+	b := newBlockingTool()
+	e := setup(t, opts{tools: b.tools(), sup: supervisor.Config{TurnTimeout: 300 * time.Millisecond}})
+	e.pushToolThenText("never said")
+	e.input("s1", "do the slow thing", "")
+	run := e.settled("s1")
+	if run.State != gh.RunDone || run.Attempts != 1 {
+		t.Fatalf("run %+v", run)
+	}
+	as := assistants(t, e.events("s1"))
+	last := as[len(as)-1]
+	if !strings.Contains(last.Text, "time limit") || last.ErrorCode != "turn-timeout" || len(last.InputSeqs) != 1 {
+		t.Fatalf("answers %+v", as)
+	}
+}

@@ -322,7 +322,9 @@ func (w *Worker) runDanger(ctx context.Context, l gh.Lease, c gh.ToolCall, args 
 		return step{}, runErr
 	}
 	r := gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: content(res, runErr), IsError: res.IsError || runErr != nil, DurationMs: time.Since(start).Milliseconds()}
-	cm, err := w.finish(ctx, l, receipt, r)
+	// The result commits even if the attempt was told to stop meanwhile:
+	// the effect happened, and the lease still fences a stale worker.
+	cm, err := w.finish(runCtx, l, receipt, r)
 	if err != nil {
 		return step{}, err
 	}

@@ -81,6 +81,8 @@ type Config struct {
 	CompactionShare float64
 	// MaxTurns bounds model requests in one attempt. Defaults to 16.
 	MaxTurns int
+	// TurnTimeout bounds each running part of a turn. Defaults to 0: none.
+	TurnTimeout time.Duration
 
 	// SMTPURL and EmailFrom configure email_send. Default to empty: the
 	// tool is refused with a reason.
@@ -204,6 +206,18 @@ var settings = []setting{
 		return nil
 	}},
 	{"GATEHOUSE_MAX_TURNS", "max_turns", "16", "model requests one attempt may make before it stops", integer(func(c *Config) *int { return &c.MaxTurns })},
+	{"GATEHOUSE_TURN_TIMEOUT", "turn_timeout", "0", "time limit of each running part of a turn (waiting for approval not counted); 0 is none", func(c *Config, v string) error {
+		if strings.TrimSpace(v) == "0" {
+			c.TurnTimeout = 0
+			return nil
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < 0 {
+			return fmt.Errorf("want a duration such as 2m, or 0 for none, got %q", v)
+		}
+		c.TurnTimeout = d
+		return nil
+	}},
 	{"GATEHOUSE_SMTP_URL", "smtp_url", "", "SMTP server for email_send: smtp://user:pass@host:587 (STARTTLS when offered), smtps://… (TLS), ?tls=none on loopback", str(func(c *Config) *string { return &c.SMTPURL })},
 	{"GATEHOUSE_EMAIL_FROM", "email_from", "", "sender address of email_send", str(func(c *Config) *string { return &c.EmailFrom })},
 	{"GATEHOUSE_CONTACTS", "contacts", "", "address book for email_send names: Name=address,Other Name=address", func(c *Config, v string) error {

@@ -65,7 +65,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	sup, err := supervisor.New(supervisor.Config{
 		Kernel: k, Models: reg, Tools: worker, Memory: mem, Workers: cfg.Workers, Location: loc, Logger: log,
-		ContextWindow: cfg.ContextWindow, CompactionShare: cfg.CompactionShare, MaxTurns: cfg.MaxTurns,
+		ContextWindow: cfg.ContextWindow, CompactionShare: cfg.CompactionShare, MaxTurns: cfg.MaxTurns, TurnTimeout: cfg.TurnTimeout,
 	})
 	if err != nil {
 		return err
