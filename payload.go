@@ -147,9 +147,12 @@ type Notice struct {
 // LedgerRow records one model call: what it cost and how long it took.
 // Every call writes one, failed ones included.
 type LedgerRow struct {
-	ID           int64     `json:"id"`
-	SessionID    string    `json:"sessionId"`
-	RunID        int64     `json:"runId"`
+	ID        int64  `json:"id"`
+	SessionID string `json:"sessionId"`
+	RunID     int64  `json:"runId"`
+	// UserKey is whose turn made the call (memory's key: "local" for web
+	// and API input).
+	UserKey      string    `json:"userKey,omitempty"`
 	Provider     string    `json:"provider"`
 	Model        string    `json:"model"`
 	Attempt      int       `json:"attempt"`
@@ -165,4 +168,13 @@ type LedgerRow struct {
 type RecalledMemory struct {
 	ID   int64  `json:"id"`
 	Text string `json:"text"`
+}
+
+// Usage is the ledger summed by a key (a user or a provider:model).
+type UsageRow struct {
+	Key          string  `json:"key"`
+	Calls        int     `json:"calls"`
+	InputTokens  int     `json:"inputTokens"`
+	OutputTokens int     `json:"outputTokens"`
+	CostUSD      float64 `json:"costUsd"`
 }

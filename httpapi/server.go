@@ -158,6 +158,7 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		{"GET", "/v1/sessions/{id}/stream", s.stream},
 		{"POST", "/v1/sessions/{id}/cancel", s.cancel},
 		{"GET", "/v1/info", s.info},
+		{"GET", "/v1/usage", s.usage},
 		{"GET", "/v1/memory", s.listMemory},
 		{"DELETE", "/v1/memory/{id}", s.forgetMemory},
 		{"GET", "/v1/gates", s.listGates},

@@ -386,3 +386,18 @@ func TestNoTokenRefusesOtherHostsAndOrigins(t *testing.T) {
 		e.do("GET", "/v1/sessions/s1", nil).expect(t, 404, gh.CodeUnknownSession)
 	})
 }
+
+func TestUsage(t *testing.T) {
+	run(t, httpapi.Config{}, func(t *testing.T, e *env) {
+		e.k.RecordCall(context.Background(), gh.LedgerRow{SessionID: "s1", UserKey: "local", Provider: "openai", Model: "m", CostUSD: 0.25, InputTokens: 7})
+		var out struct {
+			Usage []gh.UsageRow `json:"usage"`
+		}
+		e.do("GET", "/v1/usage?by=model", nil).expect(t, 200, "").decode(t, &out)
+		if len(out.Usage) != 1 || out.Usage[0].Key != "openai:m" || out.Usage[0].CostUSD != 0.25 || out.Usage[0].InputTokens != 7 {
+			t.Fatalf("usage %+v", out.Usage)
+		}
+		e.do("GET", "/v1/usage?by=planet", nil).expect(t, 400, gh.CodeInvalid)
+		e.do("GET", "/v1/usage?since=yesterday", nil).expect(t, 400, gh.CodeInvalid)
+	})
+}

@@ -105,3 +105,12 @@ func (k *Kernel) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.
 func (k *Kernel) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error) {
 	return k.st.EventByKey(ctx, sessionID, key)
 }
+
+// Usage sums the ledger since a time, by "user" or "model"; userKey, when
+// set, keeps one user's calls.
+func (k *Kernel) Usage(ctx context.Context, by string, since time.Time, userKey string) ([]gh.UsageRow, error) {
+	if by != "user" && by != "model" {
+		return nil, gh.Errorf(gh.CodeInvalid, "by must be user or model, not %q", by)
+	}
+	return k.st.Usage(ctx, by, since, userKey)
+}

@@ -60,6 +60,9 @@ type Reader interface {
 	HasClaimable(ctx context.Context, now time.Time) (bool, error)
 	// Ledger returns the session's model calls, oldest first, at most limit.
 	Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error)
+	// Usage sums the ledger since a time, by "user" or by "model"
+	// (provider:model); userKey, when set, keeps one user's calls.
+	Usage(ctx context.Context, by string, since time.Time, userKey string) ([]gh.UsageRow, error)
 	// GetGate returns a gate or a CodeNotFound error.
 	GetGate(ctx context.Context, id string) (gh.Gate, error)
 	// ListGates returns gates, newest first: of one session when sessionID

@@ -228,6 +228,10 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (out outcome, err
 	}
 	// 7. Unread input is presented last (transcript.messages does it).
 	notes, recalled := s.turnNotes(ctx, t, turnInputs)
+	userKey := UserKey(t.latestInput(turnInputs))
+	if ci := callInfoFrom(ctx); ci != nil {
+		ci.userKey = userKey
+	}
 	cursor := lease.ReadWatermark
 	for turn := 0; ; turn++ {
 		if turn >= s.cfg.MaxTurns {
@@ -245,6 +249,21 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (out outcome, err
 			return out, err
 		}
 		turnInputs = append(turnInputs, guides...)
+		if stop, err := s.overBudget(ctx, lease, userKey); err != nil || stop != "" {
+			if err != nil {
+				return out, err
+			}
+			gen, err := s.generation(ctx, lease.SessionID, t, promptSeq)
+			if err != nil {
+				return out, err
+			}
+			a := gh.AssistantMessage{GenerationID: gen, Text: stop, InputSeqs: dedupe(turnInputs), StopReason: gh.StopEndTurn, ErrorCode: "budget-exhausted"}
+			if _, err := s.commit(ctx, lease, gh.KindAssistantMessage, gen, a); err != nil {
+				return out, err
+			}
+			out.summary.StopReason = "budget-exhausted"
+			return out, nil
+		}
 		if err := s.maybeCompact(ctx, lease, t, chain, &out.summary); err != nil {
 			return out, err
 		}
@@ -306,6 +325,37 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (out outcome, err
 			return out, err
 		}
 	}
+}
+
+// overBudget checks the user's spending today against the daily cap before
+// a model call. At the alert share it commits a notice for the admin (once
+// a day per session); at the cap it returns the message that ends the turn.
+func (s *Supervisor) overBudget(ctx context.Context, lease gh.Lease, userKey string) (string, error) {
+	limit := s.cfg.DailyBudgetUSD
+	if limit <= 0 {
+		return "", nil
+	}
+	now := s.cfg.Now().In(s.cfg.Location)
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, s.cfg.Location)
+	rows, err := s.k.Usage(ctx, "user", day, userKey)
+	if err != nil {
+		return "", err
+	}
+	spent := callInfoFrom(ctx).pendingCost()
+	for _, r := range rows {
+		spent += r.CostUSD
+	}
+	if spent >= limit {
+		return fmt.Sprintf("💸 Today's spending cap for model calls ($%.2f) is reached ($%.2f spent), so I can't answer until tomorrow. An admin can raise GATEHOUSE_DAILY_BUDGET_USD.", limit, spent), nil
+	}
+	if spent >= limit*s.cfg.BudgetAlertShare {
+		err := s.notice(ctx, lease, "budget-alert:"+userKey+":"+day.Format("2006-01-02"), "budget-alert",
+			fmt.Sprintf("Spending alert: %s has used $%.2f of today's $%.2f cap.", userKey, spent, limit))
+		if err != nil {
+			return "", err
+		}
+	}
+	return "", nil
 }
 
 // turnNotes are the system notes of this turn: the environment (the tools

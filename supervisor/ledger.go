@@ -16,6 +16,7 @@ import (
 type callInfo struct {
 	sessionID string
 	runID     int64
+	userKey   string
 	mu        sync.Mutex
 	costUSD   float64
 	// pending rows are written with the attempt's next commit.
@@ -60,7 +61,7 @@ func Ledger(k *kernel.Kernel, log *slog.Logger) func(ctx context.Context, row mo
 			OutputTokens: row.OutputTokens, CostUSD: row.CostUSD, DurationMs: row.Duration.Milliseconds(), Error: row.Err,
 		}
 		if ci != nil {
-			r.SessionID, r.RunID = ci.sessionID, ci.runID
+			r.SessionID, r.RunID, r.UserKey = ci.sessionID, ci.runID, ci.userKey
 			ci.mu.Lock()
 			ci.costUSD += row.CostUSD
 			ci.pending = append(ci.pending, r)
@@ -72,4 +73,18 @@ func Ledger(k *kernel.Kernel, log *slog.Logger) func(ctx context.Context, row mo
 			log.Warn("ledger row not written", "session", r.SessionID, "provider", r.Provider, "model", r.Model, "err", err)
 		}
 	}
+}
+
+// pendingCost is the cost of calls made but not yet written.
+func (ci *callInfo) pendingCost() float64 {
+	if ci == nil {
+		return 0
+	}
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	sum := 0.0
+	for _, r := range ci.pending {
+		sum += r.CostUSD
+	}
+	return sum
 }

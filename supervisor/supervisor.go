@@ -47,6 +47,13 @@ type Config struct {
 	Location *time.Location
 	// BasePrompt opens every request. Defaults to DefaultBasePrompt.
 	BasePrompt string
+	// DailyBudgetUSD caps what one user's turns may spend on model calls
+	// in a day (in Location): once reached, model calls stop and the user
+	// is told. Defaults to 0: no cap.
+	DailyBudgetUSD float64
+	// BudgetAlertShare is the share of the cap at which an alert notice is
+	// committed for the admin. Defaults to 0.8.
+	BudgetAlertShare float64
 	// TurnTimeout bounds each running part of a turn (an attempt); time
 	// spent waiting for a person is between attempts and not counted. A
 	// turn over it stops and says so. Defaults to 0: no limit.
@@ -100,6 +107,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CompactionShare <= 0 || c.CompactionShare >= 1 {
 		c.CompactionShare = 0.8
+	}
+	if c.BudgetAlertShare <= 0 || c.BudgetAlertShare > 1 {
+		c.BudgetAlertShare = 0.8
 	}
 	if c.KeepRecent <= 0 {
 		c.KeepRecent = 8

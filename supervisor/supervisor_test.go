@@ -654,3 +654,38 @@ func TestTurnTimeLimit(t *testing.T) {
 		t.Fatalf("answers %+v", as)
 	}
 }
+
+// The daily cap stops model calls once reached, with a clear message, and
+// an alert notice comes first at the alert share.
+func TestDailyBudget(t *testing.T) {
+	e := setup(t, opts{
+		models: models.Config{Prices: map[string]models.Price{"openai:test-model": {InputPerMTok: 1e6}}},
+		sup:    supervisor.Config{DailyBudgetUSD: 12},
+	})
+	e.fake.SetDefault(modeltest.Reply{Text: "ok", InputTokens: 10, OutputTokens: 1})
+	for i, text := range []string{"one", "two", "three"} {
+		e.input("s1", text, "")
+		e.waitFor(fmt.Sprintf("answer %d", i+1), func() bool { return len(assistants(t, e.events("s1"))) == i+1 })
+		e.settled("s1")
+	}
+	as := assistants(t, e.events("s1"))
+	if as[2].ErrorCode != "budget-exhausted" || !strings.Contains(as[2].Text, "cap") || as[1].Text != "ok" {
+		t.Fatalf("answers %+v", as)
+	}
+	if n := len(e.fake.Requests()); n != 2 {
+		t.Fatalf("%d model calls; the cap should have stopped the third", n)
+	}
+	alerts := 0
+	for _, ev := range e.events("s1") {
+		if ev.Kind == gh.KindNotice && strings.Contains(string(ev.Payload), "budget-alert") {
+			alerts++
+		}
+	}
+	if alerts != 1 {
+		t.Fatalf("%d budget alerts", alerts)
+	}
+	usage, _ := e.k.Usage(e.ctx, "user", time.Now().Add(-time.Hour), "")
+	if len(usage) != 1 || usage[0].Key != "local" || usage[0].CostUSD != 20 {
+		t.Fatalf("usage %+v", usage)
+	}
+}

@@ -304,3 +304,14 @@ func (t *transcript) inputText(seqs []int64) string {
 	}
 	return strings.Join(said, "\n")
 }
+
+// latestInput is the newest of the given inputs.
+func (t *transcript) latestInput(seqs []int64) *gh.UserMessage {
+	var latest *gh.UserMessage
+	for _, e := range t.entries {
+		if e.user != nil && slices.Contains(seqs, e.seq) {
+			latest = e.user
+		}
+	}
+	return latest
+}

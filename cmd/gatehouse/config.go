@@ -83,6 +83,10 @@ type Config struct {
 	MaxTurns int
 	// TurnTimeout bounds each running part of a turn. Defaults to 0: none.
 	TurnTimeout time.Duration
+	// DailyBudgetUSD caps a user's model spending per day. Defaults to 0: none.
+	DailyBudgetUSD float64
+	// BudgetAlertShare is the share of the cap that raises an alert. Defaults to 0.8.
+	BudgetAlertShare float64
 
 	// SMTPURL and EmailFrom configure email_send. Default to empty: the
 	// tool is refused with a reason.
@@ -216,6 +220,22 @@ var settings = []setting{
 			return fmt.Errorf("want a duration such as 2m, or 0 for none, got %q", v)
 		}
 		c.TurnTimeout = d
+		return nil
+	}},
+	{"GATEHOUSE_DAILY_BUDGET_USD", "daily_budget_usd", "0", "cap on one user's model spending per day (from the ledger and GATEHOUSE_PRICES); 0 is none", func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f < 0 {
+			return fmt.Errorf("want an amount in US dollars such as 5 or 0.50, got %q", v)
+		}
+		c.DailyBudgetUSD = f
+		return nil
+	}},
+	{"GATEHOUSE_BUDGET_ALERT_SHARE", "budget_alert_share", "0.8", "share of the daily cap at which an alert notice is committed", func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f <= 0 || f > 1 {
+			return fmt.Errorf("want a number above 0 and at most 1, got %q", v)
+		}
+		c.BudgetAlertShare = f
 		return nil
 	}},
 	{"GATEHOUSE_SMTP_URL", "smtp_url", "", "SMTP server for email_send: smtp://user:pass@host:587 (STARTTLS when offered), smtps://… (TLS), ?tls=none on loopback", str(func(c *Config) *string { return &c.SMTPURL })},

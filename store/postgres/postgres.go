@@ -241,6 +241,11 @@ func (s *Store) AddLedger(ctx context.Context, row gh.LedgerRow) error {
 	return s.auto().AddLedger(ctx, row)
 }
 
+// Usage implements store.Reader.
+func (s *Store) Usage(ctx context.Context, by string, since time.Time, userKey string) ([]gh.UsageRow, error) {
+	return s.auto().Usage(ctx, by, since, userKey)
+}
+
 // HasClaimable implements store.Reader.
 func (s *Store) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
 	return s.auto().HasClaimable(ctx, now)

@@ -280,20 +280,20 @@ func (t *tx) SetReadWatermark(ctx context.Context, sessionID string, seq int64, 
 }
 
 func (t *tx) AddLedger(ctx context.Context, r gh.LedgerRow) error {
-	_, err := t.q.Exec(ctx, `INSERT INTO ledger (session_id, run_id, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, r.SessionID, r.RunID, r.Provider, r.Model, r.Attempt, r.InputTokens, r.OutputTokens, r.CostUSD, r.DurationMs, r.Error, r.Created)
+	_, err := t.q.Exec(ctx, `INSERT INTO ledger (session_id, run_id, user_key, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, r.SessionID, r.RunID, r.UserKey, r.Provider, r.Model, r.Attempt, r.InputTokens, r.OutputTokens, r.CostUSD, r.DurationMs, r.Error, r.Created)
 	return dbErr(err, "add ledger row")
 }
 
 func (t *tx) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
-	rows, err := t.q.Query(ctx, `SELECT id, session_id, run_id, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at
+	rows, err := t.q.Query(ctx, `SELECT id, session_id, run_id, user_key, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at
 		FROM ledger WHERE session_id = $1 ORDER BY id LIMIT $2`, sessionID, limit)
 	if err != nil {
 		return nil, dbErr(err, "read ledger")
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (gh.LedgerRow, error) {
 		var r gh.LedgerRow
-		err := row.Scan(&r.ID, &r.SessionID, &r.RunID, &r.Provider, &r.Model, &r.Attempt, &r.InputTokens, &r.OutputTokens, &r.CostUSD, &r.DurationMs, &r.Error, &r.Created)
+		err := row.Scan(&r.ID, &r.SessionID, &r.RunID, &r.UserKey, &r.Provider, &r.Model, &r.Attempt, &r.InputTokens, &r.OutputTokens, &r.CostUSD, &r.DurationMs, &r.Error, &r.Created)
 		r.Created = r.Created.UTC()
 		return r, err
 	})
@@ -305,4 +305,22 @@ func (t *tx) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
 	err := t.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE state = 'running' AND lease_expires_at <= $1)
 		OR EXISTS (SELECT 1 FROM runs WHERE state = 'queued' AND available_at <= $1)`, now).Scan(&ok)
 	return ok, dbErr(err, "check claimable")
+}
+
+func (t *tx) Usage(ctx context.Context, by string, since time.Time, userKey string) ([]gh.UsageRow, error) {
+	key := "user_key"
+	if by == "model" {
+		key = "provider || ':' || model"
+	}
+	rows, err := t.q.Query(ctx, `SELECT `+key+` AS k, COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cost_usd), 0)::float8
+		FROM ledger WHERE created_at >= $1 AND ($2 = '' OR user_key = $2) GROUP BY k ORDER BY k`, since, userKey)
+	if err != nil {
+		return nil, dbErr(err, "sum ledger")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gh.UsageRow, error) {
+		var u gh.UsageRow
+		err := r.Scan(&u.Key, &u.Calls, &u.InputTokens, &u.OutputTokens, &u.CostUSD)
+		return u, err
+	})
+	return out, dbErr(err, "sum ledger")
 }

@@ -259,13 +259,13 @@ func (t *tx) SetReadWatermark(ctx context.Context, sessionID string, seq int64, 
 }
 
 func (t *tx) AddLedger(ctx context.Context, r gh.LedgerRow) error {
-	_, err := t.q.ExecContext(ctx, `INSERT INTO ledger (session_id, run_id, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.SessionID, r.RunID, r.Provider, r.Model, r.Attempt, r.InputTokens, r.OutputTokens, r.CostUSD, r.DurationMs, r.Error, micros(r.Created))
+	_, err := t.q.ExecContext(ctx, `INSERT INTO ledger (session_id, run_id, user_key, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.SessionID, r.RunID, r.UserKey, r.Provider, r.Model, r.Attempt, r.InputTokens, r.OutputTokens, r.CostUSD, r.DurationMs, r.Error, micros(r.Created))
 	return dbErr(err, "add ledger row")
 }
 
 func (t *tx) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
-	rows, err := t.q.QueryContext(ctx, `SELECT id, session_id, run_id, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at
+	rows, err := t.q.QueryContext(ctx, `SELECT id, session_id, run_id, user_key, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at
 		FROM ledger WHERE session_id = ? ORDER BY id LIMIT ?`, sessionID, limit)
 	if err != nil {
 		return nil, dbErr(err, "read ledger")
@@ -275,7 +275,7 @@ func (t *tx) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.Ledg
 	for rows.Next() {
 		var r gh.LedgerRow
 		var created int64
-		if err := rows.Scan(&r.ID, &r.SessionID, &r.RunID, &r.Provider, &r.Model, &r.Attempt, &r.InputTokens, &r.OutputTokens, &r.CostUSD, &r.DurationMs, &r.Error, &created); err != nil {
+		if err := rows.Scan(&r.ID, &r.SessionID, &r.RunID, &r.UserKey, &r.Provider, &r.Model, &r.Attempt, &r.InputTokens, &r.OutputTokens, &r.CostUSD, &r.DurationMs, &r.Error, &created); err != nil {
 			return nil, dbErr(err, "read ledger")
 		}
 		r.Created = fromMicros(created)
@@ -292,4 +292,26 @@ func (t *tx) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
 		return false, nil
 	}
 	return err == nil, dbErr(err, "check claimable")
+}
+
+func (t *tx) Usage(ctx context.Context, by string, since time.Time, userKey string) ([]gh.UsageRow, error) {
+	key := "user_key"
+	if by == "model" {
+		key = "provider || ':' || model"
+	}
+	rows, err := t.q.QueryContext(ctx, `SELECT `+key+` AS k, COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cost_usd), 0)
+		FROM ledger WHERE created_at >= ? AND (? = '' OR user_key = ?) GROUP BY k ORDER BY k`, micros(since), userKey, userKey)
+	if err != nil {
+		return nil, dbErr(err, "sum ledger")
+	}
+	defer rows.Close()
+	var out []gh.UsageRow
+	for rows.Next() {
+		var u gh.UsageRow
+		if err := rows.Scan(&u.Key, &u.Calls, &u.InputTokens, &u.OutputTokens, &u.CostUSD); err != nil {
+			return nil, dbErr(err, "sum ledger")
+		}
+		out = append(out, u)
+	}
+	return out, dbErr(rows.Err(), "sum ledger")
 }

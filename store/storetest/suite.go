@@ -925,8 +925,8 @@ func testRelease(t *testing.T, h Harness) {
 func testLedger(t *testing.T, h Harness) {
 	f := newFixture(t, h, kernel.Config{})
 	for i, row := range []gh.LedgerRow{
-		{SessionID: "s1", RunID: 7, Provider: "openai", Model: "m", Attempt: 1, InputTokens: 10, OutputTokens: 0, DurationMs: 5, Error: "model-timeout"},
-		{SessionID: "s1", RunID: 7, Provider: "openai", Model: "m", Attempt: 2, InputTokens: 10, OutputTokens: 20, CostUSD: 0.5, DurationMs: 9},
+		{SessionID: "s1", RunID: 7, UserKey: "ana", Provider: "openai", Model: "m", Attempt: 1, InputTokens: 10, OutputTokens: 0, DurationMs: 5, Error: "model-timeout"},
+		{SessionID: "s1", RunID: 7, UserKey: "ana", Provider: "openai", Model: "m", Attempt: 2, InputTokens: 10, OutputTokens: 20, CostUSD: 0.5, DurationMs: 9},
 		{SessionID: "s2", RunID: 8, Provider: "anthropic", Model: "x", Attempt: 1},
 	} {
 		if err := f.k.RecordCall(f.ctx, row); err != nil {
@@ -937,8 +937,19 @@ func testLedger(t *testing.T, h Harness) {
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("ledger: %+v %v", rows, err)
 	}
-	if rows[0].Error != "model-timeout" || rows[1].CostUSD != 0.5 || rows[1].OutputTokens != 20 || rows[1].Created.IsZero() {
+	if rows[0].Error != "model-timeout" || rows[1].CostUSD != 0.5 || rows[1].OutputTokens != 20 || rows[1].Created.IsZero() || rows[1].UserKey != "ana" {
 		t.Fatalf("ledger rows: %+v", rows)
+	}
+	byUser, err := f.k.Usage(f.ctx, "user", f.clock.Now().Add(-time.Hour), "")
+	if err != nil || len(byUser) != 2 || byUser[1].Key != "ana" || byUser[1].Calls != 2 || byUser[1].CostUSD != 0.5 || byUser[1].OutputTokens != 20 {
+		t.Fatalf("usage by user: %+v %v", byUser, err)
+	}
+	byModel, err := f.k.Usage(f.ctx, "model", f.clock.Now().Add(-time.Hour), "ana")
+	if err != nil || len(byModel) != 1 || byModel[0].Key != "openai:m" {
+		t.Fatalf("usage by model: %+v %v", byModel, err)
+	}
+	if later, _ := f.k.Usage(f.ctx, "user", f.clock.Now().Add(time.Hour), ""); len(later) != 0 {
+		t.Fatalf("usage since later: %+v", later)
 	}
 }
 
