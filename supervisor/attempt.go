@@ -275,6 +275,25 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (out outcome, err
 		if err != nil {
 			return out, err
 		}
+		if a, ok := s.unspool(lease.SessionID, gen); ok {
+			// A previous attempt got this answer but could not save it:
+			// save it now rather than ask the model again.
+			seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, gen, a)
+			if err != nil {
+				return out, err
+			}
+			s.dropSpool(lease.SessionID, gen)
+			t.addAssistant(seq, a)
+			out.summary.Turns++
+			out.summary.StopReason = a.StopReason
+			if len(a.ToolCalls) == 0 {
+				return out, nil
+			}
+			if done, err := s.runTools(ctx, lease, t, a.ToolCalls, turnInputs, promptSeq, &out); done || err != nil {
+				return out, err
+			}
+			continue
+		}
 		resp, notices, err := s.cfg.Models.Call(ctx, chain, models.Request{Messages: msgs, Tools: s.cfg.Tools.Specs()}, func(delta string) {
 			s.k.PublishPartial(kernel.Partial{SessionID: lease.SessionID, GenerationID: gen, Text: delta})
 		})
@@ -311,6 +330,15 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (out outcome, err
 		}
 		seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, gen, a)
 		if err != nil {
+			if gh.IsCode(err, gh.CodeUnavailable) && ctx.Err() == nil {
+				// The database refused the save: keep the answer in the
+				// spool for the next attempt rather than lose it.
+				if serr := s.spool(lease.SessionID, a); serr != nil {
+					s.log.Error("answer lost: the database refused it and the spool failed", "session", lease.SessionID, "err", err, "spool_err", serr)
+				} else {
+					s.log.Warn("answer spooled: the database refused it", "session", lease.SessionID, "generation", gen, "err", err)
+				}
+			}
 			return out, err
 		}
 		t.addAssistant(seq, a)

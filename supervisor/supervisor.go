@@ -47,6 +47,9 @@ type Config struct {
 	Location *time.Location
 	// BasePrompt opens every request. Defaults to DefaultBasePrompt.
 	BasePrompt string
+	// SpoolDir keeps answers the database refused to save, until the run's
+	// next attempt commits them. Defaults to empty: no spool.
+	SpoolDir string
 	// DailyBudgetUSD caps what one user's turns may spend on model calls
 	// in a day (in Location): once reached, model calls stop and the user
 	// is told. Defaults to 0: no cap.

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/models/modeltest"
+	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/sqlite"
 	"github.com/gatehouse/gatehouse/supervisor"
 	"github.com/gatehouse/gatehouse/tools"
@@ -31,6 +34,7 @@ type env struct {
 }
 
 type opts struct {
+	wrap      func(store.Store) store.Store
 	memory    bool
 	tools     []tools.Tool
 	kernel    kernel.Config
@@ -50,7 +54,11 @@ func setup(t *testing.T, o opts) *env {
 	if o.kernel.RetryBackoff == 0 {
 		o.kernel.RetryBackoff = time.Millisecond
 	}
-	k := kernel.New(st, o.kernel)
+	var kst store.Store = st
+	if o.wrap != nil {
+		kst = o.wrap(st)
+	}
+	k := kernel.New(kst, o.kernel)
 	fake := modeltest.NewOpenAI(t, "test-key")
 	mc := o.models
 	if !o.noDefault && mc.Selection == "" {
@@ -687,5 +695,54 @@ func TestDailyBudget(t *testing.T) {
 	usage, _ := e.k.Usage(e.ctx, "user", time.Now().Add(-time.Hour), "")
 	if len(usage) != 1 || usage[0].Key != "local" || usage[0].CostUSD != 20 {
 		t.Fatalf("usage %+v", usage)
+	}
+}
+
+// refusingStore is the real store whose database refuses to save the next
+// answers (an outage at the worst moment): fault injection at the storage
+// edge, everything else is the real store.
+type refusingStore struct {
+	store.Store
+	refuse atomic.Int32
+}
+
+func (r *refusingStore) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) error {
+	return r.Store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		return fn(ctx, refusingTx{Tx: tx, s: r})
+	})
+}
+
+type refusingTx struct {
+	store.Tx
+	s *refusingStore
+}
+
+func (t refusingTx) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
+	if p.Kind == gh.KindAssistantMessage && t.s.refuse.Add(-1) >= 0 {
+		return store.AppendResult{}, gh.Errorf(gh.CodeUnavailable, "database refused the write")
+	}
+	return t.Tx.Append(ctx, p)
+}
+
+// An answer the database refused goes to the spool and is committed from
+// there, once, when the store is back — the model is not asked again.
+func TestRefusedAnswerIsSpooledAndCommittedOnce(t *testing.T) {
+	spool := t.TempDir()
+	rs := &refusingStore{}
+	rs.refuse.Store(1)
+	e := setup(t, opts{wrap: func(st store.Store) store.Store { rs.Store = st; return rs }, sup: supervisor.Config{SpoolDir: spool}})
+	e.fake.Push(modeltest.Reply{Text: "the one answer"})
+	e.fake.SetDefault(modeltest.Reply{Text: "a second, paid-for answer"})
+	e.input("s1", "hello", "")
+	run := e.settled("s1")
+	as := assistants(t, e.events("s1"))
+	if run.State != gh.RunDone || len(as) != 1 || as[0].Text != "the one answer" {
+		t.Fatalf("run %+v answers %+v", run, as)
+	}
+	if n := len(e.fake.Requests()); n != 1 {
+		t.Fatalf("the model was asked %d times", n)
+	}
+	if left, _ := os.ReadDir(spool); len(left) != 0 {
+		t.Fatalf("spool not emptied: %v", left)
 	}
 }

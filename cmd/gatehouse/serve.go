@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -67,6 +68,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Kernel: k, Models: reg, Tools: worker, Memory: mem, Workers: cfg.Workers, Location: loc, Logger: log,
 		ContextWindow: cfg.ContextWindow, CompactionShare: cfg.CompactionShare, MaxTurns: cfg.MaxTurns, TurnTimeout: cfg.TurnTimeout,
 		DailyBudgetUSD: cfg.DailyBudgetUSD, BudgetAlertShare: cfg.BudgetAlertShare,
+		SpoolDir: filepath.Join(cfg.DataDir, "spool"),
 	})
 	if err != nil {
 		return err
