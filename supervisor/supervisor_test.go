@@ -746,3 +746,35 @@ func TestRefusedAnswerIsSpooledAndCommittedOnce(t *testing.T) {
 		t.Fatalf("spool not emptied: %v", left)
 	}
 }
+
+// Memory's model pass runs later as a job: the model lists the facts of a
+// turn and they are kept, observed at the turn's time.
+func TestModelPassExtractsFacts(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "m.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fake := modeltest.NewOpenAI(t, "test-key")
+	fake.Push(modeltest.Reply{Text: `Sure: {"facts":[{"kind":"preference","text":"Ana prefers tea to coffee","value":""}]}`})
+	reg := mustModels(t, fake)
+	m := memory.New(st, memory.Config{})
+	said := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	if _, err := m.Remember(ctx, "local", memory.Turn{SessionID: "s1", Seq: 1, At: said, UserText: "Honestly, tea over coffee any day.", AnswerText: "Noted."}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m.RunJobs(ctx, supervisor.ModelExtractor(reg)); err != nil || n != 1 {
+		t.Fatalf("jobs run %d: %v", n, err)
+	}
+	facts, _ := m.List(ctx, "local")
+	found := false
+	for _, f := range facts {
+		if strings.Contains(f.Text, "tea") && f.ObservedAt.Equal(said) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("facts %+v", facts)
+	}
+}

@@ -137,8 +137,11 @@ func TestEmailDeniedSendsNothing(t *testing.T) {
 		t.Fatalf("mails %d, result %+v", len(s.smtp.Mails()), r)
 	}
 	// The model was told it was denied.
-	reqs := s.fake.Requests()
-	if !strings.Contains(string(reqs[len(reqs)-1].Body), "denied") {
+	told := false
+	for _, r := range s.fake.Requests() {
+		told = told || (strings.Contains(string(r.Body), "denied") && strings.Contains(string(r.Body), `"tool"`))
+	}
+	if !told {
 		t.Fatal("the model never saw the denial")
 	}
 }

@@ -51,9 +51,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// The model pass (memory.Work with a model extractor) is not wired yet:
-	// queue no jobs nobody would run. The rule pass runs after every turn.
-	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: true})
+	// The rule pass runs after every turn; the model pass is queued as a
+	// job and run in the background — only when there is a model to run it.
+	hasModel := len(reg.Selection()) > 0
+	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: !hasModel})
+	memCtx, stopMemory := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopMemory()
+	if hasModel {
+		go mem.Work(memCtx, supervisor.ModelExtractor(reg))
+	}
 	worker, closeTools, err := newToolWorker(ctx, cfg, k, mem, gateSvc.Opened, log)
 	if err != nil {
 		return err
