@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gatehouse/gatehouse/gates"
+	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/toolworker"
 
@@ -79,6 +80,7 @@ type stackOpts struct {
 	manual bool   // no supervisor: the test plays the worker
 	token  string // the API token, if any
 	tools  []tools.Tool
+	memory bool
 }
 
 func startStack(t *testing.T, o stackOpts) *stack {
@@ -97,6 +99,12 @@ func startStack(t *testing.T, o stackOpts) *stack {
 	}
 	t.Cleanup(func() { st.Close() })
 	k := kernel.New(st, kernel.Config{})
+	var mem *memory.Memory
+	var keeper httpapi.MemoryKeeper
+	if o.memory {
+		mem = memory.New(st, memory.Config{NoModelPass: true})
+		keeper = mem
+	}
 
 	if !o.manual {
 		scriptFile := filepath.Join(dir, "script.json")
@@ -108,7 +116,7 @@ func startStack(t *testing.T, o stackOpts) *stack {
 			t.Fatalf("models: %v", err)
 		}
 		worker := toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry(o.tools...), Logger: log})
-		sup, err := supervisor.New(supervisor.Config{Kernel: k, Models: reg, Tools: worker, Logger: log, Poll: 100 * time.Millisecond})
+		sup, err := supervisor.New(supervisor.Config{Kernel: k, Models: reg, Tools: worker, Memory: mem, Logger: log, Poll: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatalf("supervisor: %v", err)
 		}
@@ -129,7 +137,7 @@ func startStack(t *testing.T, o stackOpts) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gateSvc.Stop(context.Background()) })
-	srv := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Kernel: k, Web: web.Handler(), Logger: log, APIToken: o.token, Gates: gateSvc, Model: "scripted:demo"})
+	srv := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Kernel: k, Web: web.Handler(), Logger: log, APIToken: o.token, Gates: gateSvc, Model: "scripted:demo", Memory: keeper})
 	if err := srv.Start(ctx); err != nil {
 		t.Fatalf("http start: %v", err)
 	}
@@ -553,4 +561,23 @@ func TestBrowserApproval(t *testing.T) {
 	do(t, ctx, "reload", chromedp.Reload())
 	until(t, ctx, "the decided card after the reload", `(document.querySelector('[data-testid="gate-outcome"]')||{}).textContent === "Approved by web user via web" && !document.querySelector('[data-testid="gate-approve"]')`)
 	screenshot(t, ctx, "approval-decided.png")
+}
+
+// What the agent remembers shows under the answers that used it, and in a
+// panel where the person can forget it.
+func TestBrowserMemory(t *testing.T) {
+	script := `[{"match": "sara is", "text": "Noted."}, {"match": "what is", "text": "It is sara@example.com."}]`
+	s := startStack(t, stackOpts{script: script, memory: true})
+	ctx := browser(t)
+	newChat(t, ctx, s.url)
+	sendMessage(t, ctx, "Sara is sara@example.com")
+	until(t, ctx, "the first answer", `Array.from(document.querySelectorAll('[data-testid="message"][data-role="assistant"] .bubble')).some(b => b.textContent === "Noted.")`)
+	until(t, ctx, "the turn to end", `!document.querySelector('[data-testid="typing"],[data-testid="pending"]')`)
+	sendMessage(t, ctx, "What is Sara's email?")
+	until(t, ctx, "the memory used by the answer", `((document.querySelector('[data-testid="memories-used"]')||{}).textContent||"").includes("sara@example.com")`)
+	do(t, ctx, "open the memory panel", chromedp.Click(css(`[data-testid="memory-panel"] summary`)))
+	until(t, ctx, "the remembered fact", `((document.querySelector('[data-testid="memory-item"]')||{}).textContent||"").includes("sara@example.com")`)
+	screenshot(t, ctx, "memory.png")
+	do(t, ctx, "forget it", chromedp.Click(css(`[data-testid="memory-forget"]`)))
+	until(t, ctx, "the fact to be gone", `!document.querySelector('[data-testid="memory-item"]')`)
 }

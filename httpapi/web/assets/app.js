@@ -589,14 +589,55 @@
     return li;
   }
 
-  function assistantBubble(text, ev) {
+  function assistantBubble(text, ev, p) {
     const li = el("li", "msg msg-assistant");
     li.dataset.testid = "message";
     li.dataset.role = "assistant";
     if (ev) li.dataset.seq = ev.seq;
     li.append(el("div", "bubble", text));
+    // The memories this answer was given, so people see what was used.
+    if (p && Array.isArray(p.memories) && p.memories.length) {
+      const used = el("div", "memories-used", "Remembered: " + p.memories.map((m) => m.text).join(" · "));
+      used.dataset.testid = "memories-used";
+      li.append(used);
+    }
     return li;
   }
+
+  // What is kept about the person: listed on opening, each removable.
+  async function loadMemory() {
+    const list = $("memory-list");
+    let facts = [];
+    try {
+      facts = (await api("/v1/memory")).facts || [];
+    } catch (e) {
+      list.replaceChildren(el("li", "memory-empty", "Memory is not available."));
+      return;
+    }
+    if (!facts.length) {
+      list.replaceChildren(el("li", "memory-empty", "Nothing yet."));
+      return;
+    }
+    list.replaceChildren(...facts.map((f) => {
+      const li = el("li", "memory-item");
+      li.dataset.testid = "memory-item";
+      li.append(el("span", "", f.text));
+      const del = el("button", "memory-forget", "Forget");
+      del.dataset.testid = "memory-forget";
+      del.addEventListener("click", async () => {
+        del.disabled = true;
+        try {
+          await api(`/v1/memory/${encodeURIComponent(f.id)}`, { method: "DELETE" });
+        } catch (e) {
+          showBanner(`Could not forget it: ${e.message}`);
+        }
+        loadMemory();
+      });
+      li.append(del);
+      return li;
+    }));
+  }
+  $("memory").addEventListener("toggle", () => { if ($("memory").open) loadMemory(); });
 
   function errorBubble(part) {
     const li = el("li", "msg msg-assistant msg-error");
@@ -764,7 +805,7 @@
       for (const part of item.parts) {
         switch (part.type) {
           case "user": frag.append(userBubble(part.ev, part.p, { guide: part.guide })); break;
-          case "assistant": frag.append(assistantBubble(part.text, part.ev)); break;
+          case "assistant": frag.append(assistantBubble(part.text, part.ev, part.p)); break;
           case "error": frag.append(errorBubble(part)); break;
           case "work": frag.append(workBlock(part, openSet)); break;
           case "gate": frag.append(systemLine(part.text, "gate", "gate")); break;
