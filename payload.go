@@ -122,12 +122,16 @@ type ContextSize struct {
 // RunFinished is the payload of run.finished: an attempt's own account. It
 // is bookkeeping, not a message; the transcript skips it.
 type RunFinished struct {
-	RunID       int64        `json:"runId"`
-	Attempt     int          `json:"attempt"`
-	Status      string       `json:"status"`
-	Turns       int          `json:"turns"`
-	Tokens      Usage        `json:"tokens"`
-	CostUSD     float64      `json:"costUsd,omitempty"`
+	RunID   int64   `json:"runId"`
+	Attempt int     `json:"attempt"`
+	Status  string  `json:"status"`
+	Turns   int     `json:"turns"`
+	Tokens  Usage   `json:"tokens"`
+	CostUSD float64 `json:"costUsd,omitempty"`
+	// TurnTokens and TurnCostUSD count every model call of the run so far,
+	// from the ledger: a turn that paused for approval counts all its parts.
+	TurnTokens  Usage        `json:"turnTokens"`
+	TurnCostUSD float64      `json:"turnCostUsd,omitempty"`
 	ToolTimings []ToolTiming `json:"toolTimings,omitempty"`
 	Context     ContextSize  `json:"context"`
 	StopReason  string       `json:"stopReason,omitempty"`

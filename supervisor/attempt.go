@@ -107,7 +107,19 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	out.summary.RunID, out.summary.Attempt = lease.RunID, lease.Attempt
 	calls.mu.Lock()
 	out.summary.CostUSD = calls.costUSD
+	pending := append([]gh.LedgerRow(nil), calls.pending...)
 	calls.mu.Unlock()
+	// The whole turn's cost: every ledger row of this run (earlier
+	// attempts, the part before an approval) and this attempt's unwritten.
+	if rows, lerr := s.k.Ledger(settleCtx, lease.SessionID, 10000); lerr == nil {
+		for _, r := range append(rows, pending...) {
+			if r.RunID == lease.RunID {
+				out.summary.TurnCostUSD += r.CostUSD
+				out.summary.TurnTokens.InputTokens += r.InputTokens
+				out.summary.TurnTokens.OutputTokens += r.OutputTokens
+			}
+		}
+	}
 	out.summary.DurationMs = time.Since(started).Milliseconds()
 	payload, _ := json.Marshal(out.summary)
 	settled, err := s.k.Finish(settleCtx, lease, kernel.Settle{

@@ -730,10 +730,16 @@ func TestRefusedAnswerIsSpooledAndCommittedOnce(t *testing.T) {
 	spool := t.TempDir()
 	rs := &refusingStore{}
 	rs.refuse.Store(1)
-	e := setup(t, opts{wrap: func(st store.Store) store.Store { rs.Store = st; return rs }, sup: supervisor.Config{SpoolDir: spool}})
+	e := setup(t, opts{wrap: func(st store.Store) store.Store { rs.Store = st; return rs }, sup: supervisor.Config{SpoolDir: spool},
+		kernel: kernel.Config{RetryBackoff: 1500 * time.Millisecond}})
 	e.fake.Push(modeltest.Reply{Text: "the one answer"})
 	e.fake.SetDefault(modeltest.Reply{Text: "a second, paid-for answer"})
 	e.input("s1", "hello", "")
+	// While the store refuses, the answer waits in the spool.
+	e.waitFor("the spooled answer", func() bool {
+		files, _ := os.ReadDir(spool)
+		return len(files) == 1
+	})
 	run := e.settled("s1")
 	as := assistants(t, e.events("s1"))
 	if run.State != gh.RunDone || len(as) != 1 || as[0].Text != "the one answer" {
@@ -776,5 +782,43 @@ func TestModelPassExtractsFacts(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("facts %+v", facts)
+	}
+}
+
+// A turn that paused for approval counts all its parts: run.finished after
+// the resume carries the tokens of the request before the pause too.
+func TestTurnCostCountsThePartBeforeAnApproval(t *testing.T) {
+	send := toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger, Fn: func(context.Context, tools.Call) (string, error) { return "sent", nil }}
+	e := setup(t, opts{tools: []tools.Tool{send}, models: models.Config{Prices: map[string]models.Price{"openai:test-model": {InputPerMTok: 1e6}}}})
+	e.fake.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "c1", Name: "send", Arguments: `{}`}}, InputTokens: 10, OutputTokens: 1},
+		modeltest.Reply{Text: "sent it", InputTokens: 20, OutputTokens: 2})
+	e.input("s1", "send it", "")
+	var g gh.Gate
+	e.waitFor("the gate", func() bool {
+		gs, _ := e.k.Store().ListGates(e.ctx, "s1", gh.GatePending, 10)
+		if len(gs) == 1 {
+			g = gs[0]
+		}
+		return len(gs) == 1
+	})
+	e.waitFor("the pause", func() bool { r, _, _ := e.k.LatestRun(e.ctx, "s1"); return r.State == gh.RunAwaitingApproval })
+	g, _, err := e.k.Store().DecideGate(e.ctx, store.GateDecision{ID: g.ID, Decision: gh.Decision{State: gh.GateApproved, By: "ana", Surface: "test"}, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := json.Marshal(gh.GateDecided{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Decision: g.State, By: "ana", Surface: "test"})
+	if _, err := e.k.EdgeCommit(e.ctx, kernel.EdgeInput{SessionID: "s1", Event: gh.NewEvent{Kind: gh.KindGateDecided, Payload: p, Key: "gate:" + g.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the answer", func() bool { as := assistants(t, e.events("s1")); return len(as) == 2 })
+	e.settled("s1")
+	var last gh.RunFinished
+	for _, ev := range e.events("s1") {
+		if ev.Kind == gh.KindRunFinished {
+			json.Unmarshal(ev.Payload, &last)
+		}
+	}
+	if last.TurnTokens.InputTokens != 30 || last.TurnCostUSD != 30 || last.Tokens.InputTokens != 20 {
+		t.Fatalf("run.finished after the resume %+v", last)
 	}
 }

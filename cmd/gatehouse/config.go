@@ -83,6 +83,11 @@ type Config struct {
 	MaxTurns int
 	// TurnTimeout bounds each running part of a turn. Defaults to 0: none.
 	TurnTimeout time.Duration
+	// EmbeddingsURL, EmbeddingsModel and EmbeddingsAPIKey configure memory
+	// recall by meaning. Default to empty: lexical recall.
+	EmbeddingsURL, EmbeddingsModel, EmbeddingsAPIKey string
+	// MemoryFloor is the evidence a memory needs to be recalled. Defaults to 0.6.
+	MemoryFloor float64
 	// DailyBudgetUSD caps a user's model spending per day. Defaults to 0: none.
 	DailyBudgetUSD float64
 	// BudgetAlertShare is the share of the cap that raises an alert. Defaults to 0.8.
@@ -220,6 +225,17 @@ var settings = []setting{
 			return fmt.Errorf("want a duration such as 2m, or 0 for none, got %q", v)
 		}
 		c.TurnTimeout = d
+		return nil
+	}},
+	{"GATEHOUSE_EMBEDDINGS_URL", "embeddings_url", "", "OpenAI-compatible API with /embeddings for memory recall by meaning (e.g. http://127.0.0.1:11434/v1); empty recalls lexically", str(func(c *Config) *string { return &c.EmbeddingsURL })},
+	{"GATEHOUSE_EMBEDDINGS_MODEL", "embeddings_model", "text-embedding-3-small", "embeddings model for memory recall", str(func(c *Config) *string { return &c.EmbeddingsModel })},
+	{"GATEHOUSE_EMBEDDINGS_API_KEY", "embeddings_api_key", "", "key for the embeddings API", str(func(c *Config) *string { return &c.EmbeddingsAPIKey })},
+	{"GATEHOUSE_MEMORY_FLOOR", "memory_floor", "0.6", "evidence a memory needs to be given to the model: closeness beyond the background (0–1) plus the share of the question's words it holds (0–1)", func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f < 0 || f > 2 {
+			return fmt.Errorf("want a number from 0 to 2, got %q", v)
+		}
+		c.MemoryFloor = f
 		return nil
 	}},
 	{"GATEHOUSE_DAILY_BUDGET_USD", "daily_budget_usd", "0", "cap on one user's model spending per day (from the ledger and GATEHOUSE_PRICES); 0 is none", func(c *Config, v string) error {

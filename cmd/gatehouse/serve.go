@@ -54,7 +54,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The rule pass runs after every turn; the model pass is queued as a
 	// job and run in the background — only when there is a model to run it.
 	hasModel := len(reg.Selection()) > 0
-	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: !hasModel})
+	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: !hasModel, Floor: cfg.MemoryFloor,
+		EmbeddingsURL: cfg.EmbeddingsURL, EmbeddingsModel: cfg.EmbeddingsModel, EmbeddingsAPIKey: cfg.EmbeddingsAPIKey})
 	memCtx, stopMemory := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopMemory()
 	if hasModel {
