@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,11 +86,8 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	case errors.Is(cause, errTurnTimeout):
 		msg := fmt.Sprintf("⏱ This turn ran longer than its time limit (%s) and was stopped. Ask again, perhaps in smaller steps.", s.cfg.TurnTimeout)
 		if out.t != nil {
-			if gen, gerr := s.generation(settleCtx, lease.SessionID, out.t, out.promptSeq); gerr == nil {
-				a := gh.AssistantMessage{GenerationID: gen, Text: msg, InputSeqs: dedupe(out.inputs), StopReason: gh.StopEndTurn, ErrorCode: "turn-timeout"}
-				if _, cerr := s.commit(settleCtx, lease, gh.KindAssistantMessage, gen, a); cerr != nil {
-					log.Warn("could not say the turn timed out", "err", cerr)
-				}
+			if err := s.endTurn(settleCtx, lease, out.t, out.promptSeq, out.inputs, msg, "turn-timeout"); err != nil {
+				log.Warn("could not say the turn timed out", "err", err)
 			}
 		}
 		out = outcome{status: gh.OutcomeDone, reason: "time limit", summary: out.summary}
@@ -265,12 +261,7 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (out outcome, err
 			if err != nil {
 				return out, err
 			}
-			gen, err := s.generation(ctx, lease.SessionID, t, promptSeq)
-			if err != nil {
-				return out, err
-			}
-			a := gh.AssistantMessage{GenerationID: gen, Text: stop, InputSeqs: dedupe(turnInputs), StopReason: gh.StopEndTurn, ErrorCode: "budget-exhausted"}
-			if _, err := s.commit(ctx, lease, gh.KindAssistantMessage, gen, a); err != nil {
+			if err := s.endTurn(ctx, lease, t, promptSeq, turnInputs, stop, "budget-exhausted"); err != nil {
 				return out, err
 			}
 			out.summary.StopReason = "budget-exhausted"
@@ -367,6 +358,23 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (out outcome, err
 	}
 }
 
+// endTurn answers the turn's inputs with a message of the gateway's own
+// instead of the model's (a limit reached, an effect's outcome unknown): it
+// consumes the inputs, so the turn is over and not retried.
+func (s *Supervisor) endTurn(ctx context.Context, lease gh.Lease, t *transcript, promptSeq int64, inputs []int64, text, code string) error {
+	gen, err := s.generation(ctx, lease.SessionID, t, promptSeq)
+	if err != nil {
+		return err
+	}
+	a := gh.AssistantMessage{GenerationID: gen, Text: text, InputSeqs: dedupe(inputs), StopReason: gh.StopEndTurn, ErrorCode: code}
+	seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, gen, a)
+	if err != nil {
+		return err
+	}
+	t.addAssistant(seq, a)
+	return nil
+}
+
 // overBudget checks the user's spending today against the daily cap before
 // a model call. At the alert share it commits a notice for the admin (once
 // a day per session); at the cap it returns the message that ends the turn.
@@ -402,12 +410,7 @@ func (s *Supervisor) overBudget(ctx context.Context, lease gh.Lease, userKey str
 // at hand), what memory holds that bears on the question (only facts whose
 // evidence clears the floor), and a pin on the latest message.
 func (s *Supervisor) turnNotes(ctx context.Context, t *transcript, inputs []int64) ([]models.Message, []gh.RecalledMemory) {
-	var latest *gh.UserMessage
-	for _, e := range t.entries {
-		if e.user != nil && slices.Contains(inputs, e.seq) {
-			latest = e.user
-		}
-	}
+	latest := t.latestInput(inputs)
 	var notes []models.Message
 	var names []string
 	for _, spec := range s.cfg.Tools.Specs() {
@@ -474,17 +477,9 @@ func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript
 	out.summary.ToolTimings = append(out.summary.ToolTimings, res.Timings...)
 	switch {
 	case res.Stop != "":
-		gen, err := s.generation(ctx, lease.SessionID, t, promptSeq)
-		if err != nil {
+		if err := s.endTurn(ctx, lease, t, promptSeq, inputs, res.Stop, "effect-outcome-unknown"); err != nil {
 			return true, err
 		}
-		a := gh.AssistantMessage{GenerationID: gen, Text: res.Stop, InputSeqs: dedupe(inputs),
-			StopReason: gh.StopEndTurn, ErrorCode: "effect-outcome-unknown"}
-		seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, a.GenerationID, a)
-		if err != nil {
-			return true, err
-		}
-		t.addAssistant(seq, a)
 		out.summary.StopReason = "effect-outcome-unknown"
 		return true, nil
 	case res.Paused:

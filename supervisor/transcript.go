@@ -280,18 +280,11 @@ func estimateTokens(msgs []models.Message) int {
 // turnForMemory is the answered turn as memory reads it: what the person
 // said in the inputs the answer lists, and the answer.
 func (t *transcript) turnForMemory(a gh.AssistantMessage, promptSeq int64, at time.Time) (*memory.Turn, string) {
-	var said []string
-	var last *gh.UserMessage
-	for _, e := range t.entries {
-		if e.user != nil && slices.Contains(a.InputSeqs, e.seq) {
-			said = append(said, e.user.Text)
-			last = e.user
-		}
-	}
-	if len(said) == 0 {
+	last := t.latestInput(a.InputSeqs)
+	if last == nil {
 		return nil, ""
 	}
-	return &memory.Turn{SessionID: "", Seq: promptSeq, At: at, UserText: strings.Join(said, "\n"), AnswerText: a.Text}, UserKey(last)
+	return &memory.Turn{Seq: promptSeq, At: at, UserText: t.inputText(a.InputSeqs), AnswerText: a.Text}, UserKey(last)
 }
 
 // inputText is what the person said in the given inputs, in order.
