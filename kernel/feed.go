@@ -61,13 +61,19 @@ func (f *feed) remove(s *Subscription) {
 	}
 }
 
+// allSessions is the subscription key of SubscribeAll: no session id can
+// be empty.
+const allSessions = ""
+
 func (f *feed) notify(session string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for s := range f.subs[session] {
-		select {
-		case s.committed <- struct{}{}:
-		default:
+	for _, key := range []string{session, allSessions} {
+		for s := range f.subs[key] {
+			select {
+			case s.committed <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
@@ -85,6 +91,11 @@ func (f *feed) partial(p Partial) {
 
 // Subscribe returns live signals for a session; Close it when done.
 func (k *Kernel) Subscribe(sessionID string) *Subscription { return k.feed.add(sessionID) }
+
+// SubscribeAll returns a subscription signalled when any session's log
+// grows in this process (the gateway's outbox follower). It carries no
+// partials.
+func (k *Kernel) SubscribeAll() *Subscription { return k.feed.add(allSessions) }
 
 // Notify tells subscribers that the session's log grew. The kernel calls it
 // after its own commits; call it after a transaction of yours that

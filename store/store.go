@@ -42,6 +42,7 @@ type AppendResult struct {
 
 // Reader reads committed state.
 type Reader interface {
+	GatewayReader
 	// GetSession returns the session or a CodeUnknownSession error.
 	GetSession(ctx context.Context, id string) (gh.Session, error)
 	// ListSessions returns sessions of tenant, newest first, at most limit.
@@ -110,6 +111,7 @@ type GateDecision struct {
 // Writer holds the writes. Inside a Tx they commit together; on a Store
 // each call is its own transaction.
 type Writer interface {
+	GatewayWriter
 	// CreateSession inserts s unless a session with its id exists; it
 	// returns the stored session and whether it was created.
 	CreateSession(ctx context.Context, s gh.Session) (gh.Session, bool, error)

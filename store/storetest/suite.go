@@ -163,6 +163,7 @@ func Run(t *testing.T, h Harness) {
 		{"WakeUps", testWakeUps},
 		{"SurvivesRestart", testRestart},
 		{"Memory", testMemory},
+		{"Gateway", testGateway},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })

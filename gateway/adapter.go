@@ -1,0 +1,202 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+)
+
+// Adapter is one platform's client. It turns the platform's updates into
+// [gh.Inbound] and [gh.Press] for a [Sink], and sends what the dispatcher
+// asks it to. An adapter never decides anything: the gateway does.
+type Adapter interface {
+	// Platform is the platform's name (gh.PlatformTelegram…).
+	Platform() string
+	// Limits says how long a message may be and how fast the platform
+	// lets a bot send.
+	Limits() Limits
+	// Format renders answer text (Markdown-ish, tables already turned into
+	// lines) in the platform's markup, escaped so that nothing in it is
+	// read as markup by accident.
+	Format(text string) string
+	// Connect holds the platform's single inbound connection (Telegram
+	// long polling, the Discord gateway, Slack Socket Mode) and hands
+	// every update to sink until ctx ends. An adapter in webhook mode has
+	// no connection and returns nil when ctx ends. Only the replica that
+	// holds the platform's lease calls it.
+	Connect(ctx context.Context, sink Sink) error
+	// Handler serves the platform's webhook, or is nil when the adapter
+	// has none in its configured mode. Any replica may serve it.
+	Handler(sink Sink) http.Handler
+	// Send delivers one message (or a card with buttons) and returns the
+	// platform's id for it. Errors are *SendError when the platform said
+	// something the dispatcher should act on (a 429, a refused request).
+	Send(ctx context.Context, m Outgoing) (messageID string, err error)
+	// EditCard rewrites a sent card to card (its outcome, no buttons).
+	EditCard(ctx context.Context, addr gh.Address, messageID string, card Card) error
+}
+
+// Sink is what adapters hand updates to; the gateway is one.
+type Sink interface {
+	// Receive commits an update. The adapter acknowledges the platform
+	// only after Receive returns nil: a nil error means the update is in
+	// the receive log (handed on or dropped, with its reason). On an error
+	// the adapter must not acknowledge, so the platform redelivers.
+	Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, error)
+	// Press records a button press on an approval card: the first press
+	// on any surface decides, later ones hear the decision made.
+	Press(ctx context.Context, p gh.Press) (PressResult, error)
+}
+
+// Receive-log outcomes and drop reasons.
+const (
+	OutcomeHandedOn = "handed_on"
+	OutcomeDropped  = "dropped"
+
+	ReasonNotAllowed  = "not_allowed"
+	ReasonFromBot     = "from_bot"
+	ReasonFlood       = "flood"
+	ReasonDuplicate   = "duplicate"
+	ReasonUnsupported = "unsupported"
+	ReasonEmpty       = "empty"
+)
+
+// ReceiveResult is what became of an update.
+type ReceiveResult struct {
+	LogID     int64  `json:"logId"`
+	Outcome   string `json:"outcome"`
+	Reason    string `json:"reason,omitempty"`
+	SessionID string `json:"sessionId,omitempty"`
+	Seq       int64  `json:"seq,omitempty"`
+}
+
+// PressResult is what a press did.
+type PressResult struct {
+	Gate gh.Gate
+	// Won is true when this press decided the gate.
+	Won bool
+	// Text is what to tell the presser at once ("Approved.", "Already
+	// approved by telegram:alice.", "You are not allowed to decide this.").
+	Text string
+	// Card is how the card looks now: the outcome and, once decided, no
+	// buttons. Adapters that can answer a press by editing the card (a
+	// Discord interaction of type 7) use it.
+	Card Card
+}
+
+// Outgoing is one message to send.
+type Outgoing struct {
+	Address gh.Address
+	// Text is already formatted for the platform and within its length.
+	Text string
+	// Card, when set, makes the message an approval card with buttons.
+	Card *Card
+}
+
+// Card is an approval card.
+type Card struct {
+	GateID string `json:"gateId"`
+	// Text is formatted for the platform.
+	Text    string   `json:"text"`
+	Buttons []Button `json:"buttons,omitempty"`
+}
+
+// Button is one button of a card. Data is what the press carries back
+// (see [ButtonData]); it fits Telegram's 64 bytes of callback data.
+type Button struct {
+	Label string `json:"label"`
+	Data  string `json:"data"`
+	// Style is "primary" or "danger" where the platform colours buttons.
+	Style string `json:"style,omitempty"`
+}
+
+// Limits are a platform's sending limits. Zero means no limit.
+type Limits struct {
+	// MaxText is the longest message in characters (runes); longer
+	// answers are split.
+	MaxText int
+	// PerChat is the least time between two sends to one chat.
+	PerChat time.Duration
+	// GroupPerMinute caps sends to one group chat per minute.
+	GroupPerMinute int
+	// PerSecond caps all of the bot's sends.
+	PerSecond int
+}
+
+// SendError is a platform's refusal of a send.
+type SendError struct {
+	// Status is the HTTP status the platform answered (429, 400…), or 0.
+	Status int
+	// RetryAfter is how long the platform asked us to wait (429).
+	RetryAfter time.Duration
+	// Permanent means a retry cannot help (a chat that does not exist, a
+	// message too long): the row becomes a dead letter at once.
+	Permanent bool
+	Err       error
+}
+
+func (e *SendError) Error() string {
+	return fmt.Sprintf("send refused (status %d, retry after %s): %v", e.Status, e.RetryAfter, e.Err)
+}
+
+func (e *SendError) Unwrap() error { return e.Err }
+
+// AsSendError returns err's *SendError, if it has one.
+func AsSendError(err error) (*SendError, bool) {
+	var se *SendError
+	ok := errors.As(err, &se)
+	return se, ok
+}
+
+// Choices a button carries.
+const (
+	ChoiceApprove = "approve"
+	ChoiceDeny    = "deny"
+	// ChoiceOption prefixes a clarify gate's option index: "option:2".
+	ChoiceOption = "option:"
+)
+
+// ButtonData is the data a button carries: "gh:<choice>:<gateID>", with
+// choice a (approve), d (deny) or o<n> (option n).
+func ButtonData(gateID, choice string) string {
+	c := "a"
+	switch {
+	case choice == ChoiceDeny:
+		c = "d"
+	case strings.HasPrefix(choice, ChoiceOption):
+		c = "o" + strings.TrimPrefix(choice, ChoiceOption)
+	}
+	return "gh:" + c + ":" + gateID
+}
+
+// ParseButtonData reverses [ButtonData]. ok is false for data that is not
+// ours (a button of another bot, a forged press).
+func ParseButtonData(data string) (gateID, choice string, ok bool) {
+	rest, found := strings.CutPrefix(data, "gh:")
+	if !found {
+		return "", "", false
+	}
+	c, id, found := strings.Cut(rest, ":")
+	if !found || id == "" || len(id) > 200 {
+		return "", "", false
+	}
+	switch {
+	case c == "a":
+		return id, ChoiceApprove, true
+	case c == "d":
+		return id, ChoiceDeny, true
+	case strings.HasPrefix(c, "o"):
+		n, err := strconv.Atoi(c[1:])
+		if err != nil || n < 0 || n > 99 {
+			return "", "", false
+		}
+		return id, ChoiceOption + strconv.Itoa(n), true
+	}
+	return "", "", false
+}

@@ -1,0 +1,111 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// AdapterStatus is what the admin sees of one platform.
+type AdapterStatus struct {
+	Platform string `json:"platform"`
+	// State is this replica's view: connected (holds the lease and its
+	// connection runs), standby (another replica holds it), retrying,
+	// stopped.
+	State     string    `json:"state"`
+	Since     time.Time `json:"since"`
+	LastError string    `json:"lastError,omitempty"`
+	// LeaseOwner is the replica holding the platform's connection.
+	LeaseOwner string `json:"leaseOwner,omitempty"`
+	Webhook    bool   `json:"webhook"`
+	// Allowed describes the allow-list: "everyone", "nobody", or a count.
+	Allowed string `json:"allowed"`
+	// Hint says what to do when something needs doing (nobody allowed,
+	// the last message dropped).
+	Hint string `json:"hint,omitempty"`
+	// LastMessage is what became of the newest update received.
+	LastMessage *store.ReceiveEntry `json:"lastMessage,omitempty"`
+	Pending     int                 `json:"outboxPending"`
+	Dead        int                 `json:"outboxDead"`
+}
+
+// Status reports every configured platform.
+func (g *Gateway) Status(ctx context.Context) ([]AdapterStatus, error) {
+	var out []AdapterStatus
+	for _, p := range g.Platforms() {
+		a := g.adapters[p]
+		g.mu.Lock()
+		st := *g.states[p]
+		g.mu.Unlock()
+		s := AdapterStatus{Platform: p, State: st.state, Since: st.since, LastError: st.lastError, Webhook: a.Handler(g) != nil}
+		if l, ok, err := g.st.GetPlatformLease(ctx, "platform:"+p); err != nil {
+			return nil, err
+		} else if ok && l.ExpiresAt.After(g.cfg.Now()) {
+			s.LeaseOwner = l.Owner
+		}
+		set := g.allowed[p]
+		switch {
+		case set["*"]:
+			s.Allowed = "everyone"
+		case len(set) == 0:
+			s.Allowed = "nobody"
+			s.Hint = "Nobody may talk to the agent on " + p + " yet: set " + strings.ToUpper(p) + "_ALLOWED_USERS to their user ids (comma-separated, or * for everyone) and restart. The receive log shows the user id of every message dropped as not_allowed."
+		default:
+			s.Allowed = itoa(int64(len(set))) + " user(s)"
+		}
+		if last, ok, err := g.st.LastReceive(ctx, p); err != nil {
+			return nil, err
+		} else if ok {
+			s.LastMessage = &last
+			if s.Hint == "" && last.Outcome == OutcomeDropped {
+				s.Hint = "The last message was dropped (" + last.Reason + "). " + dropHint(last.Reason, p)
+			}
+		}
+		for _, c := range []struct {
+			state string
+			n     *int
+		}{{store.OutboxPending, &s.Pending}, {store.OutboxDead, &s.Dead}} {
+			rows, err := g.st.ListOutbox(ctx, store.OutboxFilter{Platform: p, State: c.state, Limit: 1000})
+			if err != nil {
+				return nil, err
+			}
+			*c.n = len(rows)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func dropHint(reason, platform string) string {
+	switch reason {
+	case ReasonNotAllowed:
+		return "Add the sender's user id to " + strings.ToUpper(platform) + "_ALLOWED_USERS."
+	case ReasonFlood:
+		return "The chat sent more than the flood limit in a minute (GATEHOUSE_FLOOD_LIMIT)."
+	case ReasonFromBot:
+		return "Messages from bots, this one included, are never answered."
+	case ReasonDuplicate:
+		return "The platform delivered the same update again; it was answered once."
+	case ReasonUnsupported, ReasonEmpty:
+		return "Only text messages are handled."
+	}
+	return ""
+}
+
+// ReceiveLog lists the receive log, newest first.
+func (g *Gateway) ReceiveLog(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error) {
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	return g.st.ListReceive(ctx, f)
+}
+
+// Outbox lists outbox rows, newest first.
+func (g *Gateway) Outbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error) {
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	return g.st.ListOutbox(ctx, f)
+}

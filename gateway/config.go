@@ -1,0 +1,94 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/kernel"
+)
+
+// Decider decides approval gates; gates.Service is one.
+type Decider interface {
+	Decide(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error)
+}
+
+// Config configures a Gateway.
+type Config struct {
+	// Kernel commits inputs and reads the log. Required.
+	Kernel *kernel.Kernel
+	// Gates decides presses on approval cards. Defaults to nil: a press is
+	// answered that approvals are not enabled.
+	Gates Decider
+	// Adapters are the platforms to serve, at most one per platform.
+	Adapters []Adapter
+	// Allowed lists, per platform, the user ids allowed to talk to the
+	// agent and decide its approvals; "*" allows everyone. A platform
+	// with no entry allows nobody: every message is dropped not_allowed.
+	Allowed map[string][]string
+	// FloodLimit is how many messages one chat may hand on per minute;
+	// more are dropped as flood. Defaults to 30.
+	FloodLimit int
+	// MidTurn is how a message that arrives while its session's turn runs
+	// is delivered: gh.DeliveryQueue (answered after the turn, the
+	// default) or gh.DeliveryGuide (joins the running turn).
+	MidTurn gh.Delivery
+	// Owner names this replica on platform leases and outbox claims.
+	// Defaults to hostname-pid-random.
+	Owner string
+	// LeaseTTL is how long a platform lease lasts unrenewed; it is renewed
+	// every third of it. Defaults to 30s.
+	LeaseTTL time.Duration
+	// MaxAttempts is how many failed sends (429s aside) make a dead
+	// letter. Defaults to 5.
+	MaxAttempts int
+	// SendTimeout bounds one send to a platform. Defaults to 30s.
+	SendTimeout time.Duration
+	// Poll is how often the follower and dispatchers look for work
+	// without a signal (commits made on another replica are not signalled
+	// here). Defaults to 1s.
+	Poll time.Duration
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.FloodLimit <= 0 {
+		c.FloodLimit = 30
+	}
+	if c.MidTurn == "" {
+		c.MidTurn = gh.DeliveryQueue
+	}
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 30 * time.Second
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 5
+	}
+	if c.SendTimeout <= 0 {
+		c.SendTimeout = 30 * time.Second
+	}
+	if c.Poll <= 0 {
+		c.Poll = time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}

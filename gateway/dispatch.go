@@ -1,0 +1,289 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// The dispatcher sends one platform's outbox rows, on the replica holding
+// the platform's lease, so its pacing is the only pacing. A session's rows
+// go out in seq order, one at a time; different chats go out in parallel.
+//
+// A send is at most once: a row is claimed (state sending) before its first
+// part goes out, and a row found still sending after its claim expired —
+// the replica died mid-send — becomes a dead letter marked outcome
+// unknown instead of being sent a second time.
+
+const (
+	dueBatch       = 100
+	maxInflight    = 16
+	min429Wait     = time.Second
+	maxBackoff     = 5 * time.Minute
+	stuckReasonFmt = "outcome unknown: the gateway stopped while sending (parts sent before: %d); not sent again"
+)
+
+type dispatcher struct {
+	g      *Gateway
+	a      Adapter
+	pace   *pacer
+	mu     sync.Mutex
+	flying map[string]bool // sessions with a send in flight
+	sem    chan struct{}
+	wg     sync.WaitGroup
+	done   chan struct{} // a send finished
+}
+
+func (g *Gateway) dispatch(ctx context.Context, a Adapter) {
+	d := &dispatcher{g: g, a: a, pace: newPacer(a.Limits()), flying: map[string]bool{}, sem: make(chan struct{}, maxInflight), done: make(chan struct{}, 1)}
+	defer d.wg.Wait()
+	for {
+		next, err := d.round(ctx)
+		if err != nil && ctx.Err() == nil {
+			g.cfg.Logger.Warn("outbox dispatch failed; retrying", "platform", a.Platform(), "err", err)
+		}
+		wait := g.cfg.Poll
+		if next > 0 && next < wait {
+			wait = next
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-g.kicks[a.Platform()]:
+		case <-d.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// round starts every send that may go now and says when the next one may.
+func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
+	g, platform := d.g, d.a.Platform()
+	now := g.cfg.Now().UTC()
+	stuck, err := g.st.OutboxStuck(ctx, platform, now, dueBatch)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range stuck {
+		r.State, r.LastError, r.Updated = store.OutboxDead, sprintf(stuckReasonFmt, r.PartsSent), now
+		if _, err := g.st.UpdateOutbox(ctx, r); err != nil {
+			return 0, err
+		}
+		g.cfg.Logger.Error("outbox row left sending by a stopped replica: dead letter, not resent", "platform", platform, "session", r.SessionID, "seq", r.Seq)
+	}
+	due, err := g.st.OutboxDue(ctx, platform, now, dueBatch)
+	if err != nil {
+		return 0, err
+	}
+	var next time.Duration
+	for _, r := range due {
+		if d.isFlying(r.SessionID) {
+			continue
+		}
+		addr, ok, err := g.st.AddressBySession(ctx, r.SessionID)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue
+		}
+		if wait := d.pace.reserve(addr.Address, now); wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		select {
+		case d.sem <- struct{}{}:
+		default:
+			return next, nil
+		}
+		claimed, ok, err := g.st.ClaimOutbox(ctx, r.ID, g.cfg.Owner, now, now.Add(g.cfg.SendTimeout*4))
+		if err != nil || !ok {
+			<-d.sem
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		d.setFlying(r.SessionID, true)
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			defer func() { <-d.sem; d.setFlying(claimed.SessionID, false); d.signal() }()
+			// A send in flight finishes even when the dispatcher stops:
+			// cutting it would leave its outcome unknown.
+			d.send(context.WithoutCancel(ctx), claimed, addr)
+		}()
+	}
+	return next, nil
+}
+
+func (d *dispatcher) isFlying(s string) bool { d.mu.Lock(); defer d.mu.Unlock(); return d.flying[s] }
+func (d *dispatcher) setFlying(s string, v bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if v {
+		d.flying[s] = true
+	} else {
+		delete(d.flying, s)
+	}
+}
+func (d *dispatcher) signal() {
+	select {
+	case d.done <- struct{}{}:
+	default:
+	}
+}
+
+// send delivers one claimed row and records its outcome.
+func (d *dispatcher) send(ctx context.Context, r store.OutboxEntry, addr store.AddressEntry) {
+	g := d.g
+	err := d.deliver(ctx, &r, addr)
+	now := g.cfg.Now().UTC()
+	r.Updated = now
+	switch se, isSend := AsSendError(err); {
+	case err == nil:
+		r.State, r.LastError = store.OutboxSent, ""
+	case isSend && se.Status == 429:
+		wait := max(se.RetryAfter, min429Wait)
+		r.State, r.AvailableAt, r.LastError = store.OutboxPending, now.Add(wait), err.Error()
+		d.pace.hold(addr.Address, now.Add(wait), false)
+		g.cfg.Logger.Warn("platform rate limit: send rescheduled", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "retryAfter", wait)
+	case (isSend && !se.Permanent) || (!isSend && notDelivered(err)):
+		r.Attempts++
+		r.LastError = err.Error()
+		if r.Attempts >= g.cfg.MaxAttempts {
+			r.State = store.OutboxDead
+		} else {
+			r.State, r.AvailableAt = store.OutboxPending, now.Add(min(time.Duration(1<<r.Attempts)*time.Second, maxBackoff))
+		}
+	default:
+		// Refused for good, or an error after which the platform may or
+		// may not have it: a dead letter, never a second copy.
+		r.Attempts++
+		r.State, r.LastError = store.OutboxDead, err.Error()
+	}
+	if r.State == store.OutboxDead {
+		g.cfg.Logger.Error("outbox row is a dead letter", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "kind", r.Kind, "err", r.LastError)
+	}
+	uctx, cancel := context.WithTimeout(ctx, g.cfg.SendTimeout)
+	defer cancel()
+	if ok, err := g.st.UpdateOutbox(uctx, r); err != nil || !ok {
+		g.cfg.Logger.Error("could not record a send's outcome", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "ok", ok, "err", err)
+	}
+}
+
+// notDelivered reports whether err proves the request never reached the
+// platform, so sending again cannot make a second copy.
+func notDelivered(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr store.AddressEntry) error {
+	switch r.Kind {
+	case store.OutboxMessage:
+		var p textPayload
+		if err := json.Unmarshal(r.Payload, &p); err != nil {
+			return &SendError{Permanent: true, Err: err}
+		}
+		parts := SplitText(p.Text, d.a.Limits().MaxText, d.a.Format)
+		for i := r.PartsSent; i < len(parts); i++ {
+			if i > r.PartsSent {
+				if err := d.waitPace(ctx, addr.Address); err != nil {
+					return err
+				}
+			}
+			id, err := d.sendOne(ctx, Outgoing{Address: addr.Address, Text: parts[i]})
+			if err != nil {
+				return err
+			}
+			r.PartsSent, r.MessageIDs = i+1, append(r.MessageIDs, id)
+			if i < len(parts)-1 {
+				// Progress is kept, so a retry resumes after this part.
+				if _, err := d.g.st.UpdateOutbox(ctx, *r); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	case store.OutboxCard:
+		var o gh.GateOpened
+		if err := json.Unmarshal(r.Payload, &o); err != nil {
+			return &SendError{Permanent: true, Err: err}
+		}
+		gate, err := d.g.st.GetGate(ctx, o.GateID)
+		if err != nil {
+			return err
+		}
+		card := cardFor(d.a, o, &gate)
+		id, err := d.sendOne(ctx, Outgoing{Address: addr.Address, Text: card.Text, Card: &card})
+		if err != nil {
+			return err
+		}
+		r.PartsSent, r.MessageIDs = 1, []string{id}
+		return d.g.st.PutGateCard(ctx, store.GateCard{GateID: o.GateID, SessionID: r.SessionID, Platform: addr.Platform, ChatID: addr.ChatID,
+			ThreadID: addr.ThreadID, MessageID: id, Created: d.g.cfg.Now().UTC()})
+	case store.OutboxCardUpdate:
+		var dec gh.GateDecided
+		if err := json.Unmarshal(r.Payload, &dec); err != nil {
+			return &SendError{Permanent: true, Err: err}
+		}
+		gate, err := d.g.st.GetGate(ctx, dec.GateID)
+		if err != nil {
+			return err
+		}
+		o, _ := d.g.openedOf(ctx, dec.GateID)
+		card := cardFor(d.a, o, &gate)
+		cards, err := d.g.st.GateCards(ctx, dec.GateID)
+		if err != nil {
+			return err
+		}
+		for i, c := range cards {
+			if i < r.PartsSent || c.Platform != d.a.Platform() {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, d.g.cfg.SendTimeout)
+			err := d.a.EditCard(cctx, gh.Address{Platform: c.Platform, ChatID: c.ChatID, ThreadID: c.ThreadID, ChatType: addr.ChatType}, c.MessageID, card)
+			cancel()
+			if err != nil {
+				return err
+			}
+			r.PartsSent = i + 1
+		}
+		return nil
+	}
+	return &SendError{Permanent: true, Err: gh.Errorf(gh.CodeInternal, "unknown outbox kind %q", r.Kind)}
+}
+
+func (d *dispatcher) sendOne(ctx context.Context, m Outgoing) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.g.cfg.SendTimeout)
+	defer cancel()
+	return d.a.Send(ctx, m)
+}
+
+func (d *dispatcher) waitPace(ctx context.Context, addr gh.Address) error {
+	for {
+		wait := d.pace.reserve(addr, d.g.cfg.Now())
+		if wait == 0 {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

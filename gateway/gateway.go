@@ -1,0 +1,177 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// Gateway is the platform-independent middle: [Sink] for adapters, the
+// outbox follower and one connection-and-dispatcher runner per platform.
+type Gateway struct {
+	cfg      Config
+	k        *kernel.Kernel
+	st       store.Store
+	adapters map[string]Adapter
+	allowed  map[string]map[string]bool
+
+	mu     sync.Mutex
+	states map[string]*adapterState
+	kicks  map[string]chan struct{} // per platform: outbox rows were added
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// adapterState is what /v1/adapters shows of a platform in this process.
+type adapterState struct {
+	state     string
+	lastError string
+	since     time.Time
+}
+
+// Adapter states.
+const (
+	StateStopped   = "stopped"
+	StateStandby   = "standby" // another replica holds the lease
+	StateConnected = "connected"
+	StateRetrying  = "retrying"
+)
+
+// New builds a gateway; Start runs it.
+func New(cfg Config) *Gateway {
+	cfg = cfg.withDefaults()
+	g := &Gateway{cfg: cfg, k: cfg.Kernel, st: cfg.Kernel.Store(), adapters: map[string]Adapter{}, allowed: map[string]map[string]bool{},
+		states: map[string]*adapterState{}, kicks: map[string]chan struct{}{}}
+	for _, a := range cfg.Adapters {
+		g.adapters[a.Platform()] = a
+		g.states[a.Platform()] = &adapterState{state: StateStopped, since: cfg.Now()}
+		g.kicks[a.Platform()] = make(chan struct{}, 1)
+	}
+	for p, ids := range cfg.Allowed {
+		set := map[string]bool{}
+		for _, id := range ids {
+			set[id] = true
+		}
+		g.allowed[p] = set
+	}
+	return g
+}
+
+// Start runs the outbox follower and, for each adapter, the runner that
+// takes the platform's lease and then holds its connection and dispatcher.
+func (g *Gateway) Start(ctx context.Context) error {
+	ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	g.wg.Add(1)
+	go func() { defer g.wg.Done(); g.follow(ctx) }()
+	for _, a := range g.cfg.Adapters {
+		g.wg.Add(1)
+		go func() { defer g.wg.Done(); g.runPlatform(ctx, a) }()
+	}
+	return nil
+}
+
+// Stop ends connections and dispatchers (sends in flight finish), gives
+// the platform leases up and waits, at most until ctx ends.
+func (g *Gateway) Stop(ctx context.Context) error {
+	if g.cancel == nil {
+		return nil
+	}
+	g.cancel()
+	done := make(chan struct{})
+	go func() { g.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return gh.Wrap(gh.CodeUnavailable, ctx.Err(), "gateway did not stop in time")
+	}
+}
+
+// Handlers returns each adapter's webhook handler by platform, for the
+// HTTP server to mount at /hooks/<platform>.
+func (g *Gateway) Handlers() map[string]http.Handler {
+	out := map[string]http.Handler{}
+	for p, a := range g.adapters {
+		if h := a.Handler(g); h != nil {
+			out[p] = h
+		}
+	}
+	return out
+}
+
+// Platforms lists the configured platforms.
+func (g *Gateway) Platforms() []string {
+	var out []string
+	for p := range g.adapters {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (g *Gateway) setState(platform, state, lastError string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.states[platform]
+	if s == nil {
+		return
+	}
+	if s.state != state {
+		s.state, s.since = state, g.cfg.Now()
+	}
+	if lastError != "" || state == StateConnected {
+		s.lastError = lastError
+	}
+}
+
+func (g *Gateway) wakeDispatch() {
+	for _, c := range g.kicks {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// SessionFor is the session of a platform chat (and thread): derived, so
+// every replica agrees without asking, and hashed, so the chat id does not
+// appear in the log.
+func SessionFor(platform, chatID, threadID string) string {
+	h := sha256.Sum256([]byte(platform + "\x00" + chatID + "\x00" + threadID))
+	return prefix(platform) + hex.EncodeToString(h[:10])
+}
+
+// UserKey is how the log names a platform user (for memory and budgets):
+// hashed, because a Telegram user id is also the address of their private
+// chat.
+func UserKey(platform, userID string) string {
+	h := sha256.Sum256([]byte(platform + "\x00user\x00" + userID))
+	return "u_" + hex.EncodeToString(h[:8])
+}
+
+func prefix(platform string) string {
+	switch platform {
+	case gh.PlatformTelegram:
+		return "tg_"
+	case gh.PlatformDiscord:
+		return "dc_"
+	case gh.PlatformSlack:
+		return "sl_"
+	}
+	return "px_"
+}
+
+// Allowed reports whether user may talk to the agent on platform.
+func (g *Gateway) Allowed(platform, userID string) bool {
+	set := g.allowed[platform]
+	return set["*"] || (userID != "" && set[userID])
+}

@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	gh "github.com/gatehouse/gatehouse"
+)
+
+// pacer keeps one platform's sends inside its limits: per chat, per group
+// chat per minute, and overall. A send reserves from every bucket that
+// applies or from none, so a chat that must wait does not use up the
+// others' room.
+type pacer struct {
+	lim    Limits
+	mu     sync.Mutex
+	global *rate.Limiter
+	chats  map[string]*rate.Limiter
+	groups map[string]*rate.Limiter
+}
+
+// margin keeps pacing a little under the platform's stated limit: our
+// clock and the platform's do not start their windows together.
+const margin = 1.1
+
+func newPacer(l Limits) *pacer {
+	p := &pacer{lim: l, chats: map[string]*rate.Limiter{}, groups: map[string]*rate.Limiter{}}
+	if l.PerSecond > 0 {
+		p.global = rate.NewLimiter(rate.Limit(float64(l.PerSecond)/margin), 1)
+	}
+	return p
+}
+
+func (p *pacer) buckets(addr gh.Address) []*rate.Limiter {
+	var out []*rate.Limiter
+	if p.global != nil {
+		out = append(out, p.global)
+	}
+	key := addr.ChatID
+	if p.lim.PerChat > 0 {
+		l := p.chats[key]
+		if l == nil {
+			l = rate.NewLimiter(rate.Every(time.Duration(float64(p.lim.PerChat)*margin)), 1)
+			p.chats[key] = l
+		}
+		out = append(out, l)
+	}
+	if p.lim.GroupPerMinute > 0 && addr.ChatType != gh.ChatDM && addr.ChatType != "" {
+		l := p.groups[key]
+		if l == nil {
+			l = rate.NewLimiter(rate.Every(time.Duration(float64(time.Minute)*margin/float64(p.lim.GroupPerMinute))), p.lim.GroupPerMinute/2)
+			p.groups[key] = l
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// reserve takes one send's room at now, or returns how long to wait and
+// takes nothing.
+func (p *pacer) reserve(addr gh.Address, now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var rs []*rate.Reservation
+	var wait time.Duration
+	for _, l := range p.buckets(addr) {
+		r := l.ReserveN(now, 1)
+		rs = append(rs, r)
+		if d := r.DelayFrom(now); d > wait {
+			wait = d
+		}
+	}
+	if wait > 0 {
+		for _, r := range rs {
+			r.CancelAt(now)
+		}
+	}
+	return wait
+}
+
+// hold makes a chat (or everything, when global) wait until until: the
+// platform answered 429.
+func (p *pacer) hold(addr gh.Address, until time.Time, global bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.buckets(addr) {
+		if l == p.global && !global {
+			continue
+		}
+		// Taking the whole burst with a reservation dated at until
+		// leaves the bucket empty until then.
+		l.ReserveN(until, l.Burst())
+	}
+}

@@ -1,0 +1,107 @@
+package gateway
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	gh "github.com/gatehouse/gatehouse"
+)
+
+// Press implements [Sink]: a button press on an approval card. The press
+// decides only when its user is allowed on the platform and the card it
+// pressed is one the gateway sent for that gate to that chat; the first
+// decision on any surface wins, and every later press hears it.
+func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
+	if err := checkInbound(gh.Inbound{Platform: p.Platform, UpdateID: orDash(p.UpdateID), ChatID: p.ChatID, ThreadID: p.ThreadID, UserID: p.UserID, MessageID: p.MessageID}); err != nil {
+		return PressResult{}, err
+	}
+	if p.IsBot || !g.Allowed(p.Platform, p.UserID) {
+		g.cfg.Logger.Info("refused a press", "platform", p.Platform, "gate", p.GateID, "user", p.UserID, "reason", "not_allowed")
+		return PressResult{Text: "You are not allowed to decide this."}, nil
+	}
+	if g.cfg.Gates == nil {
+		return PressResult{Text: "Approvals are not enabled on this gateway."}, nil
+	}
+	cards, err := g.st.GateCards(ctx, p.GateID)
+	if err != nil {
+		return PressResult{}, err
+	}
+	shown := false
+	for _, c := range cards {
+		if c.Platform == p.Platform && c.ChatID == p.ChatID && (p.MessageID == "" || c.MessageID == p.MessageID) {
+			shown = true
+		}
+	}
+	if !shown {
+		g.cfg.Logger.Warn("refused a press on a card this chat was not sent", "platform", p.Platform, "gate", p.GateID, "chat", p.ChatID)
+		return PressResult{Text: "This card is not one this chat was sent."}, nil
+	}
+	opened, err := g.openedOf(ctx, p.GateID)
+	if err != nil {
+		return PressResult{}, err
+	}
+	d := gh.Decision{By: firstNonEmpty(p.UserName, p.UserID), Surface: p.Platform}
+	switch {
+	case p.Choice == ChoiceApprove:
+		d.State = gh.GateApproved
+	case p.Choice == ChoiceDeny:
+		d.State = gh.GateDenied
+	case strings.HasPrefix(p.Choice, ChoiceOption):
+		n, err := strconv.Atoi(strings.TrimPrefix(p.Choice, ChoiceOption))
+		if err != nil || n < 0 || n >= len(opened.Options) {
+			return PressResult{Text: "That option is not on this question."}, nil
+		}
+		d.State, d.Answer = gh.GateAnswered, opened.Options[n]
+	default:
+		return PressResult{}, gh.Errorf(gh.CodeInvalid, "unknown choice %q", p.Choice)
+	}
+	gate, won, err := g.cfg.Gates.Decide(ctx, p.GateID, d)
+	if err != nil {
+		if gate.State == "" || gate.State == gh.GatePending {
+			return PressResult{}, err
+		}
+		// Decided, not yet logged: the sweeper logs it; the presser hears it.
+		g.cfg.Logger.Warn("press decided a gate whose log commit failed; the sweeper logs it", "gate", p.GateID, "err", err)
+	}
+	res := PressResult{Gate: gate, Won: won, Card: cardFor(g.adapters[p.Platform], opened, &gate)}
+	switch {
+	case won && gate.State == gh.GateApproved:
+		res.Text = "Approved."
+	case won && gate.State == gh.GateDenied:
+		res.Text = "Denied."
+	case won:
+		res.Text = "Answered: " + gate.Answer
+	case gate.State == gh.GateExpired:
+		res.Text = "This approval expired: the call did not run."
+	default:
+		res.Text = "Already decided. " + Outcome(gate.State, gate.DecidedBy, gate.Surface, gate.Answer) + "."
+	}
+	return res, nil
+}
+
+// openedOf describes a gate as its gate.opened event did, from its row.
+func (g *Gateway) openedOf(ctx context.Context, gateID string) (gh.GateOpened, error) {
+	gate, err := g.st.GetGate(ctx, gateID)
+	if err != nil {
+		return gh.GateOpened{}, err
+	}
+	return gh.GateOpened{GateID: gate.ID, ToolCallID: gate.ToolCallID, Tool: gate.Tool, Arguments: gate.Arguments, ArgsHash: gate.ArgsHash,
+		Kind: gate.Kind, Question: gate.Question, Options: gate.Options, ExpiresAt: gate.ExpiresAt}, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

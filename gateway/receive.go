@@ -1,0 +1,192 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+const (
+	// maxInboundText bounds a message handed on; a longer one is cut
+	// here, and the log says so, rather than refused.
+	maxInboundText = 32000
+	// previewLen is how much of a message the receive log keeps.
+	previewLen  = 200
+	maxFieldLen = 200
+)
+
+// errRaced is an internal signal: a concurrent receive of the same update
+// committed first; the transaction is rolled back and retried, and then
+// records a duplicate.
+var errRaced = errors.New("receive raced a redelivery")
+
+// Receive implements [Sink]. It records the update in the receive log and,
+// when it is handed on, commits its user.message and queues the session's
+// run in the same transaction. A nil error means it is committed and the
+// platform may be acknowledged.
+func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, error) {
+	if err := checkInbound(in); err != nil {
+		g.cfg.Logger.Warn("refused inbound update", "platform", in.Platform, "code", gh.ErrorCode(err), "err", err)
+		return ReceiveResult{}, err
+	}
+	var res ReceiveResult
+	var err error
+	for range 3 {
+		res, err = g.receive(ctx, in)
+		if !errors.Is(err, errRaced) {
+			break
+		}
+	}
+	if err != nil {
+		g.cfg.Logger.Error("receive failed; the platform is not acknowledged and will redeliver", "platform", in.Platform, "update", in.UpdateID, "err", err)
+		return ReceiveResult{}, err
+	}
+	if res.Outcome == OutcomeHandedOn {
+		g.k.Notify(res.SessionID)
+	} else {
+		g.cfg.Logger.Info("dropped inbound update", "platform", in.Platform, "update", in.UpdateID, "reason", res.Reason)
+	}
+	return res, nil
+}
+
+func checkInbound(in gh.Inbound) error {
+	for _, f := range []struct{ name, v string }{{"platform", in.Platform}, {"update id", in.UpdateID}} {
+		if f.v == "" {
+			return gh.Errorf(gh.CodeInvalid, "inbound update has no %s", f.name)
+		}
+	}
+	for _, f := range []struct{ name, v string }{{"platform", in.Platform}, {"update id", in.UpdateID}, {"chat id", in.ChatID},
+		{"thread id", in.ThreadID}, {"user id", in.UserID}, {"message id", in.MessageID}} {
+		if len(f.v) > maxFieldLen || !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
+			return gh.Errorf(gh.CodeInvalid, "inbound %s must be valid text of at most %d bytes", f.name, maxFieldLen)
+		}
+	}
+	return nil
+}
+
+func (g *Gateway) receive(ctx context.Context, in gh.Inbound) (ReceiveResult, error) {
+	now := g.cfg.Now().UTC()
+	text := strings.ToValidUTF8(strings.ReplaceAll(in.Text, "\x00", ""), "\uFFFD")
+	entry := store.ReceiveEntry{
+		Platform: in.Platform, UpdateID: in.UpdateID, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
+		UserName: clip(in.UserName, maxFieldLen), MessageID: in.MessageID, IsBot: in.IsBot, Text: clip(text, previewLen), ReceivedAt: now,
+	}
+	var res ReceiveResult
+	err := g.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if first, ok, err := tx.ReceiveByUpdate(ctx, in.Platform, in.UpdateID); err != nil {
+			return err
+		} else if ok {
+			return g.drop(ctx, tx, &res, entry, ReasonDuplicate, "first received as #"+itoa(first.ID), first.SessionID, first.Seq)
+		}
+		reason, detail := g.dropReason(in, text)
+		if reason != "" {
+			return g.drop(ctx, tx, &res, entry, reason, detail, "", 0)
+		}
+		session := SessionFor(in.Platform, in.ChatID, in.ThreadID)
+		// The address row is locked until commit: one chat's receives
+		// go one at a time, so the flood count below is exact.
+		_, created, err := tx.UpsertAddress(ctx, store.AddressEntry{SessionID: session, UserID: in.UserID, Updated: now,
+			Address: gh.Address{Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID, ChatType: in.ChatType, ReplyTo: in.MessageID}})
+		if err != nil {
+			return err
+		}
+		if created {
+			if _, _, err := tx.CreateSession(ctx, gh.Session{ID: session, Tenant: gh.DefaultTenant, Title: in.Platform + " chat", Created: now}); err != nil {
+				return err
+			}
+		} else {
+			n, err := tx.CountHandedOn(ctx, in.Platform, in.ChatID, now.Add(-time.Minute))
+			if err != nil {
+				return err
+			}
+			if n >= g.cfg.FloodLimit {
+				return g.drop(ctx, tx, &res, entry, ReasonFlood, "more than "+itoa(int64(g.cfg.FloodLimit))+" messages in a minute", session, 0)
+			}
+		}
+		msg := gh.UserMessage{Text: clip(text, maxInboundText), Delivery: g.cfg.MidTurn, Source: in.Platform, User: UserKey(in.Platform, in.UserID)}
+		if msg.Delivery == gh.DeliveryGuide {
+			// A guide joins a live turn; with none it waits like any
+			// queued input, and the committed event says so.
+			if run, ok, err := tx.LatestRun(ctx, session); err != nil {
+				return err
+			} else if !ok || run.State != gh.RunRunning {
+				msg.Delivery, msg.RequestedDelivery = gh.DeliveryQueue, gh.DeliveryGuide
+			}
+		}
+		payload, err := json.Marshal(msg)
+		if err != nil {
+			return gh.Wrap(gh.CodeInternal, err, "encode user message")
+		}
+		c, err := g.k.EdgeCommitTx(ctx, tx, kernel.EdgeInput{SessionID: session,
+			Event: gh.NewEvent{Kind: gh.KindUserMessage, Payload: payload, Key: "in:" + in.Platform + ":" + in.UpdateID}})
+		if err != nil {
+			return err
+		}
+		if c.Duplicate {
+			return errRaced
+		}
+		entry.Outcome, entry.SessionID, entry.Seq = OutcomeHandedOn, session, c.Event.Seq
+		row, inserted, err := tx.InsertReceive(ctx, entry)
+		if err != nil {
+			return err
+		}
+		if !inserted {
+			return errRaced
+		}
+		res = ReceiveResult{LogID: row.ID, Outcome: OutcomeHandedOn, SessionID: session, Seq: c.Event.Seq}
+		return nil
+	})
+	return res, err
+}
+
+// drop records entry as dropped for reason. A concurrent first receive of
+// the same update makes it a duplicate instead.
+func (g *Gateway) drop(ctx context.Context, tx store.Tx, res *ReceiveResult, e store.ReceiveEntry, reason, detail, session string, seq int64) error {
+	e.Outcome, e.Reason, e.Detail, e.SessionID, e.Seq = OutcomeDropped, reason, detail, session, seq
+	row, inserted, err := tx.InsertReceive(ctx, e)
+	if err != nil {
+		return err
+	}
+	if !inserted {
+		return errRaced
+	}
+	*res = ReceiveResult{LogID: row.ID, Outcome: OutcomeDropped, Reason: reason, SessionID: session, Seq: seq}
+	return nil
+}
+
+// dropReason decides the drops that need no database: a bot, a stranger,
+// nothing we handle, nothing at all.
+func (g *Gateway) dropReason(in gh.Inbound, text string) (reason, detail string) {
+	switch {
+	case in.IsBot:
+		return ReasonFromBot, ""
+	case !g.Allowed(in.Platform, in.UserID):
+		if len(g.allowed[in.Platform]) == 0 {
+			return ReasonNotAllowed, "nobody is allowed on " + in.Platform + " yet: set " + strings.ToUpper(in.Platform) + "_ALLOWED_USERS"
+		}
+		return ReasonNotAllowed, "user " + in.UserID + " is not on " + strings.ToUpper(in.Platform) + "_ALLOWED_USERS"
+	case in.Unsupported != "":
+		return ReasonUnsupported, clip(in.Unsupported, maxFieldLen)
+	case strings.TrimSpace(text) == "":
+		return ReasonEmpty, ""
+	}
+	return "", ""
+}
+
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n])
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

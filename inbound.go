@@ -1,0 +1,71 @@
+package gatehouse
+
+import "time"
+
+// Platforms a message can come from. The web chat and the HTTP API are
+// surfaces too, but they talk to the kernel directly.
+const (
+	PlatformTelegram = "telegram"
+	PlatformDiscord  = "discord"
+	PlatformSlack    = "slack"
+)
+
+// Chat types, as an adapter reports them.
+const (
+	ChatDM      = "dm"
+	ChatGroup   = "group"
+	ChatChannel = "channel"
+)
+
+// Inbound is one platform update, normalised. Adapters build it; the
+// gateway decides what becomes of it. Platform ids stay in the gateway's
+// tables: the agent's log sees only a session id and a platform name.
+type Inbound struct {
+	Platform string `json:"platform"`
+	// UpdateID is the platform's id of this delivery (Telegram update_id,
+	// Discord message id, Slack event_id): a redelivery repeats it.
+	UpdateID string `json:"updateId"`
+	ChatID   string `json:"chatId"`
+	// ThreadID is a forum topic, a Discord thread or a Slack thread_ts;
+	// empty for a chat without threads. One session per (chat, thread).
+	ThreadID  string `json:"threadId,omitempty"`
+	ChatType  string `json:"chatType,omitempty"`
+	UserID    string `json:"userId"`
+	UserName  string `json:"userName,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
+	Text      string `json:"text"`
+	IsBot     bool   `json:"isBot,omitempty"`
+	// Unsupported names what the update carried when it is nothing the
+	// gateway handles (a sticker, an edit, a join): it is dropped as
+	// unsupported, and the log says what it was.
+	Unsupported string    `json:"unsupported,omitempty"`
+	ReceivedAt  time.Time `json:"receivedAt"`
+}
+
+// Address is where a session's replies go: the gateway's address book
+// keeps one per session and restores it only when it sends.
+type Address struct {
+	Platform string `json:"platform"`
+	ChatID   string `json:"chatId"`
+	ThreadID string `json:"threadId,omitempty"`
+	ChatType string `json:"chatType,omitempty"`
+	// ReplyTo is the platform message id of the latest input, for
+	// platforms that thread a reply to it.
+	ReplyTo string `json:"replyTo,omitempty"`
+}
+
+// Press is a button press on an approval card.
+type Press struct {
+	Platform string `json:"platform"`
+	// UpdateID identifies the press (a callback query id, an interaction id).
+	UpdateID string `json:"updateId"`
+	GateID   string `json:"gateId"`
+	// Choice is "approve", "deny" or "option:<n>" for a clarify gate.
+	Choice    string `json:"choice"`
+	UserID    string `json:"userId"`
+	UserName  string `json:"userName,omitempty"`
+	ChatID    string `json:"chatId"`
+	ThreadID  string `json:"threadId,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
+	IsBot     bool   `json:"isBot,omitempty"`
+}

@@ -1,0 +1,425 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// The gateway's rows (see store/gateway.go). UpsertAddress's
+// INSERT … ON CONFLICT DO UPDATE takes the address row's lock, which holds
+// until the transaction ends: one chat's receives go one at a time.
+
+const receiveCols = `id, platform, update_id, chat_id, thread_id, user_id, user_name, message_id, is_bot, text, outcome, reason, detail, session_id, seq, received_at`
+
+func scanReceive(row pgx.Row) (store.ReceiveEntry, error) {
+	var e store.ReceiveEntry
+	err := row.Scan(&e.ID, &e.Platform, &e.UpdateID, &e.ChatID, &e.ThreadID, &e.UserID, &e.UserName, &e.MessageID, &e.IsBot,
+		&e.Text, &e.Outcome, &e.Reason, &e.Detail, &e.SessionID, &e.Seq, &e.ReceivedAt)
+	e.ReceivedAt = e.ReceivedAt.UTC()
+	return e, err
+}
+
+func (t *tx) receives(ctx context.Context, what, q string, args ...any) ([]store.ReceiveEntry, error) {
+	rows, err := t.q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, dbErr(err, what)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ReceiveEntry, error) { return scanReceive(r) })
+	return out, dbErr(err, what)
+}
+
+func (t *tx) optionalReceive(ctx context.Context, what, q string, args ...any) (store.ReceiveEntry, bool, error) {
+	e, err := scanReceive(t.q.QueryRow(ctx, q, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ReceiveEntry{}, false, nil
+	}
+	if err != nil {
+		return store.ReceiveEntry{}, false, dbErr(err, what)
+	}
+	return e, true, nil
+}
+
+func (t *tx) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
+	return t.optionalReceive(ctx, "find update", `SELECT `+receiveCols+` FROM receive_log WHERE platform = $1 AND update_id = $2 AND reason <> 'duplicate'`,
+		platform, updateID)
+}
+
+// where builds a conjunction of equality conditions on the non-empty values,
+// numbering parameters from 1.
+type where struct {
+	conds []string
+	args  []any
+}
+
+func (w *where) add(cond string, v any) {
+	w.args = append(w.args, v)
+	w.conds = append(w.conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(w.args))))
+}
+
+func (w *where) eq(col, v string) {
+	if v != "" {
+		w.add(col+" = ?", v)
+	}
+}
+
+func (w *where) sql() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+func (w *where) limit() string { return " LIMIT $" + strconv.Itoa(len(w.args)+1) }
+
+func (t *tx) ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error) {
+	var w where
+	w.eq("platform", f.Platform)
+	w.eq("outcome", f.Outcome)
+	w.eq("reason", f.Reason)
+	if f.Before > 0 {
+		w.add("id < ?", f.Before)
+	}
+	return t.receives(ctx, "list receive log", `SELECT `+receiveCols+` FROM receive_log`+w.sql()+` ORDER BY id DESC`+w.limit(),
+		append(w.args, f.Limit)...)
+}
+
+func (t *tx) LastReceive(ctx context.Context, platform string) (store.ReceiveEntry, bool, error) {
+	return t.optionalReceive(ctx, "last receive", `SELECT `+receiveCols+` FROM receive_log WHERE platform = $1 ORDER BY id DESC LIMIT 1`, platform)
+}
+
+func (t *tx) CountHandedOn(ctx context.Context, platform, chatID string, since time.Time) (int, error) {
+	var n int
+	err := t.q.QueryRow(ctx, `SELECT count(*) FROM receive_log WHERE platform = $1 AND chat_id = $2 AND received_at >= $3 AND outcome = 'handed_on'`,
+		platform, chatID, since).Scan(&n)
+	return n, dbErr(err, "count handed on")
+}
+
+// InsertReceive relies on receive_log_update, the partial unique index on
+// (platform, update_id) of non-duplicate rows: ON CONFLICT DO NOTHING
+// without a target covers it. A racing inserter of the same update waits
+// for the first transaction, then does nothing and reads its row.
+func (t *tx) InsertReceive(ctx context.Context, e store.ReceiveEntry) (store.ReceiveEntry, bool, error) {
+	err := t.q.QueryRow(ctx, `INSERT INTO receive_log (platform, update_id, chat_id, thread_id, user_id, user_name, message_id, is_bot, text, outcome, reason, detail, session_id, seq, received_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT DO NOTHING RETURNING id, received_at`,
+		e.Platform, e.UpdateID, e.ChatID, e.ThreadID, e.UserID, e.UserName, e.MessageID, e.IsBot, e.Text, e.Outcome, e.Reason, e.Detail,
+		e.SessionID, e.Seq, e.ReceivedAt).Scan(&e.ID, &e.ReceivedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		first, _, err := t.ReceiveByUpdate(ctx, e.Platform, e.UpdateID)
+		return first, false, err
+	}
+	if err != nil {
+		return store.ReceiveEntry{}, false, dbErr(err, "insert receive log")
+	}
+	e.ReceivedAt = e.ReceivedAt.UTC()
+	return e, true, nil
+}
+
+const addressCols = `session_id, platform, chat_id, thread_id, chat_type, reply_to, user_id, cursor, created_at, updated_at`
+
+func scanAddress(row pgx.Row, extra ...any) (store.AddressEntry, error) {
+	var a store.AddressEntry
+	err := row.Scan(append([]any{&a.SessionID, &a.Platform, &a.ChatID, &a.ThreadID, &a.ChatType, &a.ReplyTo, &a.UserID, &a.Cursor,
+		&a.Created, &a.Updated}, extra...)...)
+	a.Created, a.Updated = a.Created.UTC(), a.Updated.UTC()
+	return a, err
+}
+
+func (t *tx) AddressBySession(ctx context.Context, sessionID string) (store.AddressEntry, bool, error) {
+	a, err := scanAddress(t.q.QueryRow(ctx, `SELECT `+addressCols+` FROM chat_addresses WHERE session_id = $1`, sessionID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.AddressEntry{}, false, nil
+	}
+	if err != nil {
+		return store.AddressEntry{}, false, dbErr(err, "get address")
+	}
+	return a, true, nil
+}
+
+func (t *tx) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEntry, error) {
+	rows, err := t.q.Query(ctx, `SELECT `+strings.ReplaceAll("a."+addressCols, ", ", ", a.")+`
+		FROM chat_addresses a JOIN sessions s ON s.id = a.session_id WHERE s.last_seq > a.cursor ORDER BY s.updated_at LIMIT $1`, limit)
+	if err != nil {
+		return nil, dbErr(err, "addresses behind")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.AddressEntry, error) { return scanAddress(r) })
+	return out, dbErr(err, "addresses behind")
+}
+
+// UpsertAddress is one statement: the insert, or on conflict the update,
+// which locks the row until the transaction ends. xmax is 0 on a row
+// version this statement inserted.
+func (t *tx) UpsertAddress(ctx context.Context, e store.AddressEntry) (store.AddressEntry, bool, error) {
+	var created bool
+	a, err := scanAddress(t.q.QueryRow(ctx, `INSERT INTO chat_addresses AS c (session_id, platform, chat_id, thread_id, chat_type, reply_to, user_id, cursor, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $8)
+		ON CONFLICT (platform, chat_id, thread_id) DO UPDATE SET
+			reply_to = CASE WHEN EXCLUDED.reply_to = '' THEN c.reply_to ELSE EXCLUDED.reply_to END,
+			user_id = CASE WHEN EXCLUDED.user_id = '' THEN c.user_id ELSE EXCLUDED.user_id END,
+			updated_at = EXCLUDED.updated_at
+		RETURNING `+addressCols+`, (xmax = 0) AS inserted`,
+		e.SessionID, e.Platform, e.ChatID, e.ThreadID, e.ChatType, e.ReplyTo, e.UserID, e.Updated), &created)
+	if err != nil {
+		return store.AddressEntry{}, false, dbErr(err, "upsert address")
+	}
+	return a, created, nil
+}
+
+func (t *tx) AdvanceCursor(ctx context.Context, sessionID string, seq int64, now time.Time) error {
+	_, err := t.q.Exec(ctx, `UPDATE chat_addresses SET cursor = $1, updated_at = $2 WHERE session_id = $3 AND cursor < $1`, seq, now, sessionID)
+	return dbErr(err, "advance cursor")
+}
+
+const outboxCols = `id, session_id, seq, platform, kind, payload, state, attempts, parts_sent, message_ids, last_error, owner, lease_until, available_at, created_at, updated_at`
+
+func scanOutbox(row pgx.Row) (store.OutboxEntry, error) {
+	var e store.OutboxEntry
+	var payload, ids []byte
+	var lease *time.Time
+	err := row.Scan(&e.ID, &e.SessionID, &e.Seq, &e.Platform, &e.Kind, &payload, &e.State, &e.Attempts, &e.PartsSent, &ids, &e.LastError,
+		&e.Owner, &lease, &e.AvailableAt, &e.Created, &e.Updated)
+	if err != nil {
+		return store.OutboxEntry{}, err
+	}
+	e.Payload = json.RawMessage(payload)
+	_ = json.Unmarshal(ids, &e.MessageIDs)
+	if lease != nil {
+		e.LeaseUntil = lease.UTC()
+	}
+	e.AvailableAt, e.Created, e.Updated = e.AvailableAt.UTC(), e.Created.UTC(), e.Updated.UTC()
+	return e, nil
+}
+
+func (t *tx) outbox(ctx context.Context, what, q string, args ...any) ([]store.OutboxEntry, error) {
+	rows, err := t.q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, dbErr(err, what)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.OutboxEntry, error) { return scanOutbox(r) })
+	return out, dbErr(err, what)
+}
+
+func (t *tx) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
+	payload := string(e.Payload)
+	if payload == "" {
+		payload = "null" // the column is JSONB: no payload is JSON null
+	}
+	tag, err := t.q.Exec(ctx, `INSERT INTO outbox (session_id, seq, platform, kind, payload, state, available_at, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5::jsonb, 'pending', $6, $7, $7) ON CONFLICT (session_id, seq) DO NOTHING`,
+		e.SessionID, e.Seq, e.Platform, e.Kind, payload, e.AvailableAt, e.Created)
+	if err != nil {
+		return false, dbErr(err, "enqueue outbox")
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (t *tx) OutboxDue(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
+	// The head of each session's queue (its lowest open seq), when that
+	// head is pending and available: a session's rows go out in order.
+	return t.outbox(ctx, "outbox due", `SELECT `+outboxCols+` FROM outbox o WHERE platform = $1 AND state = 'pending' AND available_at <= $2
+		AND seq = (SELECT min(seq) FROM outbox h WHERE h.platform = o.platform AND h.session_id = o.session_id AND h.state IN ('pending', 'sending'))
+		ORDER BY available_at, id LIMIT $3`, platform, now, limit)
+}
+
+func (t *tx) OutboxStuck(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
+	// A sending row without a lease counts as expired, as SQLite's 0 does.
+	return t.outbox(ctx, "outbox stuck", `SELECT `+outboxCols+` FROM outbox WHERE platform = $1 AND state = 'sending' AND (lease_until IS NULL OR lease_until < $2)
+		ORDER BY id LIMIT $3`, platform, now, limit)
+}
+
+func (t *tx) ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error) {
+	var w where
+	w.eq("platform", f.Platform)
+	w.eq("state", f.State)
+	w.eq("session_id", f.SessionID)
+	return t.outbox(ctx, "list outbox", `SELECT `+outboxCols+` FROM outbox`+w.sql()+` ORDER BY id DESC`+w.limit(), append(w.args, f.Limit)...)
+}
+
+// ClaimOutbox is a compare-and-set: a concurrent claimer waits for the
+// first one's row lock, finds the row no longer pending and gets nothing.
+func (t *tx) ClaimOutbox(ctx context.Context, id int64, owner string, now, until time.Time) (store.OutboxEntry, bool, error) {
+	e, err := scanOutbox(t.q.QueryRow(ctx, `UPDATE outbox SET state = 'sending', owner = $1, lease_until = $2, updated_at = $3
+		WHERE id = $4 AND state = 'pending' RETURNING `+outboxCols, owner, nullTime(until), now, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.OutboxEntry{}, false, nil
+	}
+	if err != nil {
+		return store.OutboxEntry{}, false, dbErr(err, "claim outbox")
+	}
+	return e, true, nil
+}
+
+func (t *tx) UpdateOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
+	ids, _ := json.Marshal(e.MessageIDs)
+	if e.MessageIDs == nil {
+		ids = []byte("[]")
+	}
+	tag, err := t.q.Exec(ctx, `UPDATE outbox SET state = $1, attempts = $2, parts_sent = $3, message_ids = $4::jsonb, last_error = $5,
+			owner = CASE WHEN $1 = 'sending' THEN owner ELSE '' END, lease_until = $6, available_at = $7, updated_at = $8
+		WHERE id = $9 AND owner = $10 AND state = 'sending'`,
+		e.State, e.Attempts, e.PartsSent, string(ids), e.LastError, nullTime(e.LeaseUntil), e.AvailableAt, e.Updated, e.ID, e.Owner)
+	if err != nil {
+		return false, dbErr(err, "update outbox")
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (t *tx) PutGateCard(ctx context.Context, c store.GateCard) error {
+	_, err := t.q.Exec(ctx, `INSERT INTO gate_cards (gate_id, session_id, platform, chat_id, thread_id, message_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`, c.GateID, c.SessionID, c.Platform, c.ChatID, c.ThreadID, c.MessageID, c.Created)
+	return dbErr(err, "put gate card")
+}
+
+func (t *tx) GateCards(ctx context.Context, gateID string) ([]store.GateCard, error) {
+	rows, err := t.q.Query(ctx, `SELECT gate_id, session_id, platform, chat_id, thread_id, message_id, created_at FROM gate_cards WHERE gate_id = $1 ORDER BY created_at`, gateID)
+	if err != nil {
+		return nil, dbErr(err, "gate cards")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.GateCard, error) {
+		var c store.GateCard
+		err := r.Scan(&c.GateID, &c.SessionID, &c.Platform, &c.ChatID, &c.ThreadID, &c.MessageID, &c.Created)
+		c.Created = c.Created.UTC()
+		return c, err
+	})
+	return out, dbErr(err, "gate cards")
+}
+
+func (t *tx) GetPlatformLease(ctx context.Context, name string) (store.PlatformLease, bool, error) {
+	var l store.PlatformLease
+	err := t.q.QueryRow(ctx, `SELECT name, owner, expires_at FROM platform_leases WHERE name = $1`, name).Scan(&l.Name, &l.Owner, &l.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.PlatformLease{}, false, nil
+	}
+	if err != nil {
+		return store.PlatformLease{}, false, dbErr(err, "get platform lease")
+	}
+	l.ExpiresAt = l.ExpiresAt.UTC()
+	return l, true, nil
+}
+
+func (t *tx) AcquirePlatformLease(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
+	tag, err := t.q.Exec(ctx, `INSERT INTO platform_leases (name, owner, expires_at) VALUES ($1, $2, $3)
+		ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+		WHERE platform_leases.owner = EXCLUDED.owner OR platform_leases.expires_at < $4`, name, owner, until, now)
+	if err != nil {
+		return false, dbErr(err, "acquire platform lease")
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (t *tx) ReleasePlatformLease(ctx context.Context, name, owner string) error {
+	_, err := t.q.Exec(ctx, `DELETE FROM platform_leases WHERE name = $1 AND owner = $2`, name, owner)
+	return dbErr(err, "release platform lease")
+}
+
+// Store-level gateway calls: each is one statement on the pool (its own
+// transaction), except InsertReceive's read of the first row after a
+// conflict, which needs no atomicity with the insert that did nothing.
+
+// ReceiveByUpdate implements store.Reader.
+func (s *Store) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
+	return s.auto().ReceiveByUpdate(ctx, platform, updateID)
+}
+
+// ListReceive implements store.Reader.
+func (s *Store) ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error) {
+	return s.auto().ListReceive(ctx, f)
+}
+
+// LastReceive implements store.Reader.
+func (s *Store) LastReceive(ctx context.Context, platform string) (store.ReceiveEntry, bool, error) {
+	return s.auto().LastReceive(ctx, platform)
+}
+
+// CountHandedOn implements store.Reader.
+func (s *Store) CountHandedOn(ctx context.Context, platform, chatID string, since time.Time) (int, error) {
+	return s.auto().CountHandedOn(ctx, platform, chatID, since)
+}
+
+// AddressBySession implements store.Reader.
+func (s *Store) AddressBySession(ctx context.Context, sessionID string) (store.AddressEntry, bool, error) {
+	return s.auto().AddressBySession(ctx, sessionID)
+}
+
+// AddressesBehind implements store.Reader.
+func (s *Store) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEntry, error) {
+	return s.auto().AddressesBehind(ctx, limit)
+}
+
+// OutboxDue implements store.Reader.
+func (s *Store) OutboxDue(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
+	return s.auto().OutboxDue(ctx, platform, now, limit)
+}
+
+// OutboxStuck implements store.Reader.
+func (s *Store) OutboxStuck(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
+	return s.auto().OutboxStuck(ctx, platform, now, limit)
+}
+
+// ListOutbox implements store.Reader.
+func (s *Store) ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error) {
+	return s.auto().ListOutbox(ctx, f)
+}
+
+// GateCards implements store.Reader.
+func (s *Store) GateCards(ctx context.Context, gateID string) ([]store.GateCard, error) {
+	return s.auto().GateCards(ctx, gateID)
+}
+
+// GetPlatformLease implements store.Reader.
+func (s *Store) GetPlatformLease(ctx context.Context, name string) (store.PlatformLease, bool, error) {
+	return s.auto().GetPlatformLease(ctx, name)
+}
+
+// InsertReceive implements store.Writer.
+func (s *Store) InsertReceive(ctx context.Context, e store.ReceiveEntry) (store.ReceiveEntry, bool, error) {
+	return s.auto().InsertReceive(ctx, e)
+}
+
+// UpsertAddress implements store.Writer. Outside a transaction the row's
+// lock lasts only for the statement.
+func (s *Store) UpsertAddress(ctx context.Context, e store.AddressEntry) (store.AddressEntry, bool, error) {
+	return s.auto().UpsertAddress(ctx, e)
+}
+
+// AdvanceCursor implements store.Writer.
+func (s *Store) AdvanceCursor(ctx context.Context, sessionID string, seq int64, now time.Time) error {
+	return s.auto().AdvanceCursor(ctx, sessionID, seq, now)
+}
+
+// EnqueueOutbox implements store.Writer.
+func (s *Store) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
+	return s.auto().EnqueueOutbox(ctx, e)
+}
+
+// ClaimOutbox implements store.Writer.
+func (s *Store) ClaimOutbox(ctx context.Context, id int64, owner string, now, until time.Time) (store.OutboxEntry, bool, error) {
+	return s.auto().ClaimOutbox(ctx, id, owner, now, until)
+}
+
+// UpdateOutbox implements store.Writer.
+func (s *Store) UpdateOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
+	return s.auto().UpdateOutbox(ctx, e)
+}
+
+// PutGateCard implements store.Writer.
+func (s *Store) PutGateCard(ctx context.Context, c store.GateCard) error {
+	return s.auto().PutGateCard(ctx, c)
+}
+
+// AcquirePlatformLease implements store.Writer.
+func (s *Store) AcquirePlatformLease(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
+	return s.auto().AcquirePlatformLease(ctx, name, owner, now, until)
+}
+
+// ReleasePlatformLease implements store.Writer.
+func (s *Store) ReleasePlatformLease(ctx context.Context, name, owner string) error {
+	return s.auto().ReleasePlatformLease(ctx, name, owner)
+}

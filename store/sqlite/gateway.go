@@ -1,0 +1,425 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// The gateway's rows (see store/gateway.go). SQLite's single writer
+// connection serialises every write transaction, which is the per-chat
+// lock UpsertAddress promises.
+
+const receiveCols = `id, platform, update_id, chat_id, thread_id, user_id, user_name, message_id, is_bot, text, outcome, reason, detail, session_id, seq, received_at`
+
+func scanReceive(row interface{ Scan(...any) error }) (store.ReceiveEntry, error) {
+	var e store.ReceiveEntry
+	var at int64
+	err := row.Scan(&e.ID, &e.Platform, &e.UpdateID, &e.ChatID, &e.ThreadID, &e.UserID, &e.UserName, &e.MessageID, &e.IsBot,
+		&e.Text, &e.Outcome, &e.Reason, &e.Detail, &e.SessionID, &e.Seq, &at)
+	e.ReceivedAt = fromMicros(at)
+	return e, err
+}
+
+func (t *tx) receives(ctx context.Context, q string, args ...any) ([]store.ReceiveEntry, error) {
+	rows, err := t.q.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, dbErr(err, "list receive log")
+	}
+	defer rows.Close()
+	var out []store.ReceiveEntry
+	for rows.Next() {
+		e, err := scanReceive(rows)
+		if err != nil {
+			return nil, dbErr(err, "list receive log")
+		}
+		out = append(out, e)
+	}
+	return out, dbErr(rows.Err(), "list receive log")
+}
+
+func (t *tx) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
+	e, err := scanReceive(t.q.QueryRowContext(ctx, `SELECT `+receiveCols+` FROM receive_log WHERE platform = ? AND update_id = ? AND reason <> 'duplicate'`, platform, updateID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, false, nil
+	}
+	return e, err == nil, dbErr(err, "find update")
+}
+
+func (t *tx) ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error) {
+	var where []string
+	var args []any
+	for _, c := range []struct{ col, v string }{{"platform", f.Platform}, {"outcome", f.Outcome}, {"reason", f.Reason}} {
+		if c.v != "" {
+			where = append(where, c.col+" = ?")
+			args = append(args, c.v)
+		}
+	}
+	if f.Before > 0 {
+		where = append(where, "id < ?")
+		args = append(args, f.Before)
+	}
+	q := `SELECT ` + receiveCols + ` FROM receive_log`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	return t.receives(ctx, q+" ORDER BY id DESC LIMIT ?", append(args, f.Limit)...)
+}
+
+func (t *tx) LastReceive(ctx context.Context, platform string) (store.ReceiveEntry, bool, error) {
+	e, err := scanReceive(t.q.QueryRowContext(ctx, `SELECT `+receiveCols+` FROM receive_log WHERE platform = ? ORDER BY id DESC LIMIT 1`, platform))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, false, nil
+	}
+	return e, err == nil, dbErr(err, "last receive")
+}
+
+func (t *tx) CountHandedOn(ctx context.Context, platform, chatID string, since time.Time) (int, error) {
+	var n int
+	err := t.q.QueryRowContext(ctx, `SELECT count(*) FROM receive_log WHERE platform = ? AND chat_id = ? AND received_at >= ? AND outcome = 'handed_on'`,
+		platform, chatID, micros(since)).Scan(&n)
+	return n, dbErr(err, "count handed on")
+}
+
+func (t *tx) InsertReceive(ctx context.Context, e store.ReceiveEntry) (store.ReceiveEntry, bool, error) {
+	err := t.q.QueryRowContext(ctx, `INSERT INTO receive_log (platform, update_id, chat_id, thread_id, user_id, user_name, message_id, is_bot, text, outcome, reason, detail, session_id, seq, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
+		e.Platform, e.UpdateID, e.ChatID, e.ThreadID, e.UserID, e.UserName, e.MessageID, e.IsBot, e.Text, e.Outcome, e.Reason, e.Detail,
+		e.SessionID, e.Seq, micros(e.ReceivedAt)).Scan(&e.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		first, _, err := t.ReceiveByUpdate(ctx, e.Platform, e.UpdateID)
+		return first, false, err
+	}
+	if err != nil {
+		return e, false, dbErr(err, "insert receive log")
+	}
+	e.ReceivedAt = fromMicros(micros(e.ReceivedAt))
+	return e, true, nil
+}
+
+const addressCols = `session_id, platform, chat_id, thread_id, chat_type, reply_to, user_id, cursor, created_at, updated_at`
+
+func scanAddress(row interface{ Scan(...any) error }) (store.AddressEntry, error) {
+	var a store.AddressEntry
+	var created, updated int64
+	err := row.Scan(&a.SessionID, &a.Platform, &a.ChatID, &a.ThreadID, &a.ChatType, &a.ReplyTo, &a.UserID, &a.Cursor, &created, &updated)
+	a.Created, a.Updated = fromMicros(created), fromMicros(updated)
+	return a, err
+}
+
+func (t *tx) AddressBySession(ctx context.Context, sessionID string) (store.AddressEntry, bool, error) {
+	a, err := scanAddress(t.q.QueryRowContext(ctx, `SELECT `+addressCols+` FROM chat_addresses WHERE session_id = ?`, sessionID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, false, nil
+	}
+	return a, err == nil, dbErr(err, "get address")
+}
+
+func (t *tx) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEntry, error) {
+	rows, err := t.q.QueryContext(ctx, `SELECT `+strings.ReplaceAll("a."+addressCols, ", ", ", a.")+`
+		FROM chat_addresses a JOIN sessions s ON s.id = a.session_id WHERE s.last_seq > a.cursor ORDER BY s.updated_at LIMIT ?`, limit)
+	if err != nil {
+		return nil, dbErr(err, "addresses behind")
+	}
+	defer rows.Close()
+	var out []store.AddressEntry
+	for rows.Next() {
+		a, err := scanAddress(rows)
+		if err != nil {
+			return nil, dbErr(err, "addresses behind")
+		}
+		out = append(out, a)
+	}
+	return out, dbErr(rows.Err(), "addresses behind")
+}
+
+func (t *tx) UpsertAddress(ctx context.Context, e store.AddressEntry) (store.AddressEntry, bool, error) {
+	now := micros(e.Updated)
+	res, err := t.q.ExecContext(ctx, `INSERT INTO chat_addresses (session_id, platform, chat_id, thread_id, chat_type, reply_to, user_id, cursor, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT (platform, chat_id, thread_id) DO NOTHING`,
+		e.SessionID, e.Platform, e.ChatID, e.ThreadID, e.ChatType, e.ReplyTo, e.UserID, now, now)
+	if err != nil {
+		return e, false, dbErr(err, "insert address")
+	}
+	created, _ := res.RowsAffected()
+	var a store.AddressEntry
+	if created == 1 {
+		a, err = scanAddress(t.q.QueryRowContext(ctx, `SELECT `+addressCols+` FROM chat_addresses WHERE platform = ? AND chat_id = ? AND thread_id = ?`, e.Platform, e.ChatID, e.ThreadID))
+	} else {
+		a, err = scanAddress(t.q.QueryRowContext(ctx, `UPDATE chat_addresses SET
+				reply_to = CASE WHEN ? = '' THEN reply_to ELSE ? END, user_id = CASE WHEN ? = '' THEN user_id ELSE ? END, updated_at = ?
+			WHERE platform = ? AND chat_id = ? AND thread_id = ? RETURNING `+addressCols,
+			e.ReplyTo, e.ReplyTo, e.UserID, e.UserID, now, e.Platform, e.ChatID, e.ThreadID))
+	}
+	return a, created == 1, dbErr(err, "upsert address")
+}
+
+func (t *tx) AdvanceCursor(ctx context.Context, sessionID string, seq int64, now time.Time) error {
+	_, err := t.q.ExecContext(ctx, `UPDATE chat_addresses SET cursor = ?, updated_at = ? WHERE session_id = ? AND cursor < ?`, seq, micros(now), sessionID, seq)
+	return dbErr(err, "advance cursor")
+}
+
+const outboxCols = `id, session_id, seq, platform, kind, payload, state, attempts, parts_sent, message_ids, last_error, owner, lease_until, available_at, created_at, updated_at`
+
+func scanOutbox(row interface{ Scan(...any) error }) (store.OutboxEntry, error) {
+	var e store.OutboxEntry
+	var payload, ids string
+	var lease, avail, created, updated int64
+	err := row.Scan(&e.ID, &e.SessionID, &e.Seq, &e.Platform, &e.Kind, &payload, &e.State, &e.Attempts, &e.PartsSent, &ids, &e.LastError,
+		&e.Owner, &lease, &avail, &created, &updated)
+	if err != nil {
+		return e, err
+	}
+	e.Payload = json.RawMessage(payload)
+	_ = json.Unmarshal([]byte(ids), &e.MessageIDs)
+	e.LeaseUntil, e.AvailableAt, e.Created, e.Updated = fromMicros(lease), fromMicros(avail), fromMicros(created), fromMicros(updated)
+	return e, nil
+}
+
+func (t *tx) outbox(ctx context.Context, q string, args ...any) ([]store.OutboxEntry, error) {
+	rows, err := t.q.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, dbErr(err, "list outbox")
+	}
+	defer rows.Close()
+	var out []store.OutboxEntry
+	for rows.Next() {
+		e, err := scanOutbox(rows)
+		if err != nil {
+			return nil, dbErr(err, "list outbox")
+		}
+		out = append(out, e)
+	}
+	return out, dbErr(rows.Err(), "list outbox")
+}
+
+func (t *tx) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
+	res, err := t.q.ExecContext(ctx, `INSERT INTO outbox (session_id, seq, platform, kind, payload, state, available_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING`,
+		e.SessionID, e.Seq, e.Platform, e.Kind, string(e.Payload), micros(e.AvailableAt), micros(e.Created), micros(e.Created))
+	if err != nil {
+		return false, dbErr(err, "enqueue outbox")
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+func (t *tx) OutboxDue(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
+	// The head of each session's queue (its lowest open seq), when that
+	// head is pending and available: a session's rows go out in order.
+	return t.outbox(ctx, `SELECT `+outboxCols+` FROM outbox o WHERE platform = ? AND state = 'pending' AND available_at <= ?
+		AND seq = (SELECT min(seq) FROM outbox h WHERE h.platform = o.platform AND h.session_id = o.session_id AND h.state IN ('pending', 'sending'))
+		ORDER BY available_at, id LIMIT ?`, platform, micros(now), limit)
+}
+
+func (t *tx) OutboxStuck(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
+	return t.outbox(ctx, `SELECT `+outboxCols+` FROM outbox WHERE platform = ? AND state = 'sending' AND lease_until < ? ORDER BY id LIMIT ?`,
+		platform, micros(now), limit)
+}
+
+func (t *tx) ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error) {
+	var where []string
+	var args []any
+	for _, c := range []struct{ col, v string }{{"platform", f.Platform}, {"state", f.State}, {"session_id", f.SessionID}} {
+		if c.v != "" {
+			where = append(where, c.col+" = ?")
+			args = append(args, c.v)
+		}
+	}
+	q := `SELECT ` + outboxCols + ` FROM outbox`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	return t.outbox(ctx, q+" ORDER BY id DESC LIMIT ?", append(args, f.Limit)...)
+}
+
+func (t *tx) ClaimOutbox(ctx context.Context, id int64, owner string, now, until time.Time) (store.OutboxEntry, bool, error) {
+	e, err := scanOutbox(t.q.QueryRowContext(ctx, `UPDATE outbox SET state = 'sending', owner = ?, lease_until = ?, updated_at = ?
+		WHERE id = ? AND state = 'pending' RETURNING `+outboxCols, owner, micros(until), micros(now), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, false, nil
+	}
+	return e, err == nil, dbErr(err, "claim outbox")
+}
+
+func (t *tx) UpdateOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
+	ids, _ := json.Marshal(e.MessageIDs)
+	if e.MessageIDs == nil {
+		ids = []byte("[]")
+	}
+	res, err := t.q.ExecContext(ctx, `UPDATE outbox SET state = ?, attempts = ?, parts_sent = ?, message_ids = ?, last_error = ?,
+			owner = CASE WHEN ? = 'sending' THEN owner ELSE '' END, lease_until = ?, available_at = ?, updated_at = ?
+		WHERE id = ? AND owner = ? AND state = 'sending'`,
+		e.State, e.Attempts, e.PartsSent, string(ids), e.LastError, e.State, micros(e.LeaseUntil), micros(e.AvailableAt), micros(e.Updated), e.ID, e.Owner)
+	if err != nil {
+		return false, dbErr(err, "update outbox")
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+func (t *tx) PutGateCard(ctx context.Context, c store.GateCard) error {
+	_, err := t.q.ExecContext(ctx, `INSERT INTO gate_cards (gate_id, session_id, platform, chat_id, thread_id, message_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, c.GateID, c.SessionID, c.Platform, c.ChatID, c.ThreadID, c.MessageID, micros(c.Created))
+	return dbErr(err, "put gate card")
+}
+
+func (t *tx) GateCards(ctx context.Context, gateID string) ([]store.GateCard, error) {
+	rows, err := t.q.QueryContext(ctx, `SELECT gate_id, session_id, platform, chat_id, thread_id, message_id, created_at FROM gate_cards WHERE gate_id = ? ORDER BY created_at`, gateID)
+	if err != nil {
+		return nil, dbErr(err, "gate cards")
+	}
+	defer rows.Close()
+	var out []store.GateCard
+	for rows.Next() {
+		var c store.GateCard
+		var created int64
+		if err := rows.Scan(&c.GateID, &c.SessionID, &c.Platform, &c.ChatID, &c.ThreadID, &c.MessageID, &created); err != nil {
+			return nil, dbErr(err, "gate cards")
+		}
+		c.Created = fromMicros(created)
+		out = append(out, c)
+	}
+	return out, dbErr(rows.Err(), "gate cards")
+}
+
+func (t *tx) GetPlatformLease(ctx context.Context, name string) (store.PlatformLease, bool, error) {
+	var l store.PlatformLease
+	var exp int64
+	err := t.q.QueryRowContext(ctx, `SELECT name, owner, expires_at FROM platform_leases WHERE name = ?`, name).Scan(&l.Name, &l.Owner, &exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, false, nil
+	}
+	l.ExpiresAt = fromMicros(exp)
+	return l, err == nil, dbErr(err, "get platform lease")
+}
+
+func (t *tx) AcquirePlatformLease(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
+	res, err := t.q.ExecContext(ctx, `INSERT INTO platform_leases (name, owner, expires_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+		WHERE platform_leases.owner = excluded.owner OR platform_leases.expires_at < ?`, name, owner, micros(until), micros(now))
+	if err != nil {
+		return false, dbErr(err, "acquire platform lease")
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+func (t *tx) ReleasePlatformLease(ctx context.Context, name, owner string) error {
+	_, err := t.q.ExecContext(ctx, `DELETE FROM platform_leases WHERE name = ? AND owner = ?`, name, owner)
+	return dbErr(err, "release platform lease")
+}
+
+// Store-level gateway calls: writes in their own transaction, reads on the
+// read pool.
+
+// ReceiveByUpdate implements store.Reader.
+func (s *Store) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
+	return s.reader().ReceiveByUpdate(ctx, platform, updateID)
+}
+
+// ListReceive implements store.Reader.
+func (s *Store) ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error) {
+	return s.reader().ListReceive(ctx, f)
+}
+
+// LastReceive implements store.Reader.
+func (s *Store) LastReceive(ctx context.Context, platform string) (store.ReceiveEntry, bool, error) {
+	return s.reader().LastReceive(ctx, platform)
+}
+
+// CountHandedOn implements store.Reader.
+func (s *Store) CountHandedOn(ctx context.Context, platform, chatID string, since time.Time) (int, error) {
+	return s.reader().CountHandedOn(ctx, platform, chatID, since)
+}
+
+// AddressBySession implements store.Reader.
+func (s *Store) AddressBySession(ctx context.Context, sessionID string) (store.AddressEntry, bool, error) {
+	return s.reader().AddressBySession(ctx, sessionID)
+}
+
+// AddressesBehind implements store.Reader.
+func (s *Store) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEntry, error) {
+	return s.reader().AddressesBehind(ctx, limit)
+}
+
+// OutboxDue implements store.Reader.
+func (s *Store) OutboxDue(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
+	return s.reader().OutboxDue(ctx, platform, now, limit)
+}
+
+// OutboxStuck implements store.Reader.
+func (s *Store) OutboxStuck(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
+	return s.reader().OutboxStuck(ctx, platform, now, limit)
+}
+
+// ListOutbox implements store.Reader.
+func (s *Store) ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error) {
+	return s.reader().ListOutbox(ctx, f)
+}
+
+// GateCards implements store.Reader.
+func (s *Store) GateCards(ctx context.Context, gateID string) ([]store.GateCard, error) {
+	return s.reader().GateCards(ctx, gateID)
+}
+
+// GetPlatformLease implements store.Reader.
+func (s *Store) GetPlatformLease(ctx context.Context, name string) (store.PlatformLease, bool, error) {
+	return s.reader().GetPlatformLease(ctx, name)
+}
+
+// InsertReceive implements store.Writer.
+func (s *Store) InsertReceive(ctx context.Context, e store.ReceiveEntry) (out store.ReceiveEntry, ok bool, err error) {
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { out, ok, err = t.InsertReceive(ctx, e); return err })
+	return out, ok, err
+}
+
+// UpsertAddress implements store.Writer.
+func (s *Store) UpsertAddress(ctx context.Context, e store.AddressEntry) (out store.AddressEntry, created bool, err error) {
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { out, created, err = t.UpsertAddress(ctx, e); return err })
+	return out, created, err
+}
+
+// AdvanceCursor implements store.Writer.
+func (s *Store) AdvanceCursor(ctx context.Context, sessionID string, seq int64, now time.Time) error {
+	return s.InTx(ctx, func(ctx context.Context, t store.Tx) error { return t.AdvanceCursor(ctx, sessionID, seq, now) })
+}
+
+// EnqueueOutbox implements store.Writer.
+func (s *Store) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (ok bool, err error) {
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { ok, err = t.EnqueueOutbox(ctx, e); return err })
+	return ok, err
+}
+
+// ClaimOutbox implements store.Writer.
+func (s *Store) ClaimOutbox(ctx context.Context, id int64, owner string, now, until time.Time) (out store.OutboxEntry, ok bool, err error) {
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { out, ok, err = t.ClaimOutbox(ctx, id, owner, now, until); return err })
+	return out, ok, err
+}
+
+// UpdateOutbox implements store.Writer.
+func (s *Store) UpdateOutbox(ctx context.Context, e store.OutboxEntry) (ok bool, err error) {
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { ok, err = t.UpdateOutbox(ctx, e); return err })
+	return ok, err
+}
+
+// PutGateCard implements store.Writer.
+func (s *Store) PutGateCard(ctx context.Context, c store.GateCard) error {
+	return s.InTx(ctx, func(ctx context.Context, t store.Tx) error { return t.PutGateCard(ctx, c) })
+}
+
+// AcquirePlatformLease implements store.Writer.
+func (s *Store) AcquirePlatformLease(ctx context.Context, name, owner string, now, until time.Time) (ok bool, err error) {
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { ok, err = t.AcquirePlatformLease(ctx, name, owner, now, until); return err })
+	return ok, err
+}
+
+// ReleasePlatformLease implements store.Writer.
+func (s *Store) ReleasePlatformLease(ctx context.Context, name, owner string) error {
+	return s.InTx(ctx, func(ctx context.Context, t store.Tx) error { return t.ReleasePlatformLease(ctx, name, owner) })
+}
