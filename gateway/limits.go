@@ -19,6 +19,9 @@ type pacer struct {
 	global *rate.Limiter
 	chats  map[string]*rate.Limiter
 	groups map[string]*rate.Limiter
+	// held are chats the platform told to wait (429), until when.
+	held       map[string]time.Time
+	heldGlobal time.Time
 }
 
 // margin keeps pacing a little under the platform's stated limit: our
@@ -26,7 +29,7 @@ type pacer struct {
 const margin = 1.1
 
 func newPacer(l Limits) *pacer {
-	p := &pacer{lim: l, chats: map[string]*rate.Limiter{}, groups: map[string]*rate.Limiter{}}
+	p := &pacer{lim: l, chats: map[string]*rate.Limiter{}, groups: map[string]*rate.Limiter{}, held: map[string]time.Time{}}
 	if l.PerSecond > 0 {
 		p.global = rate.NewLimiter(rate.Limit(float64(l.PerSecond)/margin), 1)
 	}
@@ -50,7 +53,7 @@ func (p *pacer) buckets(addr gh.Address) []*rate.Limiter {
 	if p.lim.GroupPerMinute > 0 && addr.ChatType != gh.ChatDM && addr.ChatType != "" {
 		l := p.groups[key]
 		if l == nil {
-			l = rate.NewLimiter(rate.Every(time.Duration(float64(time.Minute)*margin/float64(p.lim.GroupPerMinute))), p.lim.GroupPerMinute/2)
+			l = rate.NewLimiter(rate.Every(time.Duration(float64(time.Minute)*margin/float64(p.lim.GroupPerMinute))), 1)
 			p.groups[key] = l
 		}
 		out = append(out, l)
@@ -63,6 +66,12 @@ func (p *pacer) buckets(addr gh.Address) []*rate.Limiter {
 func (p *pacer) reserve(addr gh.Address, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for _, until := range []time.Time{p.held[addr.ChatID], p.heldGlobal} {
+		if until.After(now) {
+			return until.Sub(now)
+		}
+	}
+	delete(p.held, addr.ChatID)
 	var rs []*rate.Reservation
 	var wait time.Duration
 	for _, l := range p.buckets(addr) {
@@ -85,12 +94,13 @@ func (p *pacer) reserve(addr gh.Address, now time.Time) time.Duration {
 func (p *pacer) hold(addr gh.Address, until time.Time, global bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, l := range p.buckets(addr) {
-		if l == p.global && !global {
-			continue
+	if global {
+		if until.After(p.heldGlobal) {
+			p.heldGlobal = until
 		}
-		// Taking the whole burst with a reservation dated at until
-		// leaves the bucket empty until then.
-		l.ReserveN(until, l.Burst())
+		return
+	}
+	if until.After(p.held[addr.ChatID]) {
+		p.held[addr.ChatID] = until
 	}
 }

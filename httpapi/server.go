@@ -68,6 +68,14 @@ type Config struct {
 	ModelHint string
 	// Version is reported by GET /v1/info. Defaults to "dev".
 	Version string
+	// Admin serves the gateway's admin endpoints (/v1/receive-log,
+	// /v1/adapters, /v1/outbox). Defaults to nil: no chat platform, and
+	// those endpoints say so.
+	Admin Admin
+	// Hooks are platform webhooks by platform name, served at
+	// POST /hooks/<platform> without the API token (each checks its
+	// platform's own secret). Defaults to none.
+	Hooks map[string]http.Handler
 	// Web, when set, serves GET / and GET /assets/ (the embedded web chat,
 	// httpapi/web.Handler()). It receives the full request path. Defaults
 	// to nil: no web chat.
@@ -127,7 +135,9 @@ func New(cfg Config) *Server {
 	if s.k != nil {
 		s.routeV1(mux)
 	}
+	s.hooks(mux)
 	if cfg.Web != nil {
+		mux.Handle("GET /admin", cfg.Web)
 		mux.Handle("GET /{$}", cfg.Web)
 		mux.Handle("GET /assets/", cfg.Web)
 	}
@@ -164,6 +174,9 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		{"GET", "/v1/gates", s.listGates},
 		{"GET", "/v1/gates/{id}", s.getGate},
 		{"POST", "/v1/gates/{id}/decision", s.decide},
+		{"GET", "/v1/receive-log", s.receiveLog},
+		{"GET", "/v1/adapters", s.adapters},
+		{"GET", "/v1/outbox", s.outbox},
 	}
 	allow := map[string][]string{}
 	var paths []string

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-//go:embed index.html assets
+//go:embed index.html admin.html assets
 var files embed.FS
 
 // Handler serves the chat: GET / is the page, GET /assets/... its script
@@ -22,8 +22,24 @@ func Handler() http.Handler {
 	}
 	static := http.StripPrefix("/assets/", http.FileServerFS(assets))
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		page, err := files.ReadFile("index.html")
+	mux.HandleFunc("GET /{$}", page("index.html"))
+	mux.HandleFunc("GET /admin", page("admin.html"))
+	mux.HandleFunc("GET /assets/", func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r) // no directory listings
+			return
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		static.ServeHTTP(w, r)
+	})
+	return mux
+}
+
+// page serves one of the embedded pages with the headers every page gets.
+func page(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		page, err := files.ReadFile(name)
 		if err != nil {
 			http.Error(w, "page missing", http.StatusInternalServerError)
 			return
@@ -35,15 +51,5 @@ func Handler() http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
 		_, _ = w.Write(page)
-	})
-	mux.HandleFunc("GET /assets/", func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/") {
-			http.NotFound(w, r) // no directory listings
-			return
-		}
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		static.ServeHTTP(w, r)
-	})
-	return mux
+	}
 }

@@ -33,7 +33,7 @@ func (t *tx) receives(ctx context.Context, what, q string, args ...any) ([]store
 		return nil, dbErr(err, what)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ReceiveEntry, error) { return scanReceive(r) })
-	return out, dbErr(err, what)
+	return nilIfEmpty(out), dbErr(err, what)
 }
 
 func (t *tx) optionalReceive(ctx context.Context, what, q string, args ...any) (store.ReceiveEntry, bool, error) {
@@ -50,6 +50,14 @@ func (t *tx) optionalReceive(ctx context.Context, what, q string, args ...any) (
 func (t *tx) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
 	return t.optionalReceive(ctx, "find update", `SELECT `+receiveCols+` FROM receive_log WHERE platform = $1 AND update_id = $2 AND reason <> 'duplicate'`,
 		platform, updateID)
+}
+
+// nilIfEmpty makes an empty list nil, as the SQLite store returns it.
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 // where builds a conjunction of equality conditions on the non-empty values,
@@ -150,7 +158,7 @@ func (t *tx) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEnt
 		return nil, dbErr(err, "addresses behind")
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.AddressEntry, error) { return scanAddress(r) })
-	return out, dbErr(err, "addresses behind")
+	return nilIfEmpty(out), dbErr(err, "addresses behind")
 }
 
 // UpsertAddress is one statement: the insert, or on conflict the update,
@@ -203,7 +211,7 @@ func (t *tx) outbox(ctx context.Context, what, q string, args ...any) ([]store.O
 		return nil, dbErr(err, what)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.OutboxEntry, error) { return scanOutbox(r) })
-	return out, dbErr(err, what)
+	return nilIfEmpty(out), dbErr(err, what)
 }
 
 func (t *tx) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
@@ -288,7 +296,7 @@ func (t *tx) GateCards(ctx context.Context, gateID string) ([]store.GateCard, er
 		c.Created = c.Created.UTC()
 		return c, err
 	})
-	return out, dbErr(err, "gate cards")
+	return nilIfEmpty(out), dbErr(err, "gate cards")
 }
 
 func (t *tx) GetPlatformLease(ctx context.Context, name string) (store.PlatformLease, bool, error) {

@@ -398,7 +398,10 @@ func (s *Store) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (ok bool
 
 // ClaimOutbox implements store.Writer.
 func (s *Store) ClaimOutbox(ctx context.Context, id int64, owner string, now, until time.Time) (out store.OutboxEntry, ok bool, err error) {
-	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { out, ok, err = t.ClaimOutbox(ctx, id, owner, now, until); return err })
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error {
+		out, ok, err = t.ClaimOutbox(ctx, id, owner, now, until)
+		return err
+	})
 	return out, ok, err
 }
 
@@ -415,7 +418,10 @@ func (s *Store) PutGateCard(ctx context.Context, c store.GateCard) error {
 
 // AcquirePlatformLease implements store.Writer.
 func (s *Store) AcquirePlatformLease(ctx context.Context, name, owner string, now, until time.Time) (ok bool, err error) {
-	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { ok, err = t.AcquirePlatformLease(ctx, name, owner, now, until); return err })
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error {
+		ok, err = t.AcquirePlatformLease(ctx, name, owner, now, until)
+		return err
+	})
 	return ok, err
 }
 

@@ -1,0 +1,226 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/postgres"
+	"github.com/gatehouse/gatehouse/store/sqlite"
+)
+
+// backends runs fn against SQLite and, when configured, Postgres: the
+// receive path's guarantees (one event per update, an exact flood count)
+// rest on each backend's locking.
+func backends(t *testing.T, fn func(t *testing.T, st store.Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "g.db")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		fn(t, st)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := testenv.PostgresURL(t)
+		st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		fn(t, st)
+	})
+}
+
+func newGateway(st store.Store, allowed ...string) (*gateway.Gateway, *kernel.Kernel) {
+	k := kernel.New(st, kernel.Config{})
+	if allowed == nil {
+		allowed = []string{"*"}
+	}
+	return gateway.New(gateway.Config{Kernel: k, Allowed: map[string][]string{gh.PlatformTelegram: allowed}, Logger: quiet}), k
+}
+
+func msg(update, chat, user, text string) gh.Inbound {
+	return gh.Inbound{Platform: gh.PlatformTelegram, UpdateID: update, ChatID: chat, ChatType: gh.ChatDM, UserID: user, UserName: "u" + user,
+		MessageID: "m" + update, Text: text}
+}
+
+func TestRedeliveriesAtOnceMakeOneEventAndOneRunEach(t *testing.T) {
+	backends(t, func(t *testing.T, st store.Store) {
+		g, k := newGateway(st)
+		ctx := context.Background()
+		const updates, copies = 60, 4
+		var wg sync.WaitGroup
+		errs := make(chan error, updates*copies)
+		for u := range updates {
+			for range copies {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := g.Receive(ctx, msg(fmt.Sprint(1000+u), fmt.Sprint(u), "7", fmt.Sprintf("update %d", u))); err != nil {
+						errs <- err
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("receive: %v", err)
+		}
+		runs := map[int64]bool{}
+		for u := range updates {
+			session := gateway.SessionFor(gh.PlatformTelegram, fmt.Sprint(u), "")
+			evs, err := k.Events(ctx, session, 0, 100)
+			if err != nil || len(evs) != 1 || evs[0].Kind != gh.KindUserMessage || !strings.Contains(string(evs[0].Payload), fmt.Sprintf("update %d", u)) {
+				t.Fatalf("update %d delivered %d times: events %+v %v", u, copies, evs, err)
+			}
+			run, ok, err := k.LatestRun(ctx, session)
+			if err != nil || !ok || run.State != gh.RunQueued {
+				t.Fatalf("update %d: run %+v %v %v", u, run, ok, err)
+			}
+			runs[run.ID] = true
+		}
+		if len(runs) != updates {
+			t.Fatalf("%d runs for %d updates", len(runs), updates)
+		}
+		dup, _ := st.ListReceive(ctx, store.ReceiveFilter{Reason: gateway.ReasonDuplicate, Limit: 1000})
+		handed, _ := st.ListReceive(ctx, store.ReceiveFilter{Outcome: gateway.OutcomeHandedOn, Limit: 1000})
+		if len(dup) != updates*(copies-1) || len(handed) != updates {
+			t.Fatalf("receive log: %d handed on, %d duplicates; want %d and %d", len(handed), len(dup), updates, updates*(copies-1))
+		}
+	})
+}
+
+func TestFloodCountIsExactUnderConcurrency(t *testing.T) {
+	backends(t, func(t *testing.T, st store.Store) {
+		g, _ := newGateway(st)
+		ctx := context.Background()
+		// The chat's first message creates its address row.
+		if _, err := g.Receive(ctx, msg("0", "42", "7", "first")); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		outcomes := map[string]int{}
+		for i := range 40 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := g.Receive(ctx, msg(fmt.Sprint(i+1), "42", "7", "spam"))
+				if err != nil {
+					t.Errorf("receive: %v", err)
+					return
+				}
+				mu.Lock()
+				outcomes[r.Outcome+"/"+r.Reason]++
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if outcomes["handed_on/"] != 29 || outcomes["dropped/flood"] != 11 {
+			t.Fatalf("41 messages at once from one chat: %v; want 30 handed on in all, the rest flood", outcomes)
+		}
+		// Another chat is unaffected.
+		if r, err := g.Receive(ctx, msg("x", "43", "7", "hello")); err != nil || r.Outcome != gateway.OutcomeHandedOn {
+			t.Fatalf("another chat: %+v %v", r, err)
+		}
+	})
+}
+
+func TestDropsCarryTheirReasonAndCommitNothingElse(t *testing.T) {
+	backends(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		g, k := newGateway(st, "7")
+		bot := msg("1", "42", "7", "beep")
+		bot.IsBot = true
+		sticker := msg("3", "42", "7", "")
+		sticker.Unsupported = "sticker"
+		for _, c := range []struct {
+			in     gh.Inbound
+			reason string
+		}{
+			{bot, gateway.ReasonFromBot},
+			{msg("2", "42", "8", "let me in"), gateway.ReasonNotAllowed},
+			{sticker, gateway.ReasonUnsupported},
+			{msg("4", "42", "7", "   \n "), gateway.ReasonEmpty},
+		} {
+			r, err := g.Receive(ctx, c.in)
+			if err != nil || r.Outcome != gateway.OutcomeDropped || r.Reason != c.reason {
+				t.Fatalf("update %s: %+v %v, want dropped/%s", c.in.UpdateID, r, err, c.reason)
+			}
+		}
+		session := gateway.SessionFor(gh.PlatformTelegram, "42", "")
+		if evs, _ := k.Events(ctx, session, 0, 10); len(evs) != 0 {
+			t.Fatalf("dropped updates committed events: %+v", evs)
+		}
+		row, _, _ := st.ReceiveByUpdate(ctx, gh.PlatformTelegram, "2")
+		if !strings.Contains(row.Detail, "TELEGRAM_ALLOWED_USERS") {
+			t.Fatalf("a not_allowed drop says how to allow: %q", row.Detail)
+		}
+		// Nobody allowed at all: the detail says so.
+		g2 := gateway.New(gateway.Config{Kernel: k, Logger: quiet})
+		r, err := g2.Receive(ctx, msg("9", "42", "7", "hi"))
+		row, _, _ = st.ReceiveByUpdate(ctx, gh.PlatformTelegram, "9")
+		if err != nil || r.Reason != gateway.ReasonNotAllowed || !strings.Contains(row.Detail, "nobody is allowed") {
+			t.Fatalf("with no allow-list: %+v %+v %v", r, row, err)
+		}
+	})
+}
+
+func TestBadInboundIsRefusedAndWritesNothing(t *testing.T) {
+	backends(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		g, _ := newGateway(st)
+		for _, in := range []gh.Inbound{
+			{Platform: gh.PlatformTelegram, ChatID: "1", UserID: "7", Text: "no update id"},
+			{UpdateID: "1", ChatID: "1", UserID: "7", Text: "no platform"},
+			{Platform: gh.PlatformTelegram, UpdateID: strings.Repeat("9", 500), ChatID: "1", UserID: "7", Text: "huge id"},
+			{Platform: gh.PlatformTelegram, UpdateID: "1", ChatID: "1\x00", UserID: "7", Text: "NUL in id"},
+		} {
+			if _, err := g.Receive(ctx, in); !gh.IsCode(err, gh.CodeInvalid) {
+				t.Fatalf("%q: err %v, want invalid", in.Text, err)
+			}
+		}
+		if rows, _ := st.ListReceive(ctx, store.ReceiveFilter{Limit: 10}); len(rows) != 0 {
+			t.Fatalf("refused input left rows: %+v", rows)
+		}
+		// NUL bytes and bad UTF-8 in text are cleaned, not refused.
+		r, err := g.Receive(ctx, msg("5", "1", "7", "hi\x00 there \xff"))
+		if err != nil || r.Outcome != gateway.OutcomeHandedOn {
+			t.Fatalf("odd text: %+v %v", r, err)
+		}
+	})
+}
+
+func TestGuideWithNoLiveTurnIsQueued(t *testing.T) {
+	backends(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		k := kernel.New(st, kernel.Config{})
+		g := gateway.New(gateway.Config{Kernel: k, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, MidTurn: gh.DeliveryGuide, Logger: quiet})
+		r, err := g.Receive(ctx, msg("1", "1", "7", "hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, _ := k.Events(ctx, r.SessionID, 0, 10)
+		var u gh.UserMessage
+		if len(evs) != 1 || json.Unmarshal(evs[0].Payload, &u) != nil || u.Delivery != gh.DeliveryQueue || u.RequestedDelivery != gh.DeliveryGuide {
+			t.Fatalf("a guide with no running turn waits as a queued input: %s", evs[0].Payload)
+		}
+		if u.Source != gh.PlatformTelegram || u.User == "" || strings.Contains(u.User, "7") && len(u.User) < 4 {
+			t.Fatalf("the log names the platform and a user key: %+v", u)
+		}
+	})
+}
+
+var quiet = slog.New(slog.DiscardHandler)

@@ -1,0 +1,115 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// Admin is what the admin endpoints read; gateway.Gateway is one.
+type Admin interface {
+	Status(ctx context.Context) ([]gateway.AdapterStatus, error)
+	ReceiveLog(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error)
+	Outbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error)
+}
+
+var (
+	receiveOutcomes = map[string]bool{"": true, gateway.OutcomeHandedOn: true, gateway.OutcomeDropped: true}
+	outboxStates    = map[string]bool{"": true, store.OutboxPending: true, store.OutboxSending: true, store.OutboxSent: true, store.OutboxDead: true}
+)
+
+func (s *Server) admin(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.Admin == nil {
+		writeError(w, r, s.log, gh.Errorf(gh.CodeUnavailable, "no chat platform is configured on this gateway"))
+		return false
+	}
+	return true
+}
+
+// receiveLog is GET /v1/receive-log?platform=&outcome=&reason=&before=&limit=.
+func (s *Server) receiveLog(w http.ResponseWriter, r *http.Request) {
+	if !s.admin(w, r) {
+		return
+	}
+	q := r.URL.Query()
+	limit, err := queryLimit(r, 100, 1000)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if !receiveOutcomes[q.Get("outcome")] {
+		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "outcome must be handed_on or dropped, not %q", q.Get("outcome")))
+		return
+	}
+	var before int64
+	if b := q.Get("before"); b != "" {
+		if before, err = strconv.ParseInt(b, 10, 64); err != nil || before <= 0 {
+			writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "before must be a positive row id, not %q", b))
+			return
+		}
+	}
+	rows, err := s.cfg.Admin.ReceiveLog(r.Context(), store.ReceiveFilter{Platform: q.Get("platform"), Outcome: q.Get("outcome"),
+		Reason: q.Get("reason"), Before: before, Limit: limit})
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if rows == nil {
+		rows = []store.ReceiveEntry{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": rows})
+}
+
+// adapters is GET /v1/adapters.
+func (s *Server) adapters(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Admin == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"adapters": []gateway.AdapterStatus{},
+			"hint": "No chat platform is configured: set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN."})
+		return
+	}
+	st, err := s.cfg.Admin.Status(r.Context())
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"adapters": st})
+}
+
+// outbox is GET /v1/outbox?platform=&state=&session=&limit=.
+func (s *Server) outbox(w http.ResponseWriter, r *http.Request) {
+	if !s.admin(w, r) {
+		return
+	}
+	q := r.URL.Query()
+	limit, err := queryLimit(r, 100, 1000)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if !outboxStates[q.Get("state")] {
+		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "state must be pending, sending, sent or dead, not %q", q.Get("state")))
+		return
+	}
+	rows, err := s.cfg.Admin.Outbox(r.Context(), store.OutboxFilter{Platform: q.Get("platform"), State: q.Get("state"), SessionID: q.Get("session"), Limit: limit})
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if rows == nil {
+		rows = []store.OutboxEntry{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": rows})
+}
+
+// hooks mounts the platforms' webhooks at /hooks/<platform>. They sit
+// outside the API token: each platform proves itself with its own secret
+// or signature, which its adapter checks. Bodies are bounded like the API's.
+func (s *Server) hooks(mux *http.ServeMux) {
+	for platform, h := range s.cfg.Hooks {
+		mux.Handle("POST /hooks/"+platform, http.MaxBytesHandler(h, s.cfg.MaxBodyBytes))
+	}
+}
