@@ -98,19 +98,22 @@ func (g *Gateway) receive(ctx context.Context, in gh.Inbound) (ReceiveResult, er
 		if err != nil {
 			return err
 		}
+		// The session exists whenever its address does, drop or not.
 		if created {
 			if _, _, err := tx.CreateSession(ctx, gh.Session{ID: session, Tenant: gh.DefaultTenant, Title: in.Platform + " chat", Created: now}); err != nil {
 				return err
 			}
-		} else {
-			n, err := tx.CountHandedOn(ctx, in.Platform, in.ChatID, now.Add(-time.Minute))
-			if err != nil {
-				return err
-			}
-			if n >= g.cfg.FloodLimit {
-				return g.drop(ctx, tx, &res, entry, ReasonFlood, "more than "+itoa(int64(g.cfg.FloodLimit))+" messages in a minute", session, 0)
-			}
 		}
+		// Flood is counted per chat, across its threads (a Slack channel
+		// whose every message starts a thread is still one chat).
+		n, err := tx.CountHandedOn(ctx, in.Platform, in.ChatID, now.Add(-time.Minute))
+		if err != nil {
+			return err
+		}
+		if n >= g.cfg.FloodLimit {
+			return g.drop(ctx, tx, &res, entry, ReasonFlood, "more than "+itoa(int64(g.cfg.FloodLimit))+" messages in a minute", session, 0)
+		}
+
 		msg := gh.UserMessage{Text: clip(text, maxInboundText), Delivery: g.cfg.MidTurn, Source: in.Platform, User: UserKey(in.Platform, in.UserID)}
 		if msg.Delivery == gh.DeliveryGuide {
 			// A guide joins a live turn; with none it waits like any

@@ -81,11 +81,19 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 
-	api := httpapi.New(httpapi.Config{
+	gw, err := newGateway(cfg, k, gateSvc, log)
+	if err != nil {
+		return err
+	}
+	apiCfg := httpapi.Config{
 		Addr: cfg.Addr, Ready: ready, Logger: log, Gates: gateSvc, Memory: mem,
 		Kernel: k, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
 		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(), CheckSelection: reg.Validate,
-	})
+	}
+	if gw != nil {
+		apiCfg.Admin, apiCfg.Hooks = gw, gw.Handlers()
+	}
+	api := httpapi.New(apiCfg)
 	if err := api.Start(ctx); err != nil {
 		return err
 	}
@@ -94,6 +102,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	if err := sup.Start(ctx); err != nil {
 		return err
+	}
+	if gw != nil {
+		if err := gw.Start(ctx); err != nil {
+			return err
+		}
+		log.Info("chat platforms started", "platforms", gw.Platforms())
 	}
 	log.Info("gatehouse started", "version", versionString(), "store", st.Dialect(), "addr", api.Addr(), "model", reg.Selection().String())
 
@@ -119,6 +133,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	if err := sup.Stop(drainCtx); err != nil {
 		log.Warn("drain timed out; running turns were handed back for another replica", "err", err)
+	}
+	if gw != nil {
+		// After the turns: their last answers are in the outbox, and a
+		// send in flight finishes before the platform leases are given up.
+		if err := gw.Stop(drainCtx); err != nil {
+			log.Warn("chat platforms did not stop in time", "err", err)
+		}
 	}
 	if err := gateSvc.Stop(drainCtx); err != nil {
 		log.Warn("gate sweeper did not stop in time", "err", err)

@@ -87,7 +87,7 @@ func BenchEdgeCommit(b *testing.B, target BenchTarget) {
 				}
 			}
 			b.StopTimer()
-			bp99, kp99 := p99(bareLat), p99(kernelLat)
+			bp99, kp99 := P99(bareLat), P99(kernelLat)
 			bareTput := float64(len(bareLat)) / bareTime.Seconds()
 			kernelTput := float64(len(kernelLat)) / kernelTime.Seconds()
 			b.ReportMetric(float64(kp99)/float64(bp99), "p99-ratio")
@@ -132,7 +132,8 @@ func runPhase(b *testing.B, writers, ops int, op func(w, i int) error) ([]time.D
 	return slices.Concat(lat...), took
 }
 
-func p99(d []time.Duration) time.Duration {
+// P99 is the 99th percentile of d.
+func P99(d []time.Duration) time.Duration {
 	if len(d) == 0 {
 		return 0
 	}

@@ -1,0 +1,276 @@
+package adaptertest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/models/modeltest"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// Run is the suite every adapter passes: a whole gateway driven from the
+// platform's fake server, as a person on that platform would use it.
+func Run(t *testing.T, factory Factory) {
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, factory Factory)
+	}{
+		{"TextAnsweredInSameChat", testAnswered},
+		{"BotAndStrangerDropped", testDropped},
+		{"FloodDropsThe31st", testFlood},
+		{"RedeliveryIsADuplicate", testRedelivery},
+		{"ApprovalCardPressAndSecondPress", testApproval},
+		{"DecisionOnWebUpdatesTheCard", testWebDecision},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, factory) })
+	}
+}
+
+// reply waits for a bot message in chat whose text contains want.
+func (e *Env) reply(chat, want string) Message {
+	e.T.Helper()
+	var got Message
+	e.Eventually(fmt.Sprintf("a message containing %q in %s", want, chat), func() bool {
+		for _, m := range e.Fake.Messages(chat) {
+			if strings.Contains(m.Text, want) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+func (e *Env) noFakeErrors() {
+	e.T.Helper()
+	if errs := e.Fake.Errors(); len(errs) > 0 {
+		e.T.Fatalf("the fake platform refused requests the real one would refuse too: %q", errs)
+	}
+}
+
+func testAnswered(t *testing.T, factory Factory) {
+	e := NewEnv(t, factory, EnvOptions{})
+	e.Model.Push(modeltest.Reply{Text: "Hello from the agent."})
+	upd := e.Fake.Say("room", "alice", "hi there", false)
+	row := e.Receive(upd)
+	if row.Outcome != gateway.OutcomeHandedOn || row.SessionID == "" || row.Seq == 0 {
+		t.Fatalf("a message from an allowed user is handed on: %+v", row)
+	}
+	e.reply("room", "Hello from the agent.")
+	e.Eventually("the update acknowledged", func() bool { return e.Fake.Acked(upd) })
+	if msgs := e.Fake.Messages("elsewhere"); len(msgs) != 0 {
+		t.Fatalf("an answer leaked into another chat: %+v", msgs)
+	}
+	// The log sees a session id and a platform name, never a chat id.
+	evs, _ := e.Kernel.Events(e.Ctx, row.SessionID, 0, 100)
+	for _, ev := range evs {
+		if row.ChatID != "" && strings.Contains(string(ev.Payload), row.ChatID) && len(row.ChatID) > 3 {
+			t.Fatalf("the chat id %q is in the log: %s", row.ChatID, ev.Payload)
+		}
+	}
+	if e.UserMessages(row.SessionID) != 1 {
+		t.Fatal("one message, one user.message")
+	}
+	e.noFakeErrors()
+}
+
+func testDropped(t *testing.T, factory Factory) {
+	e := NewEnv(t, factory, EnvOptions{})
+	bot := e.Fake.Say("room", "otherbot", "I am a bot", true)
+	stranger := e.Fake.Say("room", "mallory", "let me in", false)
+	for upd, reason := range map[string]string{bot: gateway.ReasonFromBot, stranger: gateway.ReasonNotAllowed} {
+		row := e.Receive(upd)
+		if row.Outcome != gateway.OutcomeDropped || row.Reason != reason {
+			t.Fatalf("update %s: %s/%s, want dropped/%s", upd, row.Outcome, row.Reason, reason)
+		}
+		e.Eventually("the dropped update acknowledged", func() bool { return e.Fake.Acked(upd) })
+	}
+	// Proof that nothing answered them: a later message is answered, and
+	// it is the only thing the bot said.
+	e.Model.Push(modeltest.Reply{Text: "Only you, alice."})
+	e.Fake.Say("room", "alice", "anyone there?", false)
+	e.reply("room", "Only you, alice.")
+	if n := len(e.Model.Requests()); n != 1 {
+		t.Fatalf("the model was called %d times; the bot and the stranger must not reach it", n)
+	}
+	if msgs := e.Fake.Messages("room"); len(msgs) != 1 {
+		t.Fatalf("the bot said %d things, want 1: %+v", len(msgs), msgs)
+	}
+	e.noFakeErrors()
+}
+
+func testFlood(t *testing.T, factory Factory) {
+	e := NewEnv(t, factory, EnvOptions{})
+	var ups []string
+	for i := range 31 {
+		ups = append(ups, e.Fake.Say("room", "alice", fmt.Sprintf("message %d", i+1), false))
+	}
+	handed, flood := 0, 0
+	for _, u := range ups {
+		switch r := e.Receive(u); {
+		case r.Outcome == gateway.OutcomeHandedOn:
+			handed++
+		case r.Reason == gateway.ReasonFlood:
+			flood++
+		default:
+			t.Fatalf("unexpected outcome %+v", r)
+		}
+	}
+	if handed != 30 || flood != 1 {
+		t.Fatalf("31 messages in a minute: %d handed on, %d flood; want 30 and 1", handed, flood)
+	}
+	if r := e.Receive(ups[30]); r.Reason != gateway.ReasonFlood {
+		t.Fatalf("the 31st is the one dropped, got %+v", r)
+	}
+	// Another chat is not held back by this one's flood.
+	other := e.Fake.Say("other", "alice", "hello from elsewhere", false)
+	if r := e.Receive(other); r.Outcome != gateway.OutcomeHandedOn {
+		t.Fatalf("flood is per chat: %+v", r)
+	}
+}
+
+func testRedelivery(t *testing.T, factory Factory) {
+	e := NewEnv(t, factory, EnvOptions{})
+	e.Model.Push(modeltest.Reply{Text: "Answered once."})
+	upd := e.Fake.Say("room", "alice", "say it once", false)
+	first := e.Receive(upd)
+	e.reply("room", "Answered once.")
+	e.Fake.Redeliver(upd)
+	e.Eventually("the redelivery logged as a duplicate", func() bool {
+		rows, _ := e.Store.ListReceive(e.Ctx, store.ReceiveFilter{Platform: e.Adapter.Platform(), Reason: gateway.ReasonDuplicate, Limit: 10})
+		return len(rows) == 1 && rows[0].UpdateID == upd
+	})
+	if n := e.UserMessages(first.SessionID); n != 1 {
+		t.Fatalf("a redelivered update made %d user.message events, want 1", n)
+	}
+	if n := len(e.Model.Requests()); n != 1 {
+		t.Fatalf("a redelivered update was answered again: %d model calls", n)
+	}
+	count := 0
+	for _, m := range e.Fake.Messages("room") {
+		if strings.Contains(m.Text, "Answered once.") {
+			count++
+		}
+	}
+	if count != 1 {
+		t.Fatalf("the answer was sent %d times", count)
+	}
+	e.noFakeErrors()
+}
+
+// card waits for an approval card in chat and returns it with its button
+// data for approve and deny.
+func (e *Env) card(chat string) (m Message, approve, deny string) {
+	e.T.Helper()
+	e.Eventually("an approval card in "+chat, func() bool {
+		for _, msg := range e.Fake.Messages(chat) {
+			if len(msg.Buttons) >= 2 {
+				m = msg
+				return true
+			}
+		}
+		return false
+	})
+	for _, b := range m.Buttons {
+		_, choice, ok := gateway.ParseButtonData(b)
+		switch {
+		case ok && choice == gateway.ChoiceApprove:
+			approve = b
+		case ok && choice == gateway.ChoiceDeny:
+			deny = b
+		}
+	}
+	if approve == "" || deny == "" {
+		e.T.Fatalf("card has no approve/deny buttons: %+v", m)
+	}
+	return m, approve, deny
+}
+
+func (e *Env) cardNow(chat, id string) Message {
+	for _, m := range e.Fake.Messages(chat) {
+		if m.ID == id {
+			return m
+		}
+	}
+	e.T.Fatalf("card %s vanished from %s", id, chat)
+	return Message{}
+}
+
+func askToPost(e *Env, final string) {
+	e.Model.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_post", Name: "post_note", Arguments: `{"text":"The report is ready."}`}}},
+		modeltest.Reply{Text: final})
+}
+
+func testApproval(t *testing.T, factory Factory) {
+	e := NewEnv(t, factory, EnvOptions{Allowed: []string{"alice", "bob"}})
+	askToPost(e, "Posted the note.")
+	e.Fake.Say("room", "alice", "post that the report is ready", false)
+	card, approve, _ := e.card("room")
+	if !strings.Contains(card.Text, "post_note") || !strings.Contains(card.Text, "The report is ready.") {
+		t.Fatalf("the card must say what will run: %q", card.Text)
+	}
+	if e.Posted.Load() != 0 {
+		t.Fatal("the tool ran before anyone approved")
+	}
+	// A stranger's press decides nothing.
+	if reply, err := e.Fake.Press("room", card.ID, approve, "mallory"); err != nil || !strings.Contains(strings.ToLower(reply), "not allowed") {
+		t.Fatalf("stranger's press: %q %v", reply, err)
+	}
+	reply, err := e.Fake.Press("room", card.ID, approve, "alice")
+	if err != nil || !strings.Contains(reply, "Approved") {
+		t.Fatalf("first press: %q %v", reply, err)
+	}
+	e.reply("room", "Posted the note.")
+	if n := e.Posted.Load(); n != 1 {
+		t.Fatalf("the approved tool ran %d times", n)
+	}
+	e.Eventually("the card edited to its outcome", func() bool {
+		c := e.cardNow("room", card.ID)
+		return len(c.Buttons) == 0 && strings.Contains(c.Text, "Approved by")
+	})
+	// A second press (from a client that still shows the buttons).
+	second, err := e.Fake.Press("room", card.ID, approve, "bob")
+	if err != nil || !strings.Contains(strings.ToLower(second), "already") {
+		t.Fatalf("a second press must hear the decision made, got %q %v", second, err)
+	}
+	if !strings.Contains(second, "alice") && !strings.Contains(second, e.Fake.UserID("alice")) {
+		t.Fatalf("a second press must hear who decided, got %q", second)
+	}
+	if n := e.Posted.Load(); n != 1 {
+		t.Fatalf("a second press ran the tool again: %d runs", n)
+	}
+	e.noFakeErrors()
+}
+
+func testWebDecision(t *testing.T, factory Factory) {
+	e := NewEnv(t, factory, EnvOptions{})
+	askToPost(e, "Posted after the web approval.")
+	e.Fake.Say("room", "alice", "post it", false)
+	card, approve, _ := e.card("room")
+	id, _, _ := gateway.ParseButtonData(approve)
+	g, won, err := e.Gates.Decide(e.Ctx, id, gh.Decision{State: gh.GateApproved, By: "carol", Surface: "web"})
+	if err != nil || !won || g.State != gh.GateApproved {
+		t.Fatalf("web decision: %+v %v %v", g, won, err)
+	}
+	e.Eventually("the platform card shows the web decision", func() bool {
+		c := e.cardNow("room", card.ID)
+		return len(c.Buttons) == 0 && strings.Contains(c.Text, "Approved by carol (web)")
+	})
+	e.reply("room", "Posted after the web approval.")
+	reply, err := e.Fake.Press("room", card.ID, approve, "alice")
+	if err != nil || !strings.Contains(reply, "carol") {
+		t.Fatalf("a press after the web decision hears it: %q", reply)
+	}
+	if n := e.Posted.Load(); n != 1 {
+		t.Fatalf("tool ran %d times", n)
+	}
+	if !slices.ContainsFunc(e.Fake.Messages("room"), func(m Message) bool { return m.ID == card.ID }) {
+		t.Fatal("card gone")
+	}
+	e.noFakeErrors()
+}

@@ -1,0 +1,92 @@
+// Package discord is Gatehouse's Discord adapter, built on
+// github.com/bwmarrin/discordgo. It owns the translation between
+// Discord and the gateway: the gateway session (HELLO → IDENTIFY →
+// READY, heartbeats, resume) turned into [gh.Inbound] and [gh.Press] for
+// a [gateway.Sink], and the REST calls that send messages, edit approval
+// cards and answer button interactions. It decides nothing: dedupe,
+// allow-lists, the receive log, rate limiting and retries belong to the
+// gateway.
+//
+// # Inbound
+//
+// MESSAGE_CREATE becomes an Inbound whose UpdateID and MessageID are the
+// message id (a snowflake; a resumed session that replays the event
+// repeats it). ChatID is the channel id. Discord threads are channels of
+// their own, so a message in a thread has the thread's id as ChatID and
+// ThreadID stays empty: one session per channel is one session per
+// chat or thread, and a reply sent to ChatID lands in the thread.
+// ChatType is dm when the message has no guild_id and group otherwise.
+// IsBot is set for bot authors, webhook posts and our own messages
+// (author id = the READY user id), which Discord echoes back to us.
+// Messages that are not plain messages or replies (joins, pins, boosts,
+// thread notices) are Unsupported "system_message"; messages without
+// text are Unsupported "sticker", "attachment", "embed" or "poll".
+//
+// Discord's gateway has no per-event acknowledgement and never
+// redelivers an event the client has read: a Receive error cannot make
+// Discord send the message again. The adapter therefore retries
+// Receive itself (Config.ReceiveAttempts, with backoff; the gateway's
+// dedupe makes that safe) and then logs the message as lost. Messages
+// are handed to Receive one at a time in the order Discord sent them.
+// When Connect's context ends, messages already read from the socket
+// are still handed on for Config.ShutdownGrace.
+//
+// # Buttons
+//
+// INTERACTION_CREATE of type 3 (a button press) carries the button's
+// custom_id, which is [gateway.ButtonData]. Discord wants an answer
+// within 3 seconds, so sink.Press gets Config.PressTimeout and the
+// answer goes out whatever happened: when the press decided the gate,
+// type 7 (UPDATE_MESSAGE) rewrites the card to PressResult.Card, with no
+// buttons once decided; otherwise type 4 with the ephemeral flag (64)
+// shows PressResult.Text to the presser only. A custom_id that is not
+// ours, or a Press error, is answered with an ephemeral message too.
+// Presses are handled concurrently, so a slow Receive cannot make one
+// miss its deadline.
+//
+// # Outbound
+//
+// Send posts to the channel (Address.ThreadID when set, which for
+// Discord is a thread's channel id, else Address.ChatID) with
+// allowed_mentions {"parse":[]} so nothing a model writes can ping
+// anyone, a message_reference to Address.ReplyTo that does not fail when
+// the message is gone, and a card's buttons as action rows of up to five
+// buttons: style 3 (green) for "primary" or approve, 4 (red) for
+// "danger" or deny, 2 (grey) otherwise. EditCard sets the card text and
+// components [] to remove the buttons.
+//
+// Rate limits: discordgo's own sleeping retry of 429s is turned off, so
+// a 429 comes back as [*gateway.SendError] with Status 429 and Discord's
+// retry_after, and the dispatcher reschedules. discordgo still tracks
+// Discord's X-RateLimit bucket headers; when a bucket is known to be
+// empty, Send and EditCard return the same kind of 429 SendError at once
+// (RetryAfter = the bucket's reset) instead of sleeping or spending a
+// request Discord would refuse (refusals count toward Discord's ban
+// threshold of 10,000 invalid requests in 10 minutes). Limits says 2000
+// characters, 50 requests/s and at least 200 ms between two sends to a
+// channel: Discord's real per-channel limit is a bucket of about 5
+// messages per 5 s, announced in headers and enforced as above.
+//
+// # Format
+//
+// Discord renders Markdown, and answers are Markdown, so Format keeps
+// it. What it neutralises is mentions: "@everyone" and "@here" get a
+// zero-width space after the "@", so they neither ping (allowed_mentions
+// already prevents that) nor render as a mention. User and role
+// mentions (<@id>, <@&id>) are left alone: with allowed_mentions empty
+// they render but notify nobody.
+//
+// # Webhooks
+//
+// Discord's HTTP interactions endpoint (Ed25519-signed) is not
+// implemented: the adapter uses the gateway for interactions, and
+// Handler returns nil.
+//
+// # Aiming it at a fake
+//
+// discordgo's Endpoint* URLs are package variables fixed at load, so the
+// adapter never changes them: Config.APIURL makes the HTTP client rewrite
+// the scheme and host of every request to discord.com. The gateway URL
+// comes from GET /api/v9/gateway, so a fake returns its own ws:// URL
+// there.
+package discord

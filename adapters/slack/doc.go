@@ -1,0 +1,27 @@
+// Package slack is Gatehouse's Slack adapter, built on slack-go. It owns the
+// translation between Slack and the gateway, and nothing else: Slack message
+// events become gh.Inbound, block_actions button presses become gh.Press,
+// and the dispatcher's sends become chat.postMessage and chat.update calls.
+// Deduplication, allow-lists, sessions, rate limiting and the outbox belong
+// to the gateway.
+//
+// Two inbound modes, chosen by [Config]:
+//
+//   - Socket Mode (AppToken set, the default): [Adapter.Connect] holds the
+//     WebSocket opened through apps.connections.open and acknowledges an
+//     events_api envelope only after the sink has committed it; an envelope
+//     left unacknowledged is resent by Slack (retry_attempt+1, same
+//     event_id).
+//   - Events API over HTTP (SigningSecret set, AppToken empty):
+//     [Adapter.Handler] verifies Slack's v0 signature, answers the
+//     url_verification challenge, and answers an event_callback 200 only
+//     after the sink has committed it, 500 otherwise so that Slack retries
+//     (with X-Slack-Retry-Num). Point both the Event Subscriptions and the
+//     Interactivity request URLs at it.
+//
+// The update id is Slack's event_id, stable across retries, so a resend is
+// recorded by the gateway as a duplicate. Sessions follow Slack threads: a
+// message in a thread belongs to the thread (thread_ts); a top-level message
+// in a channel starts a thread (its own ts) that the replies go to; a direct
+// message conversation is one session without threads.
+package slack

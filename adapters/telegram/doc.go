@@ -1,0 +1,35 @@
+// Package telegram is Gatehouse's Telegram adapter: it turns Bot API
+// updates into [gh.Inbound] and [gh.Press] for the gateway, and sends
+// messages and approval cards with inline keyboards.
+//
+// It owns only the translation. Deduplication, allow-lists, the flood
+// guard, sessions, the outbox and rate limiting are the gateway's.
+//
+// Updates arrive one of two ways, chosen by [Config.WebhookSecret]:
+//
+//   - Long polling (no secret): [Adapter.Connect] calls getUpdates itself
+//     and moves the offset past an update only after the sink's Receive (or
+//     Press) returned nil for it. Telegram confirms every update below the
+//     offset of the next getUpdates call, so an update whose commit failed
+//     is fetched again, and so is everything after it: updates are handled
+//     strictly in order. The go-telegram/bot library's own polling loop
+//     (bot.Start) cannot give this guarantee: it stores the offset before a
+//     handler runs and ignores handler errors, so this package does not use
+//     it. The library still makes every other call (sendMessage,
+//     editMessageText, answerCallbackQuery, setWebhook) and its models parse
+//     updates.
+//   - Webhook (secret set): [Adapter.Handler] checks the
+//     X-Telegram-Bot-Api-Secret-Token header in constant time (401 when it
+//     is wrong), commits the update and answers 200 only after the sink
+//     returned nil; otherwise 500, and Telegram delivers it again. The
+//     library's own WebhookHandler is not used: it answers 200 even to a
+//     wrong secret and before the update is handled.
+//
+// Button presses are callback queries: the button data is parsed with
+// gateway.ParseButtonData, the press goes to the sink, and the query is
+// answered at once with the press result's text. A button that is not ours
+// is answered with a short notice and otherwise ignored.
+//
+// Text goes out with parse_mode HTML; [Adapter.Format] escapes it so that
+// nothing in user or model text is read as markup.
+package telegram

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/models/modeltest"
+)
+
+// The gateway as a Telegram user meets it, with real processes: the
+// binary long-polls a fake Bot API on loopback and is killed with SIGKILL
+// in the middle of a turn and of an approval.
+
+func telegramEnvs(fake *adaptertest.TelegramFake) []string {
+	return []string{"TELEGRAM_BOT_TOKEN=" + fake.Token, "TELEGRAM_API_URL=" + fake.URL, "TELEGRAM_ALLOWED_USERS=" + fake.UserID("alice")}
+}
+
+func chatTexts(fake *adaptertest.TelegramFake, chat string) []string {
+	var out []string
+	for _, m := range fake.Messages(chat) {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+func count(list []string, want string) int {
+	n := 0
+	for _, s := range list {
+		if strings.Contains(s, want) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestTelegramTurnKilledMidStreamIsAnsweredOnce(t *testing.T) {
+	tg := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{})
+	model := modeltest.NewOpenAI(t, "test-key")
+	model.Push(modeltest.Reply{Stall: true, Text: "this stream never finishes"})
+	model.SetDefault(modeltest.Reply{Text: "The one answer."})
+	envs := append([]string{"GATEHOUSE_DATA_DIR=" + t.TempDir(), "GATEHOUSE_MODEL=openai:test-model", "OPENAI_API_KEY=test-key",
+		"OPENAI_BASE_URL=" + model.BaseURL(), "GATEHOUSE_LEASE_TTL=1s", "GATEHOUSE_MODEL_RETRIES=1"}, telegramEnvs(tg)...)
+	p := start(t, envs...)
+	upd := tg.Say("alice", "alice", "hello", false)
+	waitUntil(t, "the model request", func() bool { return len(model.Requests()) == 1 })
+	waitUntil(t, "the update acknowledged", func() bool { return tg.Acked(upd) })
+	time.Sleep(100 * time.Millisecond) // the first delta is streaming
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+
+	p2 := start(t, envs...)
+	waitUntil(t, "the answer in the chat", func() bool { return count(chatTexts(tg, "alice"), "The one answer.") == 1 })
+	time.Sleep(1500 * time.Millisecond) // room for a second copy to show up, if one were coming
+	if got := chatTexts(tg, "alice"); count(got, "The one answer.") != 1 || count(got, "never finishes") != 0 || len(got) != 1 {
+		t.Fatalf("after the kill the chat holds %q; want the one answer, once", got)
+	}
+	p2.stopWith(t, syscall.SIGTERM)
+}
+
+func TestTelegramApprovalSurvivesAKillAndSendsOneMail(t *testing.T) {
+	tg := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{})
+	s := newEmailStack(t, telegramEnvs(tg)...)
+	p := start(t, s.envs...)
+	tg.Say("alice", "alice", "Email Sara that the report is ready.", false)
+	var card adaptertest.Message
+	waitUntil(t, "the approval card in the chat", func() bool {
+		for _, m := range tg.Messages("alice") {
+			if len(m.Buttons) == 2 {
+				card = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(card.Text, "email_send") || !strings.Contains(card.Text, "sara@example.com") {
+		t.Fatalf("the card must say what will be sent to whom: %q", card.Text)
+	}
+	var approve string
+	for _, b := range card.Buttons {
+		if _, c, ok := gateway.ParseButtonData(b); ok && c == gateway.ChoiceApprove {
+			approve = b
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+
+	p2 := start(t, s.envs...)
+	var reply string
+	waitUntil(t, "the press answered by the restarted gateway", func() bool {
+		r, err := tg.Press("alice", card.ID, approve, "alice")
+		reply = r
+		return err == nil
+	})
+	if !strings.Contains(reply, "Approved") {
+		t.Fatalf("the presser hears %q", reply)
+	}
+	waitUntil(t, "the answer after the mail", func() bool { return count(chatTexts(tg, "alice"), "Done.") == 1 })
+	if n := len(s.smtp.Mails()); n != 1 {
+		t.Fatalf("%d mails sent, want exactly 1", n)
+	}
+	waitUntil(t, "the card edited to its outcome", func() bool {
+		for _, m := range tg.Messages("alice") {
+			if m.ID == card.ID {
+				return len(m.Buttons) == 0 && strings.Contains(m.Text, "Approved by")
+			}
+		}
+		return false
+	})
+	// Pressed again from a stale client: the decision made, no second mail.
+	again, err := tg.Press("alice", card.ID, approve, "alice")
+	if err != nil || !strings.Contains(strings.ToLower(again), "already") {
+		t.Fatalf("second press: %q %v", again, err)
+	}
+	if n := len(s.smtp.Mails()); n != 1 {
+		t.Fatalf("%d mails after a second press", n)
+	}
+	p2.stopWith(t, syscall.SIGTERM)
+}

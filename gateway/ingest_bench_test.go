@@ -1,0 +1,196 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/telegram"
+	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/models/modeltest"
+	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/storetest"
+	"github.com/gatehouse/gatehouse/supervisor"
+	"github.com/gatehouse/gatehouse/toolworker"
+	"github.com/gatehouse/gatehouse/tools"
+)
+
+// The ingest benchmark: Telegram updates POSTed to the webhook, each
+// answered 200 only once its receive-log row, user.message and queued run
+// are committed — against a bare insert into the same store in the same
+// run. Phases run bare, ours, ours, bare so drift weighs on both alike.
+//
+//	go test -run XXX -bench Ingest -benchtime 2000x ./gateway/
+//
+// It reports p99-ratio (ours / bare; goal ≤ 2), throughput-ratio (goal ≥
+// 0.5), and, with the supervisor's workers answering every update the
+// whole time (busy-workers), the slowest acknowledgement and how many
+// took over 3 s (goal 0).
+
+var ingestTargets = []struct {
+	name   string
+	target storetest.BenchTarget
+}{{"sqlite", storetest.SQLiteTarget}, {"postgres", storetest.PostgresTarget}}
+
+func BenchmarkTelegramWebhookIngest(b *testing.B) {
+	for _, tg := range ingestTargets {
+		for _, busy := range []bool{false, true} {
+			for _, senders := range []int{8, 32} {
+				name := fmt.Sprintf("%s/senders=%d", tg.name, senders)
+				if busy {
+					name = fmt.Sprintf("%s/busy-workers/senders=%d", tg.name, senders)
+				}
+				b.Run(name, func(b *testing.B) { benchIngest(b, tg.target, senders, busy) })
+			}
+		}
+	}
+}
+
+func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy bool) {
+	st, bare := target.Open(b)
+	defer st.Close()
+	ctx := context.Background()
+	k := kernel.New(st, kernel.Config{})
+	fake := adaptertest.NewTelegram(b, adaptertest.TelegramOptions{})
+	a, err := telegram.New(telegram.Config{Token: fake.Token, APIURL: fake.URL, WebhookSecret: "bench-secret", Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw := gateway.New(gateway.Config{Kernel: k, Adapters: []gateway.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, Logger: quiet})
+	if busy {
+		stop := startWorkers(b, k)
+		defer stop()
+	}
+	srv := httptest.NewServer(a.Handler(gw))
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders * 2}, Timeout: time.Minute}
+
+	var nextUpdate atomic.Int64
+	ours := func(w, i int) error {
+		u := nextUpdate.Add(1)
+		// Each chat sends 20 messages, under the flood limit, so the
+		// path includes new chats (address and session created) and
+		// known ones.
+		chat := int64(w)*1_000_000 + int64(i/20)
+		body, _ := json.Marshal(map[string]any{"update_id": u, "message": map[string]any{
+			"message_id": u, "date": time.Now().Unix(), "text": fmt.Sprintf("message %d from sender %d", i, w),
+			"chat": map[string]any{"id": chat, "type": "private", "first_name": "S"},
+			"from": map[string]any{"id": chat, "is_bot": false, "first_name": "S"}}})
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "bench-secret")
+		res, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("webhook answered %d", res.StatusCode)
+		}
+		return nil
+	}
+	seq := make([]int64, senders)
+	bareOp := func(w, i int) error {
+		seq[w]++
+		p, _ := json.Marshal(map[string]string{"text": fmt.Sprintf("message %d from sender %d", i, w), "delivery": "queue"})
+		return bare(ctx, storetest.BareRow{SessionID: fmt.Sprintf("bare-%d", w), Seq: seq[w], Kind: string(gh.KindUserMessage),
+			Payload: p, Key: fmt.Sprintf("in:%d:%d", w, seq[w]), CreatedAt: time.Now().UTC()})
+	}
+	n := max(b.N/2, senders)
+	b.ResetTimer()
+	var bareLat, ourLat []time.Duration
+	var bareTime, ourTime time.Duration
+	for _, phase := range []string{"bare", "ours", "ours", "bare"} {
+		op := bareOp
+		if phase == "ours" {
+			op = ours
+		}
+		lat, took := runSenders(b, senders, n/2, op)
+		if phase == "bare" {
+			bareLat, bareTime = append(bareLat, lat...), bareTime+took
+		} else {
+			ourLat, ourTime = append(ourLat, lat...), ourTime+took
+		}
+	}
+	b.StopTimer()
+	bp99, op99 := storetest.P99(bareLat), storetest.P99(ourLat)
+	b.ReportMetric(float64(op99)/float64(bp99), "p99-ratio")
+	b.ReportMetric((float64(len(ourLat))/ourTime.Seconds())/(float64(len(bareLat))/bareTime.Seconds()), "throughput-ratio")
+	b.ReportMetric(float64(op99.Microseconds()), "ingest-p99-µs")
+	b.ReportMetric(float64(bp99.Microseconds()), "bare-p99-µs")
+	slowest, over3s := time.Duration(0), 0
+	for _, l := range ourLat {
+		slowest = max(slowest, l)
+		if l > 3*time.Second {
+			over3s++
+		}
+	}
+	b.ReportMetric(float64(slowest.Milliseconds()), "slowest-ack-ms")
+	b.ReportMetric(float64(over3s), "acks-over-3s")
+	// Every acknowledged update is in the log, once.
+	rows, err := st.ListReceive(ctx, store.ReceiveFilter{Outcome: gateway.OutcomeHandedOn, Limit: 1})
+	if err != nil || len(rows) == 0 || rows[0].ID < int64(len(ourLat)) {
+		b.Fatalf("receive log after %d acknowledged updates: %+v %v", len(ourLat), rows, err)
+	}
+}
+
+func runSenders(b *testing.B, senders, ops int, op func(w, i int) error) ([]time.Duration, time.Duration) {
+	per := max(ops/senders, 1)
+	lat := make([][]time.Duration, senders)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range senders {
+		wg.Go(func() {
+			for i := range per {
+				t0 := time.Now()
+				if err := op(w, i); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[w] = append(lat[w], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	var out []time.Duration
+	for _, l := range lat {
+		out = append(out, l...)
+	}
+	return out, took
+}
+
+// startWorkers runs a supervisor answering every queued run with a fake
+// model, so ingest competes with turns being claimed and answered.
+func startWorkers(b *testing.B, k *kernel.Kernel) func() {
+	m := modeltest.NewOpenAI(b, "k")
+	m.SetDefault(modeltest.Reply{Text: "ok"})
+	reg, err := models.New(models.Config{Selection: "openai:m", OpenAIAPIKey: "k", OpenAIBaseURL: m.BaseURL(), MaxRetries: 1, RetryBase: time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sup, err := supervisor.New(supervisor.Config{Kernel: k, Models: reg, Tools: toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry()}),
+		Poll: 20 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := sup.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		sup.Stop(ctx)
+	}
+}
