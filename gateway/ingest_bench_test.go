@@ -22,8 +22,8 @@ import (
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/storetest"
 	"github.com/gatehouse/gatehouse/supervisor"
-	"github.com/gatehouse/gatehouse/toolworker"
 	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/toolworker"
 )
 
 // The ingest benchmark: Telegram updates POSTed to the webhook, each
