@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,4 +124,41 @@ func TestTelegramApprovalSurvivesAKillAndSendsOneMail(t *testing.T) {
 		t.Fatalf("%d mails after a second press", n)
 	}
 	p2.stopWith(t, syscall.SIGTERM)
+}
+
+func TestTelegramWebhookModeServesHooksAndRefusesAWrongSecret(t *testing.T) {
+	tg := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{})
+	model := modeltest.NewOpenAI(t, "test-key")
+	model.SetDefault(modeltest.Reply{Text: "Hello over the webhook."})
+	p := start(t, append([]string{"GATEHOUSE_MODEL=openai:test-model", "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL=" + model.BaseURL(),
+		"TELEGRAM_WEBHOOK_SECRET=s3cret"}, telegramEnvs(tg)...)...)
+	upd := `{"update_id": 77, "message": {"message_id": 5, "date": 1796029897, "text": "hi", "chat": {"id": ` + tg.UserID("alice") +
+		`, "type": "private", "first_name": "Alice"}, "from": {"id": ` + tg.UserID("alice") + `, "is_bot": false, "first_name": "Alice"}}}`
+	for secret, want := range map[string]int{"": 401, "wrong": 401} {
+		req, _ := http.NewRequest("POST", "http://"+p.addr+"/hooks/telegram", strings.NewReader(upd))
+		if secret != "" {
+			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Fatalf("secret %q: %d, want %d", secret, res.StatusCode, want)
+		}
+	}
+	tg.ChatID("alice") // the fake knows the chat it will be answered in
+	req, _ := http.NewRequest("POST", "http://"+p.addr+"/hooks/telegram", strings.NewReader(upd))
+	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "s3cret")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("right secret: %d", res.StatusCode)
+	}
+	waitUntil(t, "the answer sent back to the chat", func() bool { return count(chatTexts(tg, "alice"), "Hello over the webhook.") == 1 })
+	p.stopWith(t, syscall.SIGTERM)
 }
