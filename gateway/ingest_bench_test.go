@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"bytes"
+	"log/slog"
+	"os"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -192,5 +194,94 @@ func startWorkers(b *testing.B, k *kernel.Kernel) func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		sup.Stop(ctx)
+	}
+}
+
+// BenchmarkTelegramRedelivery delivers each of 1,000 updates 4 times at
+// once through the webhook (as Telegram does when acknowledgements are
+// slow) and reports the events, runs and duplicate rows that result
+// (goal: exactly 1,000 events and 1,000 runs, 3,000 duplicates).
+//
+//	go test -run XXX -bench Redelivery -benchtime 1x ./gateway/
+func BenchmarkTelegramRedelivery(b *testing.B) {
+	for _, tg := range ingestTargets {
+		b.Run(tg.name, func(b *testing.B) {
+			for range b.N {
+				benchRedelivery(b, tg.target)
+			}
+		})
+	}
+}
+
+func benchRedelivery(b *testing.B, target storetest.BenchTarget) {
+	const updates, copies, senders = 1000, 4, 32
+	st, _ := target.Open(b)
+	defer st.Close()
+	ctx := context.Background()
+	k := kernel.New(st, kernel.Config{})
+	fake := adaptertest.NewTelegram(b, adaptertest.TelegramOptions{})
+	a, err := telegram.New(telegram.Config{Token: fake.Token, APIURL: fake.URL, WebhookSecret: "bench-secret", Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw := gateway.New(gateway.Config{Kernel: k, Adapters: []gateway.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	srv := httptest.NewServer(a.Handler(gw))
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders * 2}, Timeout: time.Minute}
+	work := make(chan int64)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range senders {
+		wg.Go(func() {
+			for u := range work {
+				body, _ := json.Marshal(map[string]any{"update_id": u, "message": map[string]any{
+					"message_id": u, "date": time.Now().Unix(), "text": fmt.Sprintf("update %d", u),
+					"chat": map[string]any{"id": u, "type": "private", "first_name": "S"},
+					"from": map[string]any{"id": u, "is_bot": false, "first_name": "S"}}})
+				req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+				req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "bench-secret")
+				res, err := client.Do(req)
+				if err != nil || res.StatusCode != http.StatusOK {
+					if failed.Add(1) == 1 {
+						status := 0
+						if res != nil {
+							status = res.StatusCode
+						}
+						b.Logf("first failed post: status %d, %v", status, err)
+					}
+				}
+				if res != nil {
+					res.Body.Close()
+				}
+			}
+		})
+	}
+	// The copies of one update go out back to back, so they race.
+	for u := range int64(updates) {
+		for range copies {
+			work <- 1 + u
+		}
+	}
+	close(work)
+	wg.Wait()
+	events, runs := 0, map[int64]bool{}
+	for u := range int64(updates) {
+		session := gateway.SessionFor(gh.PlatformTelegram, fmt.Sprint(1+u), "")
+		evs, err := k.Events(ctx, session, 0, 10)
+		if err != nil {
+			b.Fatal(err)
+		}
+		events += len(evs)
+		if run, ok, _ := k.LatestRun(ctx, session); ok {
+			runs[run.ID] = true
+		}
+	}
+	dups, _ := st.ListReceive(ctx, store.ReceiveFilter{Reason: gateway.ReasonDuplicate, Limit: 10000})
+	b.ReportMetric(float64(events), "events")
+	b.ReportMetric(float64(len(runs)), "runs")
+	b.ReportMetric(float64(len(dups)), "duplicates")
+	b.ReportMetric(float64(failed.Load()), "failed-posts")
+	if events != updates || len(runs) != updates || failed.Load() != 0 {
+		b.Fatalf("%d updates × %d: %d events, %d runs, %d failed posts", updates, copies, events, len(runs), failed.Load())
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -161,23 +162,41 @@ func (t *tx) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEnt
 	return nilIfEmpty(out), dbErr(err, "addresses behind")
 }
 
-// UpsertAddress is one statement: the insert, or on conflict the update,
-// which locks the row until the transaction ends. xmax is 0 on a row
-// version this statement inserted.
+// UpsertAddress updates the chat's row, which locks it until the
+// transaction ends; only a chat seen for the first time needs the insert.
+// The insert skips a conflict on any unique index (a concurrent first
+// message of the same chat commits first, and ON CONFLICT with one target
+// would still fail on the other index), and then the update runs again.
 func (t *tx) UpsertAddress(ctx context.Context, e store.AddressEntry) (store.AddressEntry, bool, error) {
-	var created bool
-	a, err := scanAddress(t.q.QueryRow(ctx, `INSERT INTO chat_addresses AS c (session_id, platform, chat_id, thread_id, chat_type, reply_to, user_id, cursor, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $8)
-		ON CONFLICT (platform, chat_id, thread_id) DO UPDATE SET
-			reply_to = CASE WHEN EXCLUDED.reply_to = '' THEN c.reply_to ELSE EXCLUDED.reply_to END,
-			user_id = CASE WHEN EXCLUDED.user_id = '' THEN c.user_id ELSE EXCLUDED.user_id END,
-			updated_at = EXCLUDED.updated_at
-		RETURNING `+addressCols+`, (xmax = 0) AS inserted`,
-		e.SessionID, e.Platform, e.ChatID, e.ThreadID, e.ChatType, e.ReplyTo, e.UserID, e.Updated), &created)
-	if err != nil {
-		return store.AddressEntry{}, false, dbErr(err, "upsert address")
+	update := func() (store.AddressEntry, bool, error) {
+		a, err := scanAddress(t.q.QueryRow(ctx, `UPDATE chat_addresses SET
+				reply_to = CASE WHEN $1 = '' THEN reply_to ELSE $1 END,
+				user_id = CASE WHEN $2 = '' THEN user_id ELSE $2 END,
+				updated_at = $3
+			WHERE platform = $4 AND chat_id = $5 AND thread_id = $6 RETURNING `+addressCols,
+			e.ReplyTo, e.UserID, e.Updated, e.Platform, e.ChatID, e.ThreadID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return a, false, nil
+		}
+		return a, err == nil, dbErr(err, "update address")
 	}
-	return a, created, nil
+	if a, ok, err := update(); err != nil || ok {
+		return a, false, err
+	}
+	a, err := scanAddress(t.q.QueryRow(ctx, `INSERT INTO chat_addresses (session_id, platform, chat_id, thread_id, chat_type, reply_to, user_id, cursor, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $8) ON CONFLICT DO NOTHING RETURNING `+addressCols,
+		e.SessionID, e.Platform, e.ChatID, e.ThreadID, e.ChatType, e.ReplyTo, e.UserID, e.Updated))
+	if err == nil {
+		return a, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return a, false, dbErr(err, "insert address")
+	}
+	a, ok, err := update()
+	if err == nil && !ok {
+		err = gh.Errorf(gh.CodeConflict, "address of %s chat %s: a session %s exists for another chat", e.Platform, e.ChatID, e.SessionID)
+	}
+	return a, false, err
 }
 
 func (t *tx) AdvanceCursor(ctx context.Context, sessionID string, seq int64, now time.Time) error {

@@ -27,6 +27,7 @@ func testGateway(t *testing.T, h Harness) {
 		{"ReceiveLogConcurrentFirstRow", testReceiveConcurrent},
 		{"ReceiveLogListsAndCounts", testReceiveLists},
 		{"AddressBook", testAddressBook},
+		{"AddressFirstMessagesAtOnce", testAddressConcurrent},
 		{"OutboxOrderAndClaims", testOutbox},
 		{"OutboxClaimedOnce", testOutboxClaimedOnce},
 		{"GateCardsAndLeases", testCardsAndLeases},
@@ -374,5 +375,36 @@ func testReceiveRollback(t *testing.T, h Harness) {
 	}
 	if _, ok, _ := st.AddressBySession(ctx, "s"); ok {
 		t.Fatal("a rolled-back receive left its address")
+	}
+}
+
+func testAddressConcurrent(t *testing.T, h Harness) {
+	ctx := context.Background()
+	st := memStore(t, h)
+	var wg sync.WaitGroup
+	var created atomic.Int32
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+				a, c, err := tx.UpsertAddress(ctx, store.AddressEntry{SessionID: "tg-new", Updated: gwT0,
+					Address: gh.Address{Platform: "telegram", ChatID: "77", ReplyTo: fmt.Sprint("m", i)}})
+				if err == nil && a.SessionID != "tg-new" {
+					err = fmt.Errorf("session %q", a.SessionID)
+				}
+				if c {
+					created.Add(1)
+				}
+				return err
+			})
+			if err != nil {
+				t.Errorf("first messages of one chat at once: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if created.Load() != 1 {
+		t.Fatalf("%d transactions created the chat's row, want 1", created.Load())
 	}
 }
