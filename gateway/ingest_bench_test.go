@@ -2,13 +2,13 @@ package gateway_test
 
 import (
 	"bytes"
-	"log/slog"
-	"os"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"

@@ -39,9 +39,12 @@ import (
 //
 // Acknowledgement: Discord's gateway has no per-event ack. The nearest
 // thing on the wire is the heartbeat, which carries the last sequence
-// number the client read; the fake asks for a heartbeat (op 1) after
-// every dispatch, and [DiscordFake.Acked] is true once a heartbeat
-// covered the event's sequence number. It says the client read the
+// number the client read; [DiscordFake.Acked] is true once a heartbeat
+// (or a RESUME) covered the event's sequence number. The fake announces
+// a short heartbeat interval so that happens within half a second. (It
+// does not ask for heartbeats with op 1 after each dispatch: discordgo
+// answers op 1 through a socket field it reads without its lock, a race
+// the real gateway, which seldom sends op 1, rarely provokes.) It says the client read the
 // event, not that its Receive succeeded: nothing on Discord's wire can
 // say that, and Discord never redelivers an event the client read (see
 // [DiscordFake.RedeliversUnacked]).
@@ -91,8 +94,9 @@ type discordConfig struct {
 }
 
 // DiscordHeartbeat sets the heartbeat interval the fake announces in
-// HELLO. Defaults to 5 s (Discord says about 41 s); the fake also asks
-// for a heartbeat after every dispatch, so Acked does not wait for it.
+// HELLO. Defaults to 500 ms, so Acked follows a dispatch quickly
+// (Discord says about 41 s). discordgo reconnects when five intervals
+// pass without a heartbeat ACK.
 func DiscordHeartbeat(d time.Duration) DiscordOption {
 	return func(c *discordConfig) { c.heartbeat = d }
 }
@@ -254,7 +258,7 @@ var _ Fake = (*DiscordFake)(nil)
 // NewDiscord starts a fake Discord; it stops when the test ends.
 func NewDiscord(t TB, opts ...DiscordOption) *DiscordFake {
 	t.Helper()
-	cfg := discordConfig{heartbeat: 5 * time.Second, deadline: 3 * time.Second, window: 5 * time.Second}
+	cfg := discordConfig{heartbeat: 500 * time.Millisecond, deadline: 3 * time.Second, window: 5 * time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -714,8 +718,7 @@ func (f *DiscordFake) emit(ev *discordEvent) {
 	}
 }
 
-// deliver writes one dispatch, shaped by the client's intents, and asks
-// for a heartbeat so the client reports how far it has read. f.mu held.
+// deliver writes one dispatch, shaped by the client's intents. f.mu held.
 func (f *DiscordFake) deliver(c *discordConn, ev *discordEvent) {
 	ev.delivered = true
 	d := ev.d
@@ -737,11 +740,7 @@ func (f *DiscordFake) deliver(c *discordConn, ev *discordEvent) {
 			d["content"], d["embeds"], d["attachments"], d["components"] = "", []any{}, []any{}, []any{}
 		}
 	}
-	err := c.write(map[string]any{"op": 0, "t": ev.t, "s": ev.seq, "d": d})
-	if err == nil {
-		err = c.write(map[string]any{"op": 1, "d": nil})
-	}
-	if err != nil {
+	if err := c.write(map[string]any{"op": 0, "t": ev.t, "s": ev.seq, "d": d}); err != nil {
 		f.t.Logf("discord fake: writing %s to the gateway client: %v", ev.t, err)
 		_ = c.ws.Close()
 		if ev.session.conn == c {

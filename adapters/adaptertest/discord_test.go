@@ -137,9 +137,6 @@ func TestDiscordFakeGateway(t *testing.T) {
 	if f.Acked(early) {
 		t.Error("Acked before any heartbeat")
 	}
-	if fr := c.read(); fr.Op != 1 {
-		t.Errorf("after a dispatch the fake sent op %d, want a heartbeat request (1)", fr.Op)
-	}
 	c.send(map[string]any{"op": 1, "d": msg.S})
 	if fr := c.read(); fr.Op != 11 {
 		t.Errorf("heartbeat answered with op %d, want 11", fr.Op)
