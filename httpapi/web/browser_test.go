@@ -81,6 +81,9 @@ type stackOpts struct {
 	token  string // the API token, if any
 	tools  []tools.Tool
 	memory bool
+	// admin, when set, builds the chat gateway over the stack's kernel
+	// and gates for the admin endpoints.
+	admin func(k *kernel.Kernel, g *gates.Service) httpapi.Admin
 }
 
 func startStack(t *testing.T, o stackOpts) *stack {
@@ -137,7 +140,11 @@ func startStack(t *testing.T, o stackOpts) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gateSvc.Stop(context.Background()) })
-	srv := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Kernel: k, Web: web.Handler(), Logger: log, APIToken: o.token, Gates: gateSvc, Model: "scripted:demo", Memory: keeper})
+	var admin httpapi.Admin
+	if o.admin != nil {
+		admin = o.admin(k, gateSvc)
+	}
+	srv := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Kernel: k, Web: web.Handler(), Logger: log, APIToken: o.token, Gates: gateSvc, Model: "scripted:demo", Memory: keeper, Admin: admin})
 	if err := srv.Start(ctx); err != nil {
 		t.Fatalf("http start: %v", err)
 	}

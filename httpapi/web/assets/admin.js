@@ -36,6 +36,7 @@
     tbody.replaceChildren();
     for (const r of rows) {
       const tr = document.createElement("tr");
+      tr.dataset.testid = id + "-row";
       render(tr, r);
       tbody.appendChild(tr);
     }
@@ -88,6 +89,7 @@
           const b = document.createElement("button");
           b.type = "button";
           b.textContent = label;
+          b.dataset.testid = "admin-" + d;
           b.addEventListener("click", () => decide(g.id, d).catch(show));
           td.appendChild(b);
         }
