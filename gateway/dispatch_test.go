@@ -109,12 +109,15 @@ func TestRateLimitedSendsArriveOnceAndInOrder(t *testing.T) {
 	if len(fake.Throttled()) == 0 {
 		t.Fatal("the fake never answered 429: the test did not test the retry")
 	}
-	rows, _ := e.Store.ListOutbox(e.Ctx, store.OutboxFilter{SessionID: s1, Limit: 10})
-	for _, r := range rows {
-		if r.State != store.OutboxSent {
-			t.Fatalf("row %d ended %s (%s)", r.Seq, r.State, r.LastError)
+	e.Eventually("every row recorded sent", func() bool {
+		rows, _ := e.Store.ListOutbox(e.Ctx, store.OutboxFilter{SessionID: s1, Limit: 10})
+		for _, r := range rows {
+			if r.State != store.OutboxSent {
+				return false
+			}
 		}
-	}
+		return len(rows) == 5
+	})
 	if errs := fake.Errors(); len(errs) > 0 {
 		t.Fatalf("refused: %q", errs)
 	}
