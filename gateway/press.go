@@ -23,24 +23,34 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 	if g.cfg.Gates == nil {
 		return PressResult{Text: "Approvals are not enabled on this gateway."}, nil
 	}
-	cards, err := g.st.GateCards(ctx, p.GateID)
+	gate, err := g.st.GetGate(ctx, p.GateID)
+	if gh.IsCode(err, gh.CodeNotFound) {
+		return PressResult{Text: "This approval no longer exists."}, nil
+	}
 	if err != nil {
 		return PressResult{}, err
 	}
-	shown := false
-	for _, c := range cards {
-		if c.Platform == p.Platform && c.ChatID == p.ChatID && (p.MessageID == "" || c.MessageID == p.MessageID) {
-			shown = true
+	// The press must come from the chat the gate's session belongs to, or
+	// from a card the gateway sent for it: a button copied into another
+	// chat decides nothing. The chat's session is derived, so a press
+	// that beats the recording of its card's message id still counts.
+	if SessionFor(p.Platform, p.ChatID, p.ThreadID) != gate.SessionID {
+		cards, err := g.st.GateCards(ctx, p.GateID)
+		if err != nil {
+			return PressResult{}, err
+		}
+		shown := false
+		for _, c := range cards {
+			if c.Platform == p.Platform && c.ChatID == p.ChatID && (p.MessageID == "" || c.MessageID == p.MessageID) {
+				shown = true
+			}
+		}
+		if !shown {
+			g.cfg.Logger.Warn("refused a press from a chat the card was not sent to", "platform", p.Platform, "gate", p.GateID, "chat", p.ChatID)
+			return PressResult{Text: "This card is not one this chat was sent."}, nil
 		}
 	}
-	if !shown {
-		g.cfg.Logger.Warn("refused a press on a card this chat was not sent", "platform", p.Platform, "gate", p.GateID, "chat", p.ChatID)
-		return PressResult{Text: "This card is not one this chat was sent."}, nil
-	}
-	opened, err := g.openedOf(ctx, p.GateID)
-	if err != nil {
-		return PressResult{}, err
-	}
+	opened := openedFrom(gate)
 	d := gh.Decision{By: firstNonEmpty(p.UserName, p.UserID), Surface: p.Platform}
 	switch {
 	case p.Choice == ChoiceApprove:
@@ -86,8 +96,12 @@ func (g *Gateway) openedOf(ctx context.Context, gateID string) (gh.GateOpened, e
 	if err != nil {
 		return gh.GateOpened{}, err
 	}
+	return openedFrom(gate), nil
+}
+
+func openedFrom(gate gh.Gate) gh.GateOpened {
 	return gh.GateOpened{GateID: gate.ID, ToolCallID: gate.ToolCallID, Tool: gate.Tool, Arguments: gate.Arguments, ArgsHash: gate.ArgsHash,
-		Kind: gate.Kind, Question: gate.Question, Options: gate.Options, ExpiresAt: gate.ExpiresAt}, nil
+		Kind: gate.Kind, Question: gate.Question, Options: gate.Options, ExpiresAt: gate.ExpiresAt}
 }
 
 func firstNonEmpty(s ...string) string {

@@ -41,7 +41,7 @@ import (
 // thing on the wire is the heartbeat, which carries the last sequence
 // number the client read; [DiscordFake.Acked] is true once a heartbeat
 // (or a RESUME) covered the event's sequence number. The fake announces
-// a short heartbeat interval so that happens within half a second. (It
+// a short heartbeat interval so that happens within a second. (It
 // does not ask for heartbeats with op 1 after each dispatch: discordgo
 // answers op 1 through a socket field it reads without its lock, a race
 // the real gateway, which seldom sends op 1, rarely provokes.) It says the client read the
@@ -94,7 +94,7 @@ type discordConfig struct {
 }
 
 // DiscordHeartbeat sets the heartbeat interval the fake announces in
-// HELLO. Defaults to 500 ms, so Acked follows a dispatch quickly
+// HELLO. Defaults to 1 s, so Acked follows a dispatch quickly
 // (Discord says about 41 s). discordgo reconnects when five intervals
 // pass without a heartbeat ACK.
 func DiscordHeartbeat(d time.Duration) DiscordOption {
@@ -138,13 +138,28 @@ type discordMsg struct {
 	authorBot  bool
 	content    string
 	rows       [][]discordButton
-	kind       int // 0 default, 19 reply
+	shown      map[string]bool // every custom_id the message has shown
+	kind       int             // 0 default, 19 reply
 	refID      string
 	allowed    *[]string // allowed_mentions.parse; nil when none was sent
 	everyone   bool      // the message pinged @everyone/@here
 	created    time.Time
 	edited     *time.Time
 	attachment bool
+}
+
+// show records the message's current buttons as shown.
+func (m *discordMsg) show() {
+	if m.shown == nil {
+		m.shown = map[string]bool{}
+	}
+	for _, row := range m.rows {
+		for _, b := range row {
+			if b.CustomID != "" && !b.Disabled {
+				m.shown[b.CustomID] = true
+			}
+		}
+	}
 }
 
 type discordButton struct {
@@ -258,7 +273,7 @@ var _ Fake = (*DiscordFake)(nil)
 // NewDiscord starts a fake Discord; it stops when the test ends.
 func NewDiscord(t TB, opts ...DiscordOption) *DiscordFake {
 	t.Helper()
-	cfg := discordConfig{heartbeat: 500 * time.Millisecond, deadline: 3 * time.Second, window: 5 * time.Second}
+	cfg := discordConfig{heartbeat: time.Second, deadline: 3 * time.Second, window: 5 * time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -559,17 +574,11 @@ func (f *DiscordFake) press(chat, msgID, data, user string) (*discordInteraction
 	if msg == nil || msg.author != f.bot {
 		return nil, fmt.Errorf("discord fake: no bot message %s in %q", msgID, chat)
 	}
-	found := false
-	for _, row := range msg.rows {
-		for _, b := range row {
-			if b.CustomID == data && !b.Disabled {
-				found = true
-			}
-		}
-	}
-	if !found {
-		// A Discord client can only press a button the message shows.
-		return nil, fmt.Errorf("discord fake: message %s has no button %q to press", msgID, data)
+	if !msg.shown[data] {
+		// A Discord client can only press a button the message showed;
+		// one that has not caught up with an edit yet may still show a
+		// button the message has lost since.
+		return nil, fmt.Errorf("discord fake: message %s never had a button %q to press", msgID, data)
 	}
 	if f.session == nil || f.session.conn == nil || !f.session.conn.ready {
 		return nil, errors.New("discord fake: no gateway client is connected to receive the interaction")
@@ -1051,6 +1060,7 @@ func (f *DiscordFake) createMessage(w http.ResponseWriter, r *http.Request, chan
 		return
 	}
 	m := &discordMsg{id: f.snowflake(), channel: ch, author: f.bot, content: content, rows: rows, created: time.Now()}
+	m.show()
 	if ref := req.MessageReference; ref != nil {
 		exists := false
 		for _, old := range ch.msgs {
@@ -1137,6 +1147,7 @@ func (f *DiscordFake) applyEdit(w http.ResponseWriter, r *http.Request, m *disco
 	}
 	now := time.Now()
 	m.content, m.rows, m.edited = content, newRows, &now
+	m.show()
 	f.emitMessage("MESSAGE_UPDATE", m)
 	return true
 }
@@ -1261,6 +1272,7 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 		}
 		if data.Flags&64 == 0 {
 			m := &discordMsg{id: f.snowflake(), channel: ix.msg.channel, author: f.bot, content: content, rows: rows, created: time.Now()}
+			m.show()
 			if data.AllowedMentions != nil {
 				p := slices.Clone(data.AllowedMentions.Parse)
 				m.allowed = &p

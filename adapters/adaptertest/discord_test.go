@@ -297,7 +297,7 @@ func TestDiscordFakeInteractions(t *testing.T) {
 	msgID := body["id"].(string)
 
 	if _, err := f.Press("room", msgID, "maybe", "alice"); err == nil {
-		t.Error("pressed a button the message does not have")
+		t.Error("pressed a button the message never had")
 	}
 
 	type result struct {

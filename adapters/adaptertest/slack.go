@@ -45,6 +45,10 @@ import (
 // Deliveries follow Slack: an events_api envelope (or an Events API POST)
 // not acknowledged in time is resent up to three times with the retry
 // number raised and the same event_id. Button presses are not resent.
+// Over Socket Mode everything goes, in order, to the newest connection
+// (queued until there is one); over the Events API one channel's events
+// are posted one after another, which is stricter than Slack and keeps
+// suites deterministic.
 type SlackFake struct {
 	// URL is the fake's base URL: the adapter's Config.APIURL.
 	URL string

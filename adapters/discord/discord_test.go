@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -138,6 +139,7 @@ func addr(f *adaptertest.DiscordFake, chat string) gh.Address {
 }
 
 func TestMessageReachesReceive(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	before := time.Now()
 	id := e.f.Say("room", "alice", "hello **there**", false)
@@ -166,6 +168,7 @@ func TestMessageReachesReceive(t *testing.T) {
 }
 
 func TestMessagesKeepTheirOrder(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	var ids []string
 	for _, text := range []string{"one", "two", "three", "four", "five"} {
@@ -186,6 +189,7 @@ func TestMessagesKeepTheirOrder(t *testing.T) {
 // Discord never redelivers an event the client read, so the adapter
 // hands a message on again itself until Receive takes it.
 func TestReceiveErrorIsRetried(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{ReceiveAttempts: 3, ReceiveBackoff: 10 * time.Millisecond})
 	e.sink.receive = func(n int, in gh.Inbound) error {
 		if in.Text == "flaky" && n < 3 {
@@ -216,6 +220,7 @@ func TestReceiveErrorIsRetried(t *testing.T) {
 }
 
 func TestRedeliveryRepeatsTheUpdateID(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	id := e.f.Say("room", "alice", "again", false)
 	waitFor(t, "the message", func() bool { return len(e.sink.calls(id)) == 1 })
@@ -227,6 +232,7 @@ func TestRedeliveryRepeatsTheUpdateID(t *testing.T) {
 }
 
 func TestBotMessagesAreMarked(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	other := e.f.Say("room", "otherbot", "beep", true)
 	// Discord echoes the bot's own messages back over the gateway.
@@ -245,6 +251,7 @@ func TestBotMessagesAreMarked(t *testing.T) {
 }
 
 func TestMessageWithoutTextIsUnsupported(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	id := e.f.SayUnsupported("room", "alice")
 	waitFor(t, "the image", func() bool { return len(e.sink.calls(id)) == 1 })
@@ -254,6 +261,7 @@ func TestMessageWithoutTextIsUnsupported(t *testing.T) {
 }
 
 func TestSendPostsTheTextAsAReply(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	input := e.f.Say("room", "alice", "question", false)
 	a := addr(e.f, "room")
@@ -286,6 +294,7 @@ func TestSendPostsTheTextAsAReply(t *testing.T) {
 }
 
 func TestSendRefusalsAreSendErrors(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	ctx := context.Background()
 
@@ -305,6 +314,7 @@ func TestSendRefusalsAreSendErrors(t *testing.T) {
 }
 
 func TestWrongTokenIsRefused(t *testing.T) {
+	t.Parallel()
 	f := adaptertest.NewDiscord(t)
 	a, err := discord.New(discord.Config{
 		Token: "not-the-token", APIURL: f.URL(),
@@ -341,6 +351,7 @@ func card(gateID string, labels ...string) *gateway.Card {
 }
 
 func TestCardButtonsRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	c := card("gate-42", "Approve", "Deny", "Maybe")
 	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: addr(e.f, "room"), Card: c})
@@ -381,6 +392,7 @@ func TestCardButtonsRoundTrip(t *testing.T) {
 }
 
 func TestEditCardRemovesButtons(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	a := addr(e.f, "room")
 	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: a, Card: card("g1", "Approve", "Deny")})
@@ -403,6 +415,7 @@ func TestEditCardRemovesButtons(t *testing.T) {
 }
 
 func TestPressReachesPressAndTheUserSeesTheText(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	a := addr(e.f, "room")
 	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: a, Card: card("g7", "Approve", "Deny")})
@@ -439,6 +452,7 @@ func TestPressReachesPressAndTheUserSeesTheText(t *testing.T) {
 }
 
 func TestWinningPressUpdatesTheCard(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: addr(e.f, "room"), Card: card("g8", "Approve", "Deny")})
 	if err != nil {
@@ -465,6 +479,7 @@ func TestWinningPressUpdatesTheCard(t *testing.T) {
 }
 
 func TestPressOfAButtonThatIsNotOurs(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	c := &gateway.Card{Text: "old card", Buttons: []gateway.Button{{Label: "Old", Data: "legacy:1"}}}
 	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: addr(e.f, "room"), Card: c})
@@ -485,6 +500,7 @@ func TestPressOfAButtonThatIsNotOurs(t *testing.T) {
 }
 
 func TestPressIsAnsweredEvenWhenPressFailsOrHangs(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{PressTimeout: 200 * time.Millisecond})
 	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: addr(e.f, "room"), Card: card("g9", "Approve", "Deny")})
 	if err != nil {
@@ -515,6 +531,7 @@ func TestPressIsAnsweredEvenWhenPressFailsOrHangs(t *testing.T) {
 }
 
 func TestRateLimitIsASendErrorWithRetryAfter(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	a := addr(e.f, "room")
 	e.f.RateLimitNext(1500 * time.Millisecond)
@@ -539,6 +556,7 @@ func TestRateLimitIsASendErrorWithRetryAfter(t *testing.T) {
 }
 
 func TestBucketHeadersAreHonoured(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{}, adaptertest.DiscordRateLimits(2, 2*time.Second, 0))
 	a := addr(e.f, "room")
 	var limited *gateway.SendError
@@ -564,6 +582,7 @@ func TestBucketHeadersAreHonoured(t *testing.T) {
 }
 
 func TestFormatNeutralisesMassMentions(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	got := e.a.Format("@everyone and @here: see **this** and `code`")
 	if want := "@\u200beveryone and @\u200bhere: see **this** and `code`"; got != want {
@@ -581,6 +600,7 @@ func TestFormatNeutralisesMassMentions(t *testing.T) {
 }
 
 func TestDroppedGatewayResumes(t *testing.T) {
+	t.Parallel()
 	e := start(t, discord.Config{})
 	first := e.f.Say("room", "alice", "before", false)
 	waitFor(t, "the first message", func() bool { return len(e.sink.calls(first)) == 1 })
@@ -594,6 +614,7 @@ func TestDroppedGatewayResumes(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
+	t.Parallel()
 	if _, err := discord.New(discord.Config{}); err == nil {
 		t.Error("New without a token succeeded")
 	}
@@ -614,3 +635,44 @@ func TestConfig(t *testing.T) {
 		t.Errorf("platform = %q", a.Platform())
 	}
 }
+
+// TestConnectLeavesNothingRunning is not parallel: it looks at every
+// goroutine of the process.
+func TestConnectLeavesNothingRunning(t *testing.T) {
+	f := adaptertest.NewDiscord(t)
+	a, err := discord.New(discord.Config{
+		Token: f.Token(), APIURL: f.URL(),
+		Logger: slog.New(slog.NewTextHandler(adaptertest.NewDiscordLogWriter(t), nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &recSink{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Connect(ctx, sink) }()
+	waitFor(t, "the gateway session", f.Connected)
+	id, err := a.Send(context.Background(), gateway.Outgoing{Address: addr(f, "room"), Card: card("gl", "Approve", "Deny")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := f.Say("room", "alice", "hi", false)
+	if _, err := f.Press("room", id, gateway.ButtonData("gl", gateway.ChoiceApprove), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message", func() bool { return len(sink.calls(said)) == 1 })
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Connect = %v", err)
+	}
+	var stacks string
+	waitFor(t, "discordgo and adapter goroutines to end", func() bool {
+		buf := make([]byte, 1<<20)
+		stacks = string(buf[:runtime.Stack(buf, true)])
+		return !strings.Contains(stacks, "bwmarrin/discordgo") && !strings.Contains(stacks, "adapters/discord.(")
+	})
+}
+
+// TestSuite runs the whole gateway against the fake Discord.
+func TestSuite(t *testing.T) { adaptertest.Run(t, adaptertest.DiscordFactory) }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -621,4 +623,39 @@ func TestFormatEscapesMarkup(t *testing.T) {
 func TestSharedSuite(t *testing.T) {
 	t.Run("socket", func(t *testing.T) { adaptertest.Run(t, adaptertest.SlackFactory) })
 	t.Run("events", func(t *testing.T) { adaptertest.Run(t, adaptertest.SlackEventsFactory) })
+}
+
+func TestConnectLeavesNoGoroutinesBehind(t *testing.T) {
+	before := runtime.NumGoroutine()
+	func() {
+		f := adaptertest.NewSlack(t)
+		defer f.Close()
+		cfg := f.SocketConfig()
+		client := &http.Client{Transport: &http.Transport{}}
+		defer client.CloseIdleConnections()
+		cfg.HTTPClient = client
+		a, err := slack.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := newRecorder()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- a.Connect(ctx, rec) }()
+		f.Say("room", "alice", "hi", false)
+		rec.next(t)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}()
+	http.DefaultClient.CloseIdleConnections()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

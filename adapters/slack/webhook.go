@@ -119,9 +119,15 @@ func (a *Adapter) serveEvent(w http.ResponseWriter, r *http.Request, sink gatewa
 // an error after 3 s without an answer) and then records and answers it.
 func (a *Adapter) serveInteraction(w http.ResponseWriter, r *http.Request, sink gateway.Sink, body []byte) {
 	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		http.Error(w, "unreadable form", http.StatusBadRequest)
+		return
+	}
 	payload := form.Get("payload")
-	if err != nil || payload == "" {
-		http.Error(w, "no payload", http.StatusBadRequest)
+	if payload == "" {
+		// A slash command or another signed request we do not handle:
+		// answered, so that Slack shows no error.
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	w.WriteHeader(http.StatusOK)

@@ -85,7 +85,7 @@ func (a *Adapter) poll(ctx context.Context, sink gateway.Sink) {
 			wait.sleep(ctx, 0)
 			continue
 		}
-		failed := false
+		failed, before := false, offset
 		for _, raw := range raws {
 			ev, err := parseUpdate(raw, a.now().UTC())
 			if err != nil {
@@ -104,7 +104,10 @@ func (a *Adapter) poll(ctx context.Context, sink gateway.Sink) {
 			}
 			offset = max(offset, ev.updateID+1)
 		}
-		if failed {
+		// A failed update, or a batch with nothing that moved the offset
+		// (which Telegram does not send), is fetched again after a pause
+		// rather than in a tight loop.
+		if failed || (len(raws) > 0 && offset == before) {
 			wait.sleep(ctx, 0)
 			continue
 		}

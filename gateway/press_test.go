@@ -1,0 +1,53 @@
+package gateway_test
+
+import (
+	"strings"
+	"testing"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/models/modeltest"
+)
+
+// A press decides only from the chat whose gate it is: a button's data
+// replayed from another chat, by an allowed user, decides nothing.
+func TestPressFromAnotherChatDecidesNothing(t *testing.T) {
+	e, fake := telegramEnv(t, adaptertest.TelegramOptions{}, adaptertest.EnvOptions{Allowed: []string{"alice", "bob"}})
+	session(e, "bob")
+	e.Model.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_1", Name: "post_note", Arguments: `{"text":"x"}`}}}, modeltest.Reply{Text: "Posted."})
+	e.Fake.Say("alice", "alice", "post it", false)
+	var data string
+	e.Eventually("the card", func() bool {
+		for _, m := range fake.Messages("alice") {
+			for _, b := range m.Buttons {
+				if _, c, ok := gateway.ParseButtonData(b); ok && c == gateway.ChoiceApprove {
+					data = b
+				}
+			}
+		}
+		return data != ""
+	})
+	id, _, _ := gateway.ParseButtonData(data)
+	res, err := e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q1", GateID: id, Choice: gateway.ChoiceApprove,
+		UserID: e.Fake.UserID("bob"), UserName: "bob", ChatID: fake.ChatID("bob"), MessageID: "1"})
+	if err != nil || res.Won || !strings.Contains(res.Text, "not one this chat was sent") {
+		t.Fatalf("press from another chat: %+v %v", res, err)
+	}
+	g, _ := e.Store.GetGate(e.Ctx, id)
+	if g.State != gh.GatePending || e.Posted.Load() != 0 {
+		t.Fatalf("the gate was decided from the wrong chat: %+v, posted %d", g, e.Posted.Load())
+	}
+	// From its own chat, even before the card's message id is known.
+	res, err = e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q2", GateID: id, Choice: gateway.ChoiceDeny,
+		UserID: e.Fake.UserID("alice"), UserName: "alice", ChatID: fake.ChatID("alice"), MessageID: "999"})
+	if err != nil || !res.Won || res.Gate.State != gh.GateDenied || !strings.Contains(res.Card.Text, "Denied by alice") || len(res.Card.Buttons) != 0 {
+		t.Fatalf("press from the gate's chat: %+v %v", res, err)
+	}
+	// An unknown gate is answered, not an error the platform would retry.
+	res, err = e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q3", GateID: "g_nope", Choice: gateway.ChoiceApprove,
+		UserID: e.Fake.UserID("alice"), ChatID: fake.ChatID("alice")})
+	if err != nil || res.Won || !strings.Contains(res.Text, "no longer exists") {
+		t.Fatalf("unknown gate: %+v %v", res, err)
+	}
+}
