@@ -118,7 +118,7 @@ func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy b
 		if phase == "ours" {
 			op = ours
 		}
-		lat, took := runSenders(b, senders, n/2, op)
+		lat, took := storetest.RunPhase(b, senders, n/2, op)
 		if phase == "bare" {
 			bareLat, bareTime = append(bareLat, lat...), bareTime+took
 		} else {
@@ -145,32 +145,6 @@ func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy b
 	if err != nil || len(rows) == 0 || rows[0].ID < int64(len(ourLat)) {
 		b.Fatalf("receive log after %d acknowledged updates: %+v %v", len(ourLat), rows, err)
 	}
-}
-
-func runSenders(b *testing.B, senders, ops int, op func(w, i int) error) ([]time.Duration, time.Duration) {
-	per := max(ops/senders, 1)
-	lat := make([][]time.Duration, senders)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := range senders {
-		wg.Go(func() {
-			for i := range per {
-				t0 := time.Now()
-				if err := op(w, i); err != nil {
-					b.Error(err)
-					return
-				}
-				lat[w] = append(lat[w], time.Since(t0))
-			}
-		})
-	}
-	wg.Wait()
-	took := time.Since(start)
-	var out []time.Duration
-	for _, l := range lat {
-		out = append(out, l...)
-	}
-	return out, took
 }
 
 // startWorkers runs a supervisor answering every queued run with a fake

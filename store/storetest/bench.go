@@ -79,7 +79,7 @@ func BenchEdgeCommit(b *testing.B, target BenchTarget) {
 				if phase == "kernel" {
 					op = kernelOp
 				}
-				lat, took := runPhase(b, writers, n/2, op)
+				lat, took := RunPhase(b, writers, n/2, op)
 				if phase == "bare" {
 					bareLat, bareTime = append(bareLat, lat...), bareTime+took
 				} else {
@@ -107,9 +107,9 @@ func BenchEdgeCommit(b *testing.B, target BenchTarget) {
 	}
 }
 
-// runPhase runs ops spread over writers goroutines, each writer doing its
+// RunPhase runs ops spread over writers goroutines, each writer doing its
 // share sequentially, and returns every op's latency and the wall time.
-func runPhase(b *testing.B, writers, ops int, op func(w, i int) error) ([]time.Duration, time.Duration) {
+func RunPhase(b *testing.B, writers, ops int, op func(w, i int) error) ([]time.Duration, time.Duration) {
 	per := max(ops/writers, 1)
 	lat := make([][]time.Duration, writers)
 	var wg sync.WaitGroup
