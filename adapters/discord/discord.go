@@ -47,7 +47,9 @@ type Config struct {
 	// to discord.com; the gateway's URL comes from GET /api/v9/gateway.
 	APIURL string
 	// HTTPClient makes the REST calls. Defaults to a client with a 20 s
-	// timeout. It is copied, not changed.
+	// timeout. It is copied, not changed. The gateway websocket is dialled
+	// separately, through the proxy named by the environment (as Go's
+	// default transport does) and closed when Connect's context ends.
 	HTTPClient *http.Client
 	// Logger gets what the adapter cannot return: lost messages, failed
 	// interaction answers, reconnects. Defaults to slog.Default().
