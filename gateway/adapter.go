@@ -69,7 +69,6 @@ const (
 
 // ReceiveResult is what became of an update.
 type ReceiveResult struct {
-	LogID     int64  `json:"logId"`
 	Outcome   string `json:"outcome"`
 	Reason    string `json:"reason,omitempty"`
 	SessionID string `json:"sessionId,omitempty"`

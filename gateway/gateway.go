@@ -27,6 +27,9 @@ type Gateway struct {
 	states map[string]*adapterState
 	kicks  map[string]chan struct{} // per platform: outbox rows were added
 
+	batchOnce sync.Once
+	batch     *receiveBatcher
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }

@@ -37,14 +37,7 @@ func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, er
 		g.cfg.Logger.Warn("refused inbound update", "platform", in.Platform, "code", gh.ErrorCode(err), "err", err)
 		return ReceiveResult{}, err
 	}
-	var res ReceiveResult
-	var err error
-	for range 3 {
-		res, err = g.receive(ctx, in)
-		if !errors.Is(err, errRaced) {
-			break
-		}
-	}
+	res, err := g.batcher().submit(ctx, in)
 	if err != nil {
 		g.cfg.Logger.Error("receive failed; the platform is not acknowledged and will redeliver", "platform", in.Platform, "update", in.UpdateID, "err", err)
 		return ReceiveResult{}, err
@@ -72,7 +65,34 @@ func checkInbound(in gh.Inbound) error {
 	return nil
 }
 
-func (g *Gateway) receive(ctx context.Context, in gh.Inbound) (ReceiveResult, error) {
+// receiveOne commits one update in a transaction of its own. The first
+// try assumes the update is new and lets the unique indexes find out
+// otherwise (a redelivery then rolls back and is logged as a duplicate by
+// the next try): new updates are the common case, and this spares each
+// one a lookup.
+func (g *Gateway) receiveOne(ctx context.Context, in gh.Inbound) (ReceiveResult, error) {
+	var res ReceiveResult
+	var err error
+	for try := range 3 {
+		err = g.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			var terr error
+			res, terr = g.receiveTx(ctx, tx, in, try > 0, nil)
+			return terr
+		})
+		if !raced(err) {
+			break
+		}
+	}
+	return res, err
+}
+
+func raced(err error) bool { return errors.Is(err, errRaced) || gh.IsCode(err, gh.CodeConflict) }
+
+// receiveTx records one update inside tx. batch counts the updates this
+// transaction has already handed on per chat (their receive rows are
+// written at commit, so the flood count cannot see them); nil outside a
+// batch.
+func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, lookFirst bool, batch map[string]int) (ReceiveResult, error) {
 	now := g.cfg.Now().UTC()
 	text := strings.ToValidUTF8(strings.ReplaceAll(in.Text, "\x00", ""), "\uFFFD")
 	entry := store.ReceiveEntry{
@@ -80,36 +100,46 @@ func (g *Gateway) receive(ctx context.Context, in gh.Inbound) (ReceiveResult, er
 		UserName: clip(in.UserName, maxFieldLen), MessageID: in.MessageID, IsBot: in.IsBot, Text: clip(text, previewLen), ReceivedAt: now,
 	}
 	var res ReceiveResult
-	err := g.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		if first, ok, err := tx.ReceiveByUpdate(ctx, in.Platform, in.UpdateID); err != nil {
-			return err
-		} else if ok {
-			return g.drop(ctx, tx, &res, entry, ReasonDuplicate, "first received as #"+itoa(first.ID), first.SessionID, first.Seq)
+	err := func() error {
+		if lookFirst {
+			if first, ok, err := tx.ReceiveByUpdate(ctx, in.Platform, in.UpdateID); err != nil {
+				return err
+			} else if ok {
+				return g.drop(ctx, tx, &res, entry, ReasonDuplicate, "first received as #"+itoa(first.ID), first.SessionID, first.Seq)
+			}
 		}
 		reason, detail := g.dropReason(in, text)
 		if reason != "" {
 			return g.drop(ctx, tx, &res, entry, reason, detail, "", 0)
 		}
 		session := SessionFor(in.Platform, in.ChatID, in.ThreadID)
-		// The address row is locked until commit: one chat's receives
-		// go one at a time, so the flood count below is exact.
-		_, created, err := tx.UpsertAddress(ctx, store.AddressEntry{SessionID: session, UserID: in.UserID, Updated: now,
-			Address: gh.Address{Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID, ChatType: in.ChatType, ReplyTo: in.MessageID}})
+		addr := store.AddressEntry{SessionID: session, UserID: in.UserID, Updated: now,
+			Address: gh.Address{Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID, ChatType: in.ChatType, ReplyTo: in.MessageID}}
+		// The address row is locked until commit: one chat's receives go
+		// one at a time, so the flood count is exact. Flood is counted
+		// per chat, across its threads (a Slack channel whose every
+		// message starts a thread is still one chat).
+		since := now.Add(-time.Minute)
+		_, known, n, err := tx.TouchChat(ctx, addr, since)
 		if err != nil {
 			return err
 		}
-		// The session exists whenever its address does, drop or not.
-		if created {
-			if _, _, err := tx.CreateSession(ctx, gh.Session{ID: session, Tenant: gh.DefaultTenant, Title: in.Platform + " chat", Created: now}); err != nil {
+		if !known {
+			_, created, err := tx.UpsertAddress(ctx, addr)
+			if err != nil {
+				return err
+			}
+			// The session exists whenever its address does, drop or not.
+			if created {
+				if _, _, err := tx.CreateSession(ctx, gh.Session{ID: session, Tenant: gh.DefaultTenant, Title: in.Platform + " chat", Created: now}); err != nil {
+					return err
+				}
+			}
+			if n, err = tx.CountHandedOn(ctx, in.Platform, in.ChatID, since); err != nil {
 				return err
 			}
 		}
-		// Flood is counted per chat, across its threads (a Slack channel
-		// whose every message starts a thread is still one chat).
-		n, err := tx.CountHandedOn(ctx, in.Platform, in.ChatID, now.Add(-time.Minute))
-		if err != nil {
-			return err
-		}
+		n += batch[chatKey(in)]
 		if n >= g.cfg.FloodLimit {
 			return g.drop(ctx, tx, &res, entry, ReasonFlood, "more than "+itoa(int64(g.cfg.FloodLimit))+" messages in a minute", session, 0)
 		}
@@ -130,6 +160,11 @@ func (g *Gateway) receive(ctx context.Context, in gh.Inbound) (ReceiveResult, er
 		}
 		c, err := g.k.EdgeCommitTx(ctx, tx, kernel.EdgeInput{SessionID: session,
 			Event: gh.NewEvent{Kind: gh.KindUserMessage, Payload: payload, Key: "in:" + in.Platform + ":" + in.UpdateID}})
+		if gh.IsCode(err, gh.CodeIdempotencyConflict) {
+			// The update was committed before with another delivery
+			// (queue then, guide now): a redelivery all the same.
+			return errRaced
+		}
 		if err != nil {
 			return err
 		}
@@ -137,31 +172,32 @@ func (g *Gateway) receive(ctx context.Context, in gh.Inbound) (ReceiveResult, er
 			return errRaced
 		}
 		entry.Outcome, entry.SessionID, entry.Seq = OutcomeHandedOn, session, c.Event.Seq
-		row, inserted, err := tx.InsertReceive(ctx, entry)
-		if err != nil {
-			return err
+		// Written with the commit: a racing first receive of the same
+		// update fails it with CodeConflict, and the next try logs this
+		// one as a duplicate.
+		res = ReceiveResult{Outcome: OutcomeHandedOn, SessionID: session, Seq: c.Event.Seq}
+		if batch != nil {
+			batch[chatKey(in)]++
 		}
-		if !inserted {
-			return errRaced
-		}
-		res = ReceiveResult{LogID: row.ID, Outcome: OutcomeHandedOn, SessionID: session, Seq: c.Event.Seq}
-		return nil
-	})
+		return tx.InsertReceiveAtCommit(ctx, entry)
+	}()
 	return res, err
 }
+
+func chatKey(in gh.Inbound) string { return in.Platform + "\x00" + in.ChatID }
 
 // drop records entry as dropped for reason. A concurrent first receive of
 // the same update makes it a duplicate instead.
 func (g *Gateway) drop(ctx context.Context, tx store.Tx, res *ReceiveResult, e store.ReceiveEntry, reason, detail, session string, seq int64) error {
 	e.Outcome, e.Reason, e.Detail, e.SessionID, e.Seq = OutcomeDropped, reason, detail, session, seq
-	row, inserted, err := tx.InsertReceive(ctx, e)
+	_, inserted, err := tx.InsertReceive(ctx, e)
 	if err != nil {
 		return err
 	}
 	if !inserted {
 		return errRaced
 	}
-	*res = ReceiveResult{LogID: row.ID, Outcome: OutcomeDropped, Reason: reason, SessionID: session, Seq: seq}
+	*res = ReceiveResult{Outcome: OutcomeDropped, Reason: reason, SessionID: session, Seq: seq}
 	return nil
 }
 

@@ -156,6 +156,15 @@ type Writer interface {
 type Tx interface {
 	Reader
 	Writer
+	// TouchChat moves an existing chat's address row on (reply-to, user),
+	// locking it until the transaction ends, and counts the chat's
+	// updates handed on at or after since. found is false when the chat
+	// has no row yet (then nothing is written): use UpsertAddress.
+	TouchChat(ctx context.Context, e AddressEntry, since time.Time) (a AddressEntry, found bool, handedOn int, err error)
+	// InsertReceiveAtCommit writes e when the transaction commits (on
+	// Postgres it travels with the COMMIT). A first row of the same
+	// update already there fails the commit with CodeConflict.
+	InsertReceiveAtCommit(ctx context.Context, e ReceiveEntry) error
 	// ClaimCandidate locks and returns a claimable run: first a running run
 	// whose lease expired at now (crash recovery goes first), else the
 	// oldest queued run available at now. Rows locked by other transactions

@@ -20,7 +20,6 @@ CREATE TABLE receive_log (
 -- One first row per update; redeliveries are logged as duplicates beside it.
 CREATE UNIQUE INDEX receive_log_update ON receive_log (platform, update_id) WHERE reason <> 'duplicate';
 CREATE INDEX receive_log_flood ON receive_log (platform, chat_id, received_at) WHERE outcome = 'handed_on';
-CREATE INDEX receive_log_platform ON receive_log (platform, id);
 
 CREATE TABLE chat_addresses (
     session_id  TEXT PRIMARY KEY,

@@ -450,3 +450,65 @@ func (s *Store) AcquirePlatformLease(ctx context.Context, name, owner string, no
 func (s *Store) ReleasePlatformLease(ctx context.Context, name, owner string) error {
 	return s.auto().ReleasePlatformLease(ctx, name, owner)
 }
+
+const touchChatSQL = `UPDATE chat_addresses SET
+		reply_to = CASE WHEN $1 = '' THEN reply_to ELSE $1 END,
+		user_id = CASE WHEN $2 = '' THEN user_id ELSE $2 END,
+		updated_at = $3
+	WHERE platform = $4 AND chat_id = $5 AND thread_id = $6 RETURNING ` + addressCols
+
+const countHandedOnSQL = `SELECT count(*) FROM receive_log WHERE platform = $1 AND chat_id = $2 AND received_at >= $3 AND outcome = 'handed_on'`
+
+// TouchChat sends the update and the count in one pipeline: the count runs
+// after the update took the row's lock, with its own snapshot (read
+// committed), so it sees every receive of the chat committed before.
+func (t *tx) TouchChat(ctx context.Context, e store.AddressEntry, since time.Time) (store.AddressEntry, bool, int, error) {
+	if t.conn == nil {
+		a, ok, err := t.touch(ctx, t.q.QueryRow(ctx, touchChatSQL, e.ReplyTo, e.UserID, e.Updated, e.Platform, e.ChatID, e.ThreadID))
+		if err != nil || !ok {
+			return a, ok, 0, err
+		}
+		n, err := t.CountHandedOn(ctx, e.Platform, e.ChatID, since)
+		return a, true, n, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(touchChatSQL, e.ReplyTo, e.UserID, e.Updated, e.Platform, e.ChatID, e.ThreadID)
+	b.Queue(countHandedOnSQL, e.Platform, e.ChatID, since)
+	br, err := t.conn.batch(ctx, b)
+	if err != nil {
+		return store.AddressEntry{}, false, 0, dbErr(err, "touch chat")
+	}
+	defer br.Close()
+	a, ok, err := t.touch(ctx, br.QueryRow())
+	if err != nil {
+		return a, false, 0, err
+	}
+	var n int
+	if err := br.QueryRow().Scan(&n); err != nil {
+		return a, false, 0, dbErr(err, "count handed on")
+	}
+	return a, ok, n, nil
+}
+
+func (t *tx) touch(_ context.Context, row pgx.Row) (store.AddressEntry, bool, error) {
+	a, err := scanAddress(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, false, nil
+	}
+	return a, err == nil, dbErr(err, "touch chat")
+}
+
+const insertReceiveSQL = `INSERT INTO receive_log (platform, update_id, chat_id, thread_id, user_id, user_name, message_id, is_bot, text, outcome, reason, detail, session_id, seq, received_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
+
+// InsertReceiveAtCommit defers the insert to the COMMIT's pipeline.
+func (t *tx) InsertReceiveAtCommit(ctx context.Context, e store.ReceiveEntry) error {
+	args := []any{e.Platform, e.UpdateID, e.ChatID, e.ThreadID, e.UserID, e.UserName, e.MessageID, e.IsBot, e.Text, e.Outcome, e.Reason, e.Detail,
+		e.SessionID, e.Seq, e.ReceivedAt}
+	if t.conn == nil {
+		_, err := t.q.Exec(ctx, insertReceiveSQL, args...)
+		return dbErr(err, "insert receive log")
+	}
+	t.conn.atCommit(insertReceiveSQL, args...)
+	return nil
+}

@@ -178,30 +178,30 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 }
 
 func (s *Store) inTxOnce(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) (bool, error) {
-	pgTx, err := s.pool.Begin(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return false, dbErr(err, "begin")
 	}
-	t := &tx{q: pgTx, channel: s.cfg.Channel}
+	defer conn.Release()
+	c := &connTx{conn: conn}
+	t := &tx{q: c, conn: c, channel: s.cfg.Channel}
 	if err := fn(ctx, t); err != nil {
-		_ = pgTx.Rollback(context.Background())
+		c.rollback()
 		return false, err
 	}
 	if t.wake && !t.notified {
 		// Postgres delivers it at commit, and only if the commit succeeds.
-		if _, err := pgTx.Exec(ctx, `SELECT pg_notify($1, '')`, s.cfg.Channel); err != nil {
-			_ = pgTx.Rollback(context.Background())
-			return false, dbErr(err, "notify")
-		}
+		c.atCommit(`SELECT pg_notify($1, '')`, s.cfg.Channel)
 	}
-	if err := pgTx.Commit(ctx); err != nil {
+	if err := c.commit(ctx); err != nil {
+		c.rollback()
 		return false, dbErr(err, "commit")
 	}
 	return t.wake, nil
 }
 
-// retryable reports whether err is a conflict that running the whole
-// transaction again resolves.
+const rollbackTimeout = 5 * time.Second
+
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
@@ -297,6 +297,9 @@ func dbErr(err error, what string) error {
 		return err
 	}
 	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "receive_log_update" {
+		return gh.Wrap(gh.CodeConflict, err, "postgres: %s: the update was received before", what)
+	}
 	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
 		return gh.Wrap(gh.CodeInvalid, err, "postgres: %s", what)
 	}

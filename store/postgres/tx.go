@@ -21,7 +21,10 @@ type querier interface {
 // tx implements store.Tx over a pgx transaction, and store.Reader and
 // store.Writer over the pool (each statement its own transaction).
 type tx struct {
-	q       querier
+	q querier
+	// conn is the transaction's connection, nil outside a transaction
+	// (store-level calls on the pool).
+	conn    *connTx
 	channel string
 	// wake asks for a local wake-up after commit; notified says the
 	// statement that queued the run already sent the NOTIFY.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -428,4 +429,34 @@ func (s *Store) AcquirePlatformLease(ctx context.Context, name, owner string, no
 // ReleasePlatformLease implements store.Writer.
 func (s *Store) ReleasePlatformLease(ctx context.Context, name, owner string) error {
 	return s.InTx(ctx, func(ctx context.Context, t store.Tx) error { return t.ReleasePlatformLease(ctx, name, owner) })
+}
+
+func (t *tx) TouchChat(ctx context.Context, e store.AddressEntry, since time.Time) (store.AddressEntry, bool, int, error) {
+	a, err := scanAddress(t.q.QueryRowContext(ctx, `UPDATE chat_addresses SET
+			reply_to = CASE WHEN ? = '' THEN reply_to ELSE ? END, user_id = CASE WHEN ? = '' THEN user_id ELSE ? END, updated_at = ?
+		WHERE platform = ? AND chat_id = ? AND thread_id = ? RETURNING `+addressCols,
+		e.ReplyTo, e.ReplyTo, e.UserID, e.UserID, micros(e.Updated), e.Platform, e.ChatID, e.ThreadID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, false, 0, nil
+	}
+	if err != nil {
+		return a, false, 0, dbErr(err, "touch chat")
+	}
+	n, err := t.CountHandedOn(ctx, e.Platform, e.ChatID, since)
+	return a, true, n, err
+}
+
+func (t *tx) InsertReceiveAtCommit(ctx context.Context, e store.ReceiveEntry) error {
+	insert := func(ctx context.Context) error {
+		_, err := t.q.ExecContext(ctx, `INSERT INTO receive_log (platform, update_id, chat_id, thread_id, user_id, user_name, message_id, is_bot, text, outcome, reason, detail, session_id, seq, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.Platform, e.UpdateID, e.ChatID, e.ThreadID, e.UserID, e.UserName, e.MessageID, e.IsBot, e.Text, e.Outcome, e.Reason, e.Detail,
+			e.SessionID, e.Seq, micros(e.ReceivedAt))
+		if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed") {
+			return gh.Wrap(gh.CodeConflict, err, "update %s of %s was received before", e.UpdateID, e.Platform)
+		}
+		return dbErr(err, "insert receive log")
+	}
+	t.atCommit = append(t.atCommit, insert)
+	return nil
 }

@@ -131,6 +131,14 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 		_ = sqlTx.Rollback()
 		return err
 	}
+	// Statements deferred to the commit, as Postgres sends them with it:
+	// what they write is not seen inside the transaction on either.
+	for _, d := range t.atCommit {
+		if err := d(ctx); err != nil {
+			_ = sqlTx.Rollback()
+			return err
+		}
+	}
 	if err := sqlTx.Commit(); err != nil {
 		return gh.Wrap(gh.CodeUnavailable, err, "sqlite: commit")
 	}

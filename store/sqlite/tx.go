@@ -22,6 +22,8 @@ type querier interface {
 type tx struct {
 	q    querier
 	wake bool
+	// atCommit runs just before COMMIT (InsertReceiveAtCommit).
+	atCommit []func(ctx context.Context) error
 }
 
 var _ store.Tx = (*tx)(nil)
