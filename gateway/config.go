@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/kernel"
 )
@@ -57,6 +59,9 @@ type Config struct {
 	Now func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Metrics registers the gateway's Prometheus series. Defaults to nil:
+	// not exported.
+	Metrics prometheus.Registerer
 }
 
 func (c Config) withDefaults() Config {

@@ -78,6 +78,7 @@ func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
 		if _, err := g.st.UpdateOutbox(ctx, r); err != nil {
 			return 0, err
 		}
+		g.metrics.sends.WithLabelValues(r.Platform, r.Kind, "dead").Inc()
 		g.cfg.Logger.Error("outbox row left sending by a stopped replica: dead letter, not resent", "platform", platform, "session", r.SessionID, "seq", r.Seq)
 	}
 	due, err := g.st.OutboxDue(ctx, platform, now, dueBatch)
@@ -173,6 +174,7 @@ func (d *dispatcher) send(ctx context.Context, r store.OutboxEntry, addr store.A
 		r.Attempts++
 		r.State, r.LastError = store.OutboxDead, err.Error()
 	}
+	g.metrics.sends.WithLabelValues(r.Platform, r.Kind, sendResult(r, err)).Inc()
 	if r.State == store.OutboxDead {
 		g.cfg.Logger.Error("outbox row is a dead letter", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "kind", r.Kind, "err", r.LastError)
 	}
@@ -181,6 +183,19 @@ func (d *dispatcher) send(ctx context.Context, r store.OutboxEntry, addr store.A
 	if ok, err := g.st.UpdateOutbox(uctx, r); err != nil || !ok {
 		g.cfg.Logger.Error("could not record a send's outcome", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "ok", ok, "err", err)
 	}
+}
+
+func sendResult(r store.OutboxEntry, err error) string {
+	switch {
+	case r.State == store.OutboxSent:
+		return "sent"
+	case r.State == store.OutboxDead:
+		return "dead"
+	}
+	if se, ok := AsSendError(err); ok && se.Status == 429 {
+		return "rate_limited"
+	}
+	return "retry"
 }
 
 // notDelivered reports whether err proves the request never reached the

@@ -27,6 +27,7 @@ type Gateway struct {
 	states map[string]*adapterState
 	kicks  map[string]chan struct{} // per platform: outbox rows were added
 
+	metrics   *metrics
 	batchOnce sync.Once
 	batch     *receiveBatcher
 
@@ -53,7 +54,7 @@ const (
 func New(cfg Config) *Gateway {
 	cfg = cfg.withDefaults()
 	g := &Gateway{cfg: cfg, k: cfg.Kernel, st: cfg.Kernel.Store(), adapters: map[string]Adapter{}, allowed: map[string]map[string]bool{},
-		states: map[string]*adapterState{}, kicks: map[string]chan struct{}{}}
+		states: map[string]*adapterState{}, kicks: map[string]chan struct{}{}, metrics: newMetrics(cfg.Metrics)}
 	for _, a := range cfg.Adapters {
 		g.adapters[a.Platform()] = a
 		g.states[a.Platform()] = &adapterState{state: StateStopped, since: cfg.Now()}
@@ -131,6 +132,11 @@ func (g *Gateway) setState(platform, state, lastError string) {
 	if s.state != state {
 		s.state, s.since = state, g.cfg.Now()
 	}
+	connected := 0.0
+	if state == StateConnected {
+		connected = 1
+	}
+	g.metrics.connected.WithLabelValues(platform).Set(connected)
 	if lastError != "" || state == StateConnected {
 		s.lastError = lastError
 	}

@@ -37,11 +37,13 @@ func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, er
 		g.cfg.Logger.Warn("refused inbound update", "platform", in.Platform, "code", gh.ErrorCode(err), "err", err)
 		return ReceiveResult{}, err
 	}
+	start := time.Now()
 	res, err := g.batcher().submit(ctx, in)
 	if err != nil {
 		g.cfg.Logger.Error("receive failed; the platform is not acknowledged and will redeliver", "platform", in.Platform, "update", in.UpdateID, "err", err)
 		return ReceiveResult{}, err
 	}
+	g.metrics.receive(in.Platform, res, start)
 	if res.Outcome == OutcomeHandedOn {
 		g.k.Notify(res.SessionID)
 	} else {

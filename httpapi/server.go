@@ -76,6 +76,10 @@ type Config struct {
 	// POST /hooks/<platform> without the API token (each checks its
 	// platform's own secret). Defaults to none.
 	Hooks map[string]http.Handler
+	// Metrics, when set, serves GET /metrics (Prometheus text format).
+	// Like the probes it needs no token: it holds counts, not content.
+	// Defaults to nil: 404.
+	Metrics http.Handler
 	// Web, when set, serves GET / and GET /assets/ (the embedded web chat,
 	// httpapi/web.Handler()). It receives the full request path. Defaults
 	// to nil: no web chat.
@@ -136,6 +140,9 @@ func New(cfg Config) *Server {
 		s.routeV1(mux)
 	}
 	s.hooks(mux)
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
 	if cfg.Web != nil {
 		mux.Handle("GET /admin", cfg.Web)
 		mux.Handle("GET /{$}", cfg.Web)

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/discord"
 	"github.com/gatehouse/gatehouse/adapters/slack"
@@ -16,7 +18,7 @@ import (
 
 // newGateway builds the chat gateway with an adapter for every platform
 // whose token is set; nil when there is none.
-func newGateway(cfg Config, k *kernel.Kernel, gateSvc *gates.Service, log *slog.Logger) (*gateway.Gateway, error) {
+func newGateway(cfg Config, k *kernel.Kernel, gateSvc *gates.Service, reg prometheus.Registerer, log *slog.Logger) (*gateway.Gateway, error) {
 	adapters, err := newAdapters(cfg, log)
 	if err != nil || len(adapters) == 0 {
 		return nil, err
@@ -33,7 +35,7 @@ func newGateway(cfg Config, k *kernel.Kernel, gateSvc *gates.Service, log *slog.
 		}
 	}
 	return gateway.New(gateway.Config{Kernel: k, Gates: gateSvc, Adapters: adapters, Allowed: allowed, FloodLimit: cfg.FloodLimit,
-		MidTurn: gh.Delivery(cfg.MidTurn), LeaseTTL: cfg.LeaseTTL, Logger: log}), nil
+		MidTurn: gh.Delivery(cfg.MidTurn), LeaseTTL: cfg.LeaseTTL, Logger: log, Metrics: reg}), nil
 }
 
 func splitList(v string) []string {

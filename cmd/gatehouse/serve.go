@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	goredis "github.com/redis/go-redis/v9"
 
 	gh "github.com/gatehouse/gatehouse"
@@ -81,7 +84,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 
-	gw, err := newGateway(cfg, k, gateSvc, log)
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	gw, err := newGateway(cfg, k, gateSvc, metrics, log)
 	if err != nil {
 		return err
 	}
@@ -89,6 +94,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Addr: cfg.Addr, Ready: ready, Logger: log, Gates: gateSvc, Memory: mem,
 		Kernel: k, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
 		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(), CheckSelection: reg.Validate,
+		Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}),
 	}
 	if gw != nil {
 		apiCfg.Admin, apiCfg.Hooks = gw, gw.Handlers()

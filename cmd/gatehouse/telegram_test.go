@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"syscall"
@@ -160,5 +161,28 @@ func TestTelegramWebhookModeServesHooksAndRefusesAWrongSecret(t *testing.T) {
 		t.Fatalf("right secret: %d", res.StatusCode)
 	}
 	waitUntil(t, "the answer sent back to the chat", func() bool { return count(chatTexts(tg, "alice"), "Hello over the webhook.") == 1 })
+	// What ops see: one update handed on (the refused ones never got in),
+	// one message sent, the platform connected here.
+	waitUntil(t, "the send counted in /metrics", func() bool {
+		return strings.Contains(metricsText(t, p.addr), `gatehouse_outbox_sends_total{kind="message",platform="telegram",result="sent"} 1`)
+	})
+	m := metricsText(t, p.addr)
+	for _, want := range []string{`gatehouse_receive_total{outcome="handed_on",platform="telegram",reason=""} 1`,
+		`gatehouse_platform_connected{platform="telegram"} 1`, `gatehouse_receive_seconds_count{platform="telegram"} 1`} {
+		if !strings.Contains(m, want) {
+			t.Fatalf("/metrics lacks %s:\n%s", want, m)
+		}
+	}
 	p.stopWith(t, syscall.SIGTERM)
+}
+
+func metricsText(t *testing.T, addr string) string {
+	t.Helper()
+	res, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
 }
