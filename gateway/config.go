@@ -51,6 +51,11 @@ type Config struct {
 	MaxAttempts int
 	// SendTimeout bounds one send to a platform. Defaults to 30s.
 	SendTimeout time.Duration
+	// Retention is how long receive-log rows and sent or dead outbox rows
+	// are kept; an hourly pass deletes older ones. It must outlast the
+	// platforms' redelivery (Telegram keeps updates 24 h). Defaults to
+	// 30 days.
+	Retention time.Duration
 	// Poll is how often the follower and dispatchers look for work
 	// without a signal (commits made on another replica are not signalled
 	// here). Defaults to 1s.
@@ -85,6 +90,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SendTimeout <= 0 {
 		c.SendTimeout = 30 * time.Second
+	}
+	if c.Retention <= 0 {
+		c.Retention = 30 * 24 * time.Hour
 	}
 	if c.Poll <= 0 {
 		c.Poll = time.Second

@@ -74,8 +74,9 @@ func New(cfg Config) *Gateway {
 // takes the platform's lease and then holds its connection and dispatcher.
 func (g *Gateway) Start(ctx context.Context) error {
 	ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	g.wg.Add(1)
+	g.wg.Add(2)
 	go func() { defer g.wg.Done(); g.follow(ctx) }()
+	go func() { defer g.wg.Done(); g.prune(ctx) }()
 	for _, a := range g.cfg.Adapters {
 		g.wg.Add(1)
 		go func() { defer g.wg.Done(); g.runPlatform(ctx, a) }()
@@ -183,4 +184,36 @@ func prefix(platform string) string {
 func (g *Gateway) Allowed(platform, userID string) bool {
 	set := g.allowed[platform]
 	return set["*"] || (userID != "" && set[userID])
+}
+
+const (
+	pruneEvery = time.Hour
+	pruneBatch = 5000
+)
+
+// prune deletes what Retention no longer keeps, now and every hour, in
+// batches so no transaction grows large.
+func (g *Gateway) prune(ctx context.Context) {
+	for {
+		before := g.cfg.Now().Add(-g.cfg.Retention)
+		for ctx.Err() == nil {
+			n, err := g.st.PruneGateway(ctx, before, pruneBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					g.cfg.Logger.Warn("pruning old receive-log and outbox rows failed; next pass in an hour", "err", err)
+				}
+				break
+			}
+			if n > 0 {
+				g.cfg.Logger.Info("pruned old receive-log and outbox rows", "rows", n, "before", before)
+			}
+			if n < pruneBatch {
+				break
+			}
+		}
+		sleep(ctx, pruneEvery)
+		if ctx.Err() != nil {
+			return
+		}
+	}
 }

@@ -162,16 +162,19 @@ func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, loo
 		}
 		c, err := g.k.EdgeCommitTx(ctx, tx, kernel.EdgeInput{SessionID: session,
 			Event: gh.NewEvent{Kind: gh.KindUserMessage, Payload: payload, Key: "in:" + in.Platform + ":" + in.UpdateID}})
-		if gh.IsCode(err, gh.CodeIdempotencyConflict) {
-			// The update was committed before with another delivery
-			// (queue then, guide now): a redelivery all the same.
-			return errRaced
+		// A committed event with this update's key (or the same key and
+		// another delivery, queue then and guide now) is a redelivery.
+		// On a first try that may be a race: roll back and look. On a
+		// later try the receive row is gone (pruned) but the event is
+		// not: log the duplicate here rather than fail forever.
+		if c.Duplicate || gh.IsCode(err, gh.CodeIdempotencyConflict) {
+			if !lookFirst {
+				return errRaced
+			}
+			return g.drop(ctx, tx, &res, entry, ReasonDuplicate, "its message is already in the log", session, c.Event.Seq)
 		}
 		if err != nil {
 			return err
-		}
-		if c.Duplicate {
-			return errRaced
 		}
 		entry.Outcome, entry.SessionID, entry.Seq = OutcomeHandedOn, session, c.Event.Seq
 		// Written with the commit: a racing first receive of the same

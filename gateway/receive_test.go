@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway"
@@ -224,3 +225,26 @@ func TestGuideWithNoLiveTurnIsQueued(t *testing.T) {
 }
 
 var quiet = slog.New(slog.DiscardHandler)
+
+// A redelivery that comes after its receive row was pruned is still a
+// duplicate: the log keeps the update's key.
+func TestRedeliveryAfterPruningIsStillADuplicate(t *testing.T) {
+	backends(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		g, k := newGateway(st)
+		first, err := g.Receive(ctx, msg("77", "42", "7", "once"))
+		if err != nil || first.Outcome != gateway.OutcomeHandedOn {
+			t.Fatalf("first: %+v %v", first, err)
+		}
+		if n, err := st.PruneGateway(ctx, time.Now().Add(time.Hour), 100); err != nil || n != 1 {
+			t.Fatalf("prune: %d %v", n, err)
+		}
+		again, err := g.Receive(ctx, msg("77", "42", "7", "once"))
+		if err != nil || again.Outcome != gateway.OutcomeDropped || again.Reason != gateway.ReasonDuplicate || again.Seq != first.Seq {
+			t.Fatalf("redelivery after pruning: %+v %v", again, err)
+		}
+		if evs, _ := k.Events(ctx, first.SessionID, 0, 10); len(evs) != 1 {
+			t.Fatalf("%d events after a pruned redelivery", len(evs))
+		}
+	})
+}

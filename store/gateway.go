@@ -171,4 +171,9 @@ type GatewayWriter interface {
 	AcquirePlatformLease(ctx context.Context, name, owner string, now, until time.Time) (bool, error)
 	// ReleasePlatformLease gives the lease up, if owner holds it.
 	ReleasePlatformLease(ctx context.Context, name, owner string) error
+	// PruneGateway deletes, at most limit of each, receive-log rows
+	// received before before and outbox rows sent or dead before before
+	// (pending and sending rows are never pruned). It returns how many
+	// rows went.
+	PruneGateway(ctx context.Context, before time.Time, limit int) (int, error)
 }

@@ -112,6 +112,9 @@ type Config struct {
 	// empty: SQL compare-and-set in the database.
 	RedisURL string
 
+	// Retention is how long the receive log and delivered or dead outbox
+	// rows are kept. Defaults to 720h (30 days).
+	Retention time.Duration
 	// FloodLimit is how many messages one chat may send per minute before
 	// more are dropped as flood. Defaults to 30.
 	FloodLimit int
@@ -292,6 +295,7 @@ var settings = []setting{
 		c.RedisURL = v
 		return nil
 	}},
+	{"GATEHOUSE_RETENTION", "retention", "720h", "how long the receive log and sent or dead outbox rows are kept (must outlast platform redelivery, 24 h on Telegram)", duration(func(c *Config) *time.Duration { return &c.Retention })},
 	{"GATEHOUSE_FLOOD_LIMIT", "flood_limit", "30", "messages one chat may send per minute; more are dropped as flood (and logged)", integer(func(c *Config) *int { return &c.FloodLimit })},
 	{"GATEHOUSE_MIDTURN_DELIVERY", "midturn_delivery", "queue", "a chat message that arrives while its turn runs: queue (answered after it) or guide (joins the running turn)", oneOf(func(c *Config) *string { return &c.MidTurn }, "queue", "guide")},
 	{"TELEGRAM_BOT_TOKEN", "telegram_bot_token", "", "starts the Telegram adapter (long polling unless TELEGRAM_WEBHOOK_SECRET is set)", str(func(c *Config) *string { return &c.TelegramToken })},

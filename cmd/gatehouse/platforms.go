@@ -35,7 +35,7 @@ func newGateway(cfg Config, k *kernel.Kernel, gateSvc *gates.Service, reg promet
 		}
 	}
 	return gateway.New(gateway.Config{Kernel: k, Gates: gateSvc, Adapters: adapters, Allowed: allowed, FloodLimit: cfg.FloodLimit,
-		MidTurn: gh.Delivery(cfg.MidTurn), LeaseTTL: cfg.LeaseTTL, Logger: log, Metrics: reg}), nil
+		MidTurn: gh.Delivery(cfg.MidTurn), LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, Logger: log, Metrics: reg}), nil
 }
 
 func splitList(v string) []string {

@@ -512,3 +512,23 @@ func (t *tx) InsertReceiveAtCommit(ctx context.Context, e store.ReceiveEntry) er
 	t.conn.atCommit(insertReceiveSQL, args...)
 	return nil
 }
+
+func (t *tx) PruneGateway(ctx context.Context, before time.Time, limit int) (int, error) {
+	n := 0
+	for _, q := range []string{
+		`DELETE FROM receive_log WHERE id IN (SELECT id FROM receive_log WHERE received_at < $1 ORDER BY id LIMIT $2)`,
+		`DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE state IN ('sent', 'dead') AND updated_at < $1 ORDER BY id LIMIT $2)`,
+	} {
+		tag, err := t.q.Exec(ctx, q, before, limit)
+		if err != nil {
+			return n, dbErr(err, "prune gateway rows")
+		}
+		n += int(tag.RowsAffected())
+	}
+	return n, nil
+}
+
+// PruneGateway implements store.Writer.
+func (s *Store) PruneGateway(ctx context.Context, before time.Time, limit int) (int, error) {
+	return s.auto().PruneGateway(ctx, before, limit)
+}

@@ -460,3 +460,25 @@ func (t *tx) InsertReceiveAtCommit(ctx context.Context, e store.ReceiveEntry) er
 	t.atCommit = append(t.atCommit, insert)
 	return nil
 }
+
+func (t *tx) PruneGateway(ctx context.Context, before time.Time, limit int) (int, error) {
+	n := 0
+	for _, q := range []string{
+		`DELETE FROM receive_log WHERE id IN (SELECT id FROM receive_log WHERE received_at < ? ORDER BY id LIMIT ?)`,
+		`DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE state IN ('sent', 'dead') AND updated_at < ? ORDER BY id LIMIT ?)`,
+	} {
+		res, err := t.q.ExecContext(ctx, q, micros(before), limit)
+		if err != nil {
+			return n, dbErr(err, "prune gateway rows")
+		}
+		m, _ := res.RowsAffected()
+		n += int(m)
+	}
+	return n, nil
+}
+
+// PruneGateway implements store.Writer.
+func (s *Store) PruneGateway(ctx context.Context, before time.Time, limit int) (n int, err error) {
+	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { n, err = t.PruneGateway(ctx, before, limit); return err })
+	return n, err
+}

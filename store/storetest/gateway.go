@@ -32,6 +32,7 @@ func testGateway(t *testing.T, h Harness) {
 		{"OutboxClaimedOnce", testOutboxClaimedOnce},
 		{"GateCardsAndLeases", testCardsAndLeases},
 		{"ReceiveRollsBackWithTx", testReceiveRollback},
+		{"PruneKeepsWhatIsOpen", testPrune},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
 	}
@@ -406,5 +407,58 @@ func testAddressConcurrent(t *testing.T, h Harness) {
 	wg.Wait()
 	if created.Load() != 1 {
 		t.Fatalf("%d transactions created the chat's row, want 1", created.Load())
+	}
+}
+
+func testPrune(t *testing.T, h Harness) {
+	ctx := context.Background()
+	st := memStore(t, h)
+	for i, at := range []time.Time{gwT0, gwT0.Add(time.Hour), gwT0.Add(48 * time.Hour)} {
+		if _, _, err := st.InsertReceive(ctx, recv(fmt.Sprint(i), "c1", "handed_on", "", at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Outbox: one sent long ago, one dead long ago, one pending long ago,
+	// one sent recently.
+	for i := range 4 {
+		if _, err := st.EnqueueOutbox(ctx, outboxRow("s1", int64(i+1), gwT0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, _ := st.ListOutbox(ctx, store.OutboxFilter{Limit: 10})
+	for _, r := range rows {
+		if r.Seq == 3 {
+			continue // stays pending
+		}
+		c, _, err := st.ClaimOutbox(ctx, r.ID, "w", gwT0, gwT0.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.State, c.Updated = store.OutboxSent, gwT0
+		if r.Seq == 2 {
+			c.State = store.OutboxDead
+		}
+		if r.Seq == 4 {
+			c.Updated = gwT0.Add(48 * time.Hour)
+		}
+		if _, err := st.UpdateOutbox(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := st.PruneGateway(ctx, gwT0.Add(24*time.Hour), 100)
+	if err != nil || n != 4 {
+		t.Fatalf("pruned %d rows (%v), want 2 receive rows and 2 outbox rows", n, err)
+	}
+	if left, _ := st.ListReceive(ctx, store.ReceiveFilter{Limit: 10}); len(left) != 1 || left[0].UpdateID != "2" {
+		t.Fatalf("receive rows left: %+v", left)
+	}
+	left, _ := st.ListOutbox(ctx, store.OutboxFilter{Limit: 10})
+	if len(left) != 2 {
+		t.Fatalf("outbox rows left: %+v", left)
+	}
+	for _, r := range left {
+		if r.Seq != 3 && r.Seq != 4 {
+			t.Fatalf("pruned the wrong rows; left %+v", left)
+		}
 	}
 }
