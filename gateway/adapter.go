@@ -46,11 +46,15 @@ type Adapter interface {
 type Sink interface {
 	// Receive commits an update. The adapter acknowledges the platform
 	// only after Receive returns nil: a nil error means the update is in
-	// the receive log (handed on or dropped, with its reason). On an error
-	// the adapter must not acknowledge, so the platform redelivers.
+	// the receive log (handed on or dropped, with its reason; a malformed
+	// update is dropped as unsupported). An error means a retry can help
+	// (the database is unavailable): the adapter must not acknowledge, so
+	// the platform redelivers.
 	Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, error)
 	// Press records a button press on an approval card: the first press
-	// on any surface decides, later ones hear the decision made.
+	// on any surface decides, later ones hear the decision made. Presses
+	// that cannot count (forged data, a stranger, a choice that does not
+	// fit) are answered with text; an error means a retry can help.
 	Press(ctx context.Context, p gh.Press) (PressResult, error)
 }
 
@@ -182,7 +186,7 @@ func ParseButtonData(data string) (gateID, choice string, ok bool) {
 		return "", "", false
 	}
 	c, id, found := strings.Cut(rest, ":")
-	if !found || id == "" || len(id) > 200 {
+	if !found || !validGateID(id) {
 		return "", "", false
 	}
 	switch {
@@ -198,4 +202,18 @@ func ParseButtonData(data string) (gateID, choice string, ok bool) {
 		return id, ChoiceOption + strconv.Itoa(n), true
 	}
 	return "", "", false
+}
+
+// validGateID accepts what gate ids are made of (letters, digits, _ and
+// -, at most 200): data forged by a modified client is not ours.
+func validGateID(id string) bool {
+	if id == "" || len(id) > 200 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

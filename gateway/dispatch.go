@@ -74,6 +74,9 @@ func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	for _, r := range stuck {
+		if d.isFlying(r.SessionID) {
+			continue // ours, still sending (a long split answer)
+		}
 		r.State, r.LastError, r.Updated = store.OutboxDead, sprintf(stuckReasonFmt, r.PartsSent), now
 		if _, err := g.st.UpdateOutbox(ctx, r); err != nil {
 			return 0, err
@@ -198,6 +201,10 @@ func sendResult(r store.OutboxEntry, err error) string {
 	return "retry"
 }
 
+// notSent marks an error met before anything reached the platform: the
+// row is retried later, not given up.
+func notSent(err error) error { return &SendError{Err: err} }
+
 // notDelivered reports whether err proves the request never reached the
 // platform, so sending again cannot make a second copy.
 func notDelivered(err error) bool {
@@ -225,7 +232,10 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 			}
 			r.PartsSent, r.MessageIDs = i+1, append(r.MessageIDs, id)
 			if i < len(parts)-1 {
-				// Progress is kept, so a retry resumes after this part.
+				// Progress is kept, so a retry resumes after this part,
+				// and the claim is extended so the row is not taken for
+				// one a dead replica left.
+				r.LeaseUntil = d.g.cfg.Now().UTC().Add(d.g.cfg.SendTimeout * 4)
 				if _, err := d.g.st.UpdateOutbox(ctx, *r); err != nil {
 					return err
 				}
@@ -239,7 +249,7 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 		}
 		gate, err := d.g.st.GetGate(ctx, o.GateID)
 		if err != nil {
-			return err
+			return notSent(err)
 		}
 		card := cardFor(d.a, o, &gate)
 		id, err := d.sendOne(ctx, Outgoing{Address: addr.Address, Text: card.Text, Card: &card})
@@ -247,8 +257,20 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 			return err
 		}
 		r.PartsSent, r.MessageIDs = 1, []string{id}
-		return d.g.st.PutGateCard(ctx, store.GateCard{GateID: o.GateID, SessionID: r.SessionID, Platform: addr.Platform, ChatID: addr.ChatID,
-			ThreadID: addr.ThreadID, MessageID: id, Created: d.g.cfg.Now().UTC()})
+		// The card is out: sending it again would show two. Its record
+		// (which later edits need) is retried here instead.
+		c := store.GateCard{GateID: o.GateID, SessionID: r.SessionID, Platform: addr.Platform, ChatID: addr.ChatID,
+			ThreadID: addr.ThreadID, MessageID: id, Created: d.g.cfg.Now().UTC()}
+		for try := range 5 {
+			if err = d.g.st.PutGateCard(ctx, c); err == nil {
+				break
+			}
+			sleep(ctx, time.Duration(try+1)*200*time.Millisecond)
+		}
+		if err != nil {
+			d.g.cfg.Logger.Error("approval card sent but not recorded: its buttons will not be removed after the decision", "gate", o.GateID, "err", err)
+		}
+		return nil
 	case store.OutboxCardUpdate:
 		var dec gh.GateDecided
 		if err := json.Unmarshal(r.Payload, &dec); err != nil {
@@ -256,13 +278,12 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 		}
 		gate, err := d.g.st.GetGate(ctx, dec.GateID)
 		if err != nil {
-			return err
+			return notSent(err)
 		}
-		o, _ := d.g.openedOf(ctx, dec.GateID)
-		card := cardFor(d.a, o, &gate)
+		card := cardFor(d.a, openedFrom(gate), &gate)
 		cards, err := d.g.st.GateCards(ctx, dec.GateID)
 		if err != nil {
-			return err
+			return notSent(err)
 		}
 		for i, c := range cards {
 			if i < r.PartsSent || c.Platform != d.a.Platform() {

@@ -77,9 +77,10 @@ func Outcome(state gh.GateState, by, surface, answer string) string {
 func cardFor(a Adapter, o gh.GateOpened, g *gh.Gate) Card {
 	body := cardBody(o)
 	if g != nil && g.State != gh.GatePending {
-		return Card{GateID: o.GateID, Text: a.Format(body + "\n\n" + Outcome(g.State, g.DecidedBy, g.Surface, g.Answer))}
+		outcome := "\n\n" + Outcome(g.State, g.DecidedBy, g.Surface, g.Answer)
+		return Card{GateID: o.GateID, Text: fitCard(a, body, outcome)}
 	}
-	c := Card{GateID: o.GateID, Text: a.Format(body)}
+	c := Card{GateID: o.GateID, Text: fitCard(a, body, "")}
 	if o.Kind == gh.GateKindClarify {
 		for i, opt := range o.Options {
 			c.Buttons = append(c.Buttons, Button{Label: clipMark(opt, 60), Data: ButtonData(o.GateID, ChoiceOption+itoa(int64(i))), Style: "primary"})
@@ -91,6 +92,26 @@ func cardFor(a Adapter, o gh.GateOpened, g *gh.Gate) Card {
 		{Label: "Deny", Data: ButtonData(o.GateID, ChoiceDeny), Style: "danger"},
 	}
 	return c
+}
+
+// fitCard formats body and tail as one message within the platform's
+// limit, clipping the body: a card is one message (its buttons belong to
+// it), and one the platform refuses as too long would never be seen.
+func fitCard(a Adapter, body, tail string) string {
+	max := a.Limits().MaxText
+	text := a.Format(body + tail)
+	if max <= 0 || utf8.RuneCountInString(text) <= max {
+		return text
+	}
+	limit := max - utf8.RuneCountInString(tail) - 1
+	for limit > 16 {
+		text = a.Format(clipMark(body, limit) + tail)
+		if utf8.RuneCountInString(text) <= max {
+			return text
+		}
+		limit = limit * 9 / 10
+	}
+	return a.Format(clipMark(body, 16) + tail)
 }
 
 // SplitText cuts text into parts that each fit max characters once

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"html"
 	"strings"
 	"testing"
@@ -131,5 +132,40 @@ func TestPacerKeepsEachChatUnderItsLimit(t *testing.T) {
 	p.hold(b, t0.Add(10*time.Second), false)
 	if w := p.reserve(b, t0.Add(5*time.Second)); w < 4*time.Second {
 		t.Fatalf("a held chat must wait out the 429: waits %s", w)
+	}
+}
+
+// limited is the formatting half of an adapter: a length limit and an
+// escaping that grows the text, as HTML escaping does.
+type limited struct {
+	Adapter
+	max int
+}
+
+func (l limited) Limits() Limits            { return Limits{MaxText: l.max} }
+func (l limited) Format(text string) string { return html.EscapeString(text) }
+
+func TestCardFitsThePlatformLimit(t *testing.T) {
+	args := map[string]string{}
+	for i := range 9 {
+		args[string(rune('a'+i))] = strings.Repeat("<&>", 130)
+	}
+	raw, _ := json.Marshal(args)
+	for _, o := range []gh.GateOpened{
+		{GateID: "g_1", Tool: "post", Kind: gh.GateKindApproval, Arguments: raw},
+		{GateID: "g_2", Tool: "email_send", Kind: gh.GateKindClarify, Question: strings.Repeat("Which Sara? ", 500), Options: []string{"a", "b"}},
+	} {
+		a := limited{max: 2000}
+		pending := cardFor(a, o, nil)
+		if n := utf8.RuneCountInString(pending.Text); n > 2000 {
+			t.Fatalf("%s: a %d-character card; the platform takes 2000", o.Tool, n)
+		}
+		if len(pending.Buttons) != 2 {
+			t.Fatalf("%s: the buttons must survive the clipping: %+v", o.Tool, pending.Buttons)
+		}
+		decided := cardFor(a, o, &gh.Gate{State: gh.GateApproved, DecidedBy: "alice", Surface: "web"})
+		if n := utf8.RuneCountInString(decided.Text); n > 2000 || !strings.HasSuffix(decided.Text, "Approved by alice (web)") {
+			t.Fatalf("%s: the decided card (%d characters) must fit and keep its outcome: …%q", o.Tool, n, decided.Text[len(decided.Text)-60:])
+		}
 	}
 }

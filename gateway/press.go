@@ -13,8 +13,11 @@ import (
 // pressed is one the gateway sent for that gate to that chat; the first
 // decision on any surface wins, and every later press hears it.
 func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
+	// Only errors a retry can cure are returned (the platform then
+	// delivers the press again); everything else is answered with text.
 	if err := checkInbound(gh.Inbound{Platform: p.Platform, UpdateID: orDash(p.UpdateID), ChatID: p.ChatID, ThreadID: p.ThreadID, UserID: p.UserID, MessageID: p.MessageID}); err != nil {
-		return PressResult{}, err
+		g.cfg.Logger.Warn("refused a malformed press", "platform", p.Platform, "err", err)
+		return PressResult{Text: "This press could not be read."}, nil
 	}
 	if p.IsBot || !g.Allowed(p.Platform, p.UserID) {
 		g.cfg.Logger.Info("refused a press", "platform", p.Platform, "gate", p.GateID, "user", p.UserID, "reason", "not_allowed")
@@ -23,8 +26,11 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 	if g.cfg.Gates == nil {
 		return PressResult{Text: "Approvals are not enabled on this gateway."}, nil
 	}
+	if !validGateID(p.GateID) {
+		return PressResult{Text: "This approval no longer exists."}, nil
+	}
 	gate, err := g.st.GetGate(ctx, p.GateID)
-	if gh.IsCode(err, gh.CodeNotFound) {
+	if gh.IsCode(err, gh.CodeNotFound) || gh.IsCode(err, gh.CodeInvalid) {
 		return PressResult{Text: "This approval no longer exists."}, nil
 	}
 	if err != nil {
@@ -64,9 +70,16 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 		}
 		d.State, d.Answer = gh.GateAnswered, opened.Options[n]
 	default:
-		return PressResult{}, gh.Errorf(gh.CodeInvalid, "unknown choice %q", p.Choice)
+		return PressResult{Text: "That choice is not on this card."}, nil
 	}
 	gate, won, err := g.cfg.Gates.Decide(ctx, p.GateID, d)
+	if gh.IsCode(err, gh.CodeInvalid) {
+		// A choice that does not fit the gate (approve on a question,
+		// say) decides nothing, and is answered: an error here would
+		// make the platform deliver the press again, forever.
+		g.cfg.Logger.Warn("refused a press that does not fit its gate", "platform", p.Platform, "gate", p.GateID, "err", err)
+		return PressResult{Text: "That choice does not fit this card."}, nil
+	}
 	if err != nil {
 		if gate.State == "" || gate.State == gh.GatePending {
 			return PressResult{}, err
@@ -88,15 +101,6 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 		res.Text = "Already decided. " + Outcome(gate.State, gate.DecidedBy, gate.Surface, gate.Answer) + "."
 	}
 	return res, nil
-}
-
-// openedOf describes a gate as its gate.opened event did, from its row.
-func (g *Gateway) openedOf(ctx context.Context, gateID string) (gh.GateOpened, error) {
-	gate, err := g.st.GetGate(ctx, gateID)
-	if err != nil {
-		return gh.GateOpened{}, err
-	}
-	return openedFrom(gate), nil
 }
 
 func openedFrom(gate gh.Gate) gh.GateOpened {

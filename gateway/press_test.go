@@ -44,6 +44,20 @@ func TestPressFromAnotherChatDecidesNothing(t *testing.T) {
 	if err != nil || !res.Won || res.Gate.State != gh.GateDenied || !strings.Contains(res.Card.Text, "Denied by alice") || len(res.Card.Buttons) != 0 {
 		t.Fatalf("press from the gate's chat: %+v %v", res, err)
 	}
+	// Forged button data is answered, never an error: an error would make
+	// the platform deliver the press again and hold up the chat.
+	for _, forged := range []string{"\x00evil", strings.Repeat("g", 300), "g_ü"} {
+		res, err = e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "qf", GateID: forged, Choice: gateway.ChoiceApprove,
+			UserID: e.Fake.UserID("alice"), ChatID: fake.ChatID("alice")})
+		if err != nil || res.Won {
+			t.Fatalf("forged gate id %q: %+v %v", forged, res, err)
+		}
+	}
+	res, err = e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "qc", GateID: id, Choice: "option:0",
+		UserID: e.Fake.UserID("alice"), ChatID: fake.ChatID("alice")})
+	if err != nil || res.Won {
+		t.Fatalf("an option on an approval card: %+v %v", res, err)
+	}
 	// An unknown gate is answered, not an error the platform would retry.
 	res, err = e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q3", GateID: "g_nope", Choice: gateway.ChoiceApprove,
 		UserID: e.Fake.UserID("alice"), ChatID: fake.ChatID("alice")})

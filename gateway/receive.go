@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -34,8 +36,12 @@ var errRaced = errors.New("receive raced a redelivery")
 // platform may be acknowledged.
 func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, error) {
 	if err := checkInbound(in); err != nil {
-		g.cfg.Logger.Warn("refused inbound update", "platform", in.Platform, "code", gh.ErrorCode(err), "err", err)
-		return ReceiveResult{}, err
+		// Malformed for good: an error would make the platform deliver it
+		// again and again, holding up the chat behind it. It is logged
+		// as unsupported, with what was wrong, under cleaned-up ids.
+		g.cfg.Logger.Warn("malformed inbound update dropped as unsupported", "platform", in.Platform, "err", err)
+		in = sanitize(in)
+		in.Unsupported = "malformed: " + err.Error()
 	}
 	start := time.Now()
 	res, err := g.batcher().submit(ctx, in)
@@ -50,6 +56,29 @@ func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, er
 		g.cfg.Logger.Info("dropped inbound update", "platform", in.Platform, "update", in.UpdateID, "reason", res.Reason)
 	}
 	return res, nil
+}
+
+// sanitize makes a malformed update's ids storable: valid text within the
+// limit, and an update id derived from its content when it has none.
+func sanitize(in gh.Inbound) gh.Inbound {
+	clean := func(v string) string {
+		v = strings.ToValidUTF8(strings.ReplaceAll(v, "\x00", ""), "\uFFFD")
+		for len(v) > maxFieldLen {
+			_, size := utf8.DecodeLastRuneInString(v)
+			v = v[:len(v)-size]
+		}
+		return v
+	}
+	if in.Platform == "" {
+		in.Platform = "unknown"
+	}
+	if in.UpdateID == "" {
+		h := sha256.Sum256([]byte(in.ChatID + "\x00" + in.UserID + "\x00" + in.MessageID + "\x00" + in.Text))
+		in.UpdateID = "content-" + hex.EncodeToString(h[:8])
+	}
+	in.Platform, in.UpdateID, in.ChatID, in.ThreadID = clean(in.Platform), clean(in.UpdateID), clean(in.ChatID), clean(in.ThreadID)
+	in.UserID, in.MessageID = clean(in.UserID), clean(in.MessageID)
+	return in
 }
 
 func checkInbound(in gh.Inbound) error {
@@ -210,6 +239,8 @@ func (g *Gateway) drop(ctx context.Context, tx store.Tx, res *ReceiveResult, e s
 // nothing we handle, nothing at all.
 func (g *Gateway) dropReason(in gh.Inbound, text string) (reason, detail string) {
 	switch {
+	case strings.HasPrefix(in.Unsupported, "malformed: "):
+		return ReasonUnsupported, clip(in.Unsupported, maxFieldLen)
 	case in.IsBot:
 		return ReasonFromBot, ""
 	case !g.Allowed(in.Platform, in.UserID):

@@ -179,22 +179,31 @@ func TestDropsCarryTheirReasonAndCommitNothingElse(t *testing.T) {
 	})
 }
 
-func TestBadInboundIsRefusedAndWritesNothing(t *testing.T) {
+// A malformed update is dropped as unsupported with what was wrong, never
+// refused with an error: the platform would deliver it again forever and
+// hold up the chat behind it.
+func TestMalformedUpdatesAreDroppedNotRefused(t *testing.T) {
 	backends(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		g, _ := newGateway(st)
-		for _, in := range []gh.Inbound{
+		for i, in := range []gh.Inbound{
 			{Platform: gh.PlatformTelegram, ChatID: "1", UserID: "7", Text: "no update id"},
 			{UpdateID: "1", ChatID: "1", UserID: "7", Text: "no platform"},
 			{Platform: gh.PlatformTelegram, UpdateID: strings.Repeat("9", 500), ChatID: "1", UserID: "7", Text: "huge id"},
-			{Platform: gh.PlatformTelegram, UpdateID: "1", ChatID: "1\x00", UserID: "7", Text: "NUL in id"},
+			{Platform: gh.PlatformTelegram, UpdateID: "2", ChatID: "1\x00", UserID: "7", Text: "NUL in id"},
 		} {
-			if _, err := g.Receive(ctx, in); !gh.IsCode(err, gh.CodeInvalid) {
-				t.Fatalf("%q: err %v, want invalid", in.Text, err)
+			r, err := g.Receive(ctx, in)
+			if err != nil || r.Outcome != gateway.OutcomeDropped || r.Reason != gateway.ReasonUnsupported {
+				t.Fatalf("malformed update %d: %+v %v", i, r, err)
 			}
 		}
-		if rows, _ := st.ListReceive(ctx, store.ReceiveFilter{Limit: 10}); len(rows) != 0 {
-			t.Fatalf("refused input left rows: %+v", rows)
+		rows, _ := st.ListReceive(ctx, store.ReceiveFilter{Reason: gateway.ReasonUnsupported, Limit: 10})
+		if len(rows) != 4 || !strings.Contains(rows[0].Detail, "malformed") {
+			t.Fatalf("each malformed update is logged with its reason: %+v", rows)
+		}
+		// Delivered again, it is a duplicate, not a second row of its own.
+		if r, err := g.Receive(ctx, gh.Inbound{Platform: gh.PlatformTelegram, ChatID: "1", UserID: "7", Text: "no update id"}); err != nil || r.Reason != gateway.ReasonDuplicate {
+			t.Fatalf("a malformed update delivered again: %+v %v", r, err)
 		}
 		// NUL bytes and bad UTF-8 in text are cleaned, not refused.
 		r, err := g.Receive(ctx, msg("5", "1", "7", "hi\x00 there \xff"))

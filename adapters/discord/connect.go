@@ -265,9 +265,13 @@ func (c *ctxConn) Close() error {
 // enqueue runs on discordgo's reading goroutine: it only queues, so
 // heartbeats and presses are not held up by a slow Receive.
 func (c *connection) enqueue(m *discordgo.Message) {
+	// Waiting on grace, not ctx: a message read while the session closes
+	// still has ShutdownGrace to reach Receive (Discord will not resend
+	// it), and a select on an ended ctx would drop it half the time even
+	// with room in the queue.
 	select {
 	case c.msgs <- m:
-	case <-c.ctx.Done():
+	case <-c.grace.Done():
 		if m != nil {
 			c.a.log.Warn("discord message dropped: Connect is stopping", "message_id", m.ID)
 		}

@@ -18,6 +18,9 @@ const pressAnswerWithin = 3 * time.Second
 // bot's user id is learnt lazily by whichever replica serves a request.
 const identityRetry = 30 * time.Second
 
+// identityWait bounds one auth.test made while a request waits.
+const identityWait = 500 * time.Millisecond
+
 // identify learns the bot's user id from auth.test, once.
 func (a *Adapter) identify(ctx context.Context) (string, error) {
 	a.idMu.Lock()
@@ -45,7 +48,11 @@ func (a *Adapter) knownBotUserID(ctx context.Context) string {
 	if id != "" || (!tried.IsZero() && a.now().Sub(tried) < identityRetry) {
 		return id
 	}
-	id, err := a.identify(ctx)
+	// Bounded: an Events API request waits for this, and Slack wants its
+	// answer within 3 s.
+	ictx, cancel := context.WithTimeout(ctx, identityWait)
+	defer cancel()
+	id, err := a.identify(ictx)
 	if err != nil {
 		a.log.Warn("auth.test failed; own messages are recognised by bot_id only", "err", err)
 	}
