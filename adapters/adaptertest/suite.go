@@ -1,6 +1,7 @@
 package adaptertest
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ func Run(t *testing.T, factory Factory) {
 		{"BotAndStrangerDropped", testDropped},
 		{"FloodDropsThe31st", testFlood},
 		{"RedeliveryIsADuplicate", testRedelivery},
+		{"MessagesDuringATurnAreAllAnswered", testMidTurn},
 		{"ApprovalCardPressAndSecondPress", testApproval},
 		{"DecisionOnWebUpdatesTheCard", testWebDecision},
 	} {
@@ -272,5 +274,52 @@ func testWebDecision(t *testing.T, factory Factory) {
 	if !slices.ContainsFunc(e.Fake.Messages("room"), func(m Message) bool { return m.ID == card.ID }) {
 		t.Fatal("card gone")
 	}
+	e.noFakeErrors()
+}
+
+// Messages sent back to back, the later ones while the first turn runs,
+// never run over each other and are all answered: each is presented to
+// the model by exactly one answered turn. (On Slack each top-level
+// channel message starts a thread, its own session; elsewhere they share
+// the chat's.)
+func testMidTurn(t *testing.T, factory Factory) {
+	e := NewEnv(t, factory, EnvOptions{})
+	var ups []string
+	for i := range 3 {
+		ups = append(ups, e.Fake.Say("room", "alice", fmt.Sprintf("part %d", i+1), false))
+	}
+	sessions := map[string]bool{}
+	for _, u := range ups {
+		sessions[e.Receive(u).SessionID] = true
+	}
+	e.Eventually("every message answered once", func() bool {
+		inputs := 0
+		for session := range sessions {
+			evs, _ := e.Kernel.Events(e.Ctx, session, 0, 1000)
+			answered := map[int64]int{}
+			var seqs []int64
+			for _, ev := range evs {
+				switch ev.Kind {
+				case gh.KindUserMessage:
+					seqs = append(seqs, ev.Seq)
+				case gh.KindAssistantMessage:
+					var a gh.AssistantMessage
+					if json.Unmarshal(ev.Payload, &a) == nil && a.StopReason == gh.StopEndTurn {
+						for _, s := range a.InputSeqs {
+							answered[s]++
+						}
+					}
+				}
+			}
+			for _, s := range seqs {
+				if answered[s] != 1 {
+					return false
+				}
+			}
+			inputs += len(seqs)
+		}
+		return inputs == 3
+	})
+	e.Eventually("the answers in the chat", func() bool { return len(e.Fake.Messages("room")) >= len(sessions) })
 	e.noFakeErrors()
 }
