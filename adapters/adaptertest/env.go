@@ -121,13 +121,7 @@ func NewEnv(t testing.TB, factory Factory, o EnvOptions) *Env {
 // Eventually polls cond until it holds or 10 s pass.
 func (e *Env) Eventually(what string, cond func() bool) {
 	e.T.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.T.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	Eventually(e.T, what, cond)
 }
 
 // Receive returns the first receive-log row of an update, waiting for it.

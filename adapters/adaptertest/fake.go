@@ -57,6 +57,7 @@ type TB interface {
 	Helper()
 	Cleanup(func())
 	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
 	Logf(format string, args ...any)
 	TempDir() string
 }

@@ -76,18 +76,6 @@ func (s *recSink) pressed() []gh.Press {
 	return slices.Clone(s.presses)
 }
 
-// waitFor polls cond; the timeout only keeps a broken test from hanging.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 type env struct {
 	a    *discord.Adapter
 	f    *adaptertest.DiscordFake
@@ -109,21 +97,8 @@ func start(t *testing.T, cfg discord.Config, opts ...adaptertest.DiscordOption) 
 		t.Fatal(err)
 	}
 	e := &env{a: a, f: f, sink: &recSink{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Connect(ctx, e.sink) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Connect returned %v after its context ended, want nil", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Errorf("Connect did not return after its context ended")
-		}
-	})
-	waitFor(t, "the gateway session", f.Connected)
+	adaptertest.Connect(t, a, e.sink, 15*time.Second)
+	adaptertest.Eventually(t, "the gateway session", f.Connected)
 	return e
 }
 
@@ -144,7 +119,7 @@ func TestMessageReachesReceive(t *testing.T) {
 	before := time.Now()
 	id := e.f.Say("room", "alice", "hello **there**", false)
 	dm := e.f.Say("dm-bob", "bob", "psst", false)
-	waitFor(t, "both messages", func() bool { return len(e.sink.calls(id)) == 1 && len(e.sink.calls(dm)) == 1 })
+	adaptertest.Eventually(t, "both messages", func() bool { return len(e.sink.calls(id)) == 1 && len(e.sink.calls(dm)) == 1 })
 
 	in := e.sink.calls(id)[0]
 	want := gh.Inbound{
@@ -163,7 +138,7 @@ func TestMessageReachesReceive(t *testing.T) {
 		t.Errorf("DM inbound = %+v, want chat type dm in the DM channel", d)
 	}
 	// The gateway's only acknowledgement: a heartbeat covering the event.
-	waitFor(t, "the heartbeat to cover the message", func() bool { return e.f.Acked(id) })
+	adaptertest.Eventually(t, "the heartbeat to cover the message", func() bool { return e.f.Acked(id) })
 	noErrors(t, e.f)
 }
 
@@ -174,7 +149,7 @@ func TestMessagesKeepTheirOrder(t *testing.T) {
 	for _, text := range []string{"one", "two", "three", "four", "five"} {
 		ids = append(ids, e.f.Say("room", "alice", text, false))
 	}
-	waitFor(t, "all messages", func() bool { return len(e.sink.calls(ids[4])) == 1 })
+	adaptertest.Eventually(t, "all messages", func() bool { return len(e.sink.calls(ids[4])) == 1 })
 	e.sink.mu.Lock()
 	var order []string
 	for _, in := range e.sink.inbound {
@@ -201,11 +176,11 @@ func TestReceiveErrorIsRetried(t *testing.T) {
 		return nil
 	}
 	flaky := e.f.Say("room", "alice", "flaky", false)
-	waitFor(t, "the third attempt", func() bool { return len(e.sink.calls(flaky)) == 3 })
+	adaptertest.Eventually(t, "the third attempt", func() bool { return len(e.sink.calls(flaky)) == 3 })
 
 	doomed := e.f.Say("room", "alice", "doomed", false)
 	after := e.f.Say("room", "alice", "after", false)
-	waitFor(t, "the message after the lost one", func() bool { return len(e.sink.calls(after)) == 1 })
+	adaptertest.Eventually(t, "the message after the lost one", func() bool { return len(e.sink.calls(after)) == 1 })
 	if n := len(e.sink.calls(doomed)); n != 3 {
 		t.Errorf("a message whose Receive always fails was handed on %d times, want ReceiveAttempts = 3", n)
 	}
@@ -223,9 +198,9 @@ func TestRedeliveryRepeatsTheUpdateID(t *testing.T) {
 	t.Parallel()
 	e := start(t, discord.Config{})
 	id := e.f.Say("room", "alice", "again", false)
-	waitFor(t, "the message", func() bool { return len(e.sink.calls(id)) == 1 })
+	adaptertest.Eventually(t, "the message", func() bool { return len(e.sink.calls(id)) == 1 })
 	e.f.Redeliver(id)
-	waitFor(t, "the redelivery", func() bool { return len(e.sink.calls(id)) == 2 })
+	adaptertest.Eventually(t, "the redelivery", func() bool { return len(e.sink.calls(id)) == 2 })
 	if a, b := e.sink.calls(id)[0], e.sink.calls(id)[1]; a.UpdateID != b.UpdateID || a.Text != b.Text {
 		t.Errorf("redelivery %+v differs from the first delivery %+v", b, a)
 	}
@@ -240,7 +215,7 @@ func TestBotMessagesAreMarked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "both bot messages", func() bool { return len(e.sink.calls(other)) == 1 && len(e.sink.calls(own)) == 1 })
+	adaptertest.Eventually(t, "both bot messages", func() bool { return len(e.sink.calls(other)) == 1 && len(e.sink.calls(own)) == 1 })
 	if in := e.sink.calls(other)[0]; !in.IsBot {
 		t.Errorf("another bot's message came through with IsBot=false: %+v", in)
 	}
@@ -254,7 +229,7 @@ func TestMessageWithoutTextIsUnsupported(t *testing.T) {
 	t.Parallel()
 	e := start(t, discord.Config{})
 	id := e.f.SayUnsupported("room", "alice")
-	waitFor(t, "the image", func() bool { return len(e.sink.calls(id)) == 1 })
+	adaptertest.Eventually(t, "the image", func() bool { return len(e.sink.calls(id)) == 1 })
 	if in := e.sink.calls(id)[0]; in.Unsupported != "attachment" || in.Text != "" {
 		t.Errorf("image-only message = %+v, want Unsupported attachment and no text", in)
 	}
@@ -603,10 +578,10 @@ func TestDroppedGatewayResumes(t *testing.T) {
 	t.Parallel()
 	e := start(t, discord.Config{})
 	first := e.f.Say("room", "alice", "before", false)
-	waitFor(t, "the first message", func() bool { return len(e.sink.calls(first)) == 1 })
+	adaptertest.Eventually(t, "the first message", func() bool { return len(e.sink.calls(first)) == 1 })
 	e.f.DropConnection()
 	during := e.f.Say("room", "alice", "while dropped", false)
-	waitFor(t, "the message said while the socket was down", func() bool { return len(e.sink.calls(during)) == 1 })
+	adaptertest.Eventually(t, "the message said while the socket was down", func() bool { return len(e.sink.calls(during)) == 1 })
 	if n := len(e.sink.calls(first)); n != 1 {
 		t.Errorf("resume replayed a message already read (%d deliveries)", n)
 	}
@@ -651,7 +626,7 @@ func TestConnectLeavesNothingRunning(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Connect(ctx, sink) }()
-	waitFor(t, "the gateway session", f.Connected)
+	adaptertest.Eventually(t, "the gateway session", f.Connected)
 	id, err := a.Send(context.Background(), gateway.Outgoing{Address: addr(f, "room"), Card: card("gl", "Approve", "Deny")})
 	if err != nil {
 		t.Fatal(err)
@@ -660,14 +635,14 @@ func TestConnectLeavesNothingRunning(t *testing.T) {
 	if _, err := f.Press("room", id, gateway.ButtonData("gl", gateway.ChoiceApprove), "alice"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the message", func() bool { return len(sink.calls(said)) == 1 })
+	adaptertest.Eventually(t, "the message", func() bool { return len(sink.calls(said)) == 1 })
 
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Connect = %v", err)
 	}
 	var stacks string
-	waitFor(t, "discordgo and adapter goroutines to end", func() bool {
+	adaptertest.Eventually(t, "discordgo and adapter goroutines to end", func() bool {
 		buf := make([]byte, 1<<20)
 		stacks = string(buf[:runtime.Stack(buf, true)])
 		return !strings.Contains(stacks, "bwmarrin/discordgo") && !strings.Contains(stacks, "adapters/discord.(")

@@ -110,32 +110,8 @@ func socketPair(t *testing.T, s gateway.Sink, opts ...adaptertest.SlackOption) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Connect(ctx, s) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Connect after cancel: %v, want nil", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("Connect did not return after its context ended")
-		}
-	})
+	adaptertest.Connect(t, a, s, 10*time.Second)
 	return a, f
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func noErrors(t *testing.T, f *adaptertest.SlackFake) {
@@ -161,7 +137,7 @@ func TestChannelMessageReachesReceiveAndIsAckedOnlyAfter(t *testing.T) {
 		t.Fatal("the event was acknowledged before Receive returned")
 	}
 	close(release)
-	eventually(t, "the event acknowledged", func() bool { return f.Acked(upd) })
+	adaptertest.Eventually(t, "the event acknowledged", func() bool { return f.Acked(upd) })
 	if ackedDuring[0] {
 		t.Fatal("acknowledged while Receive was committing")
 	}
@@ -246,7 +222,7 @@ func TestReceiveErrorLeavesEventUnackedAndSlackResends(t *testing.T) {
 	if first.UpdateID != upd || second.UpdateID != upd {
 		t.Fatalf("a resend keeps the event_id: %q then %q, want %q", first.UpdateID, second.UpdateID, upd)
 	}
-	eventually(t, "the resent event acknowledged", func() bool { return f.Acked(upd) })
+	adaptertest.Eventually(t, "the resent event acknowledged", func() bool { return f.Acked(upd) })
 	if n := f.Deliveries(upd); n != 2 {
 		t.Fatalf("sent %d times, want 2 (original and one resend)", n)
 	}
@@ -258,7 +234,7 @@ func TestRedeliveryRepeatsTheUpdateID(t *testing.T) {
 	_, f := socketPair(t, rec)
 	upd := f.Say("room", "alice", "once", false)
 	rec.next(t)
-	eventually(t, "ack", func() bool { return f.Acked(upd) })
+	adaptertest.Eventually(t, "ack", func() bool { return f.Acked(upd) })
 	f.Redeliver(upd)
 	if again := rec.next(t); again.UpdateID != upd || again.Text != "once" {
 		t.Fatalf("redelivery: %+v", again)
@@ -275,7 +251,7 @@ func TestBotMessagesAreMarked(t *testing.T) {
 	if !in.IsBot || in.Text != "beep" || in.UpdateID != upd {
 		t.Fatalf("another bot's message: %+v", in)
 	}
-	eventually(t, "ack of the bot message", func() bool { return f.Acked(upd) })
+	adaptertest.Eventually(t, "ack of the bot message", func() bool { return f.Acked(upd) })
 
 	// Slack echoes what our bot posts: it must come back as a bot's,
 	// or the gateway would answer itself.
@@ -309,11 +285,11 @@ func TestUnsupportedUpdates(t *testing.T) {
 	// An app_mention repeats a message event under another event_id:
 	// it is acknowledged and not handed on.
 	mention := f.SayEvent("room", map[string]any{"type": "app_mention", "user": f.UserID("alice"), "text": "<@U0FAKEBOT1> hi"})
-	eventually(t, "the mention acknowledged", func() bool { return f.Acked(mention) })
+	adaptertest.Eventually(t, "the mention acknowledged", func() bool { return f.Acked(mention) })
 	// An inner event slack-go does not know is read by the adapter
 	// itself and acknowledged rather than left to be resent.
 	odd := f.SayEvent("room", map[string]any{"type": "brand_new_event_type", "user": f.UserID("alice")})
-	eventually(t, "the unknown event acknowledged", func() bool { return f.Acked(odd) })
+	adaptertest.Eventually(t, "the unknown event acknowledged", func() bool { return f.Acked(odd) })
 	select {
 	case in := <-rec.in:
 		t.Fatalf("handed on something that is no message: %+v", in)
@@ -560,13 +536,13 @@ func TestRateLimitBecomesSendErrorWithRetryAfter(t *testing.T) {
 func TestSocketReconnectsWhenSlackAsks(t *testing.T) {
 	rec := newRecorder()
 	_, f := socketPair(t, rec)
-	eventually(t, "a connection", func() bool { return f.Connections() == 1 })
+	adaptertest.Eventually(t, "a connection", func() bool { return f.Connections() == 1 })
 	f.Disconnect()
 	upd := f.Say("room", "alice", "still there?", false)
 	if in := rec.next(t); in.UpdateID != upd {
 		t.Fatalf("after a refresh: %+v", in)
 	}
-	eventually(t, "ack after reconnect", func() bool { return f.Acked(upd) })
+	adaptertest.Eventually(t, "ack after reconnect", func() bool { return f.Acked(upd) })
 	noErrors(t, f)
 }
 

@@ -59,7 +59,7 @@ func TestWebhookAnswers200OnlyAfterCommit(t *testing.T) {
 		t.Fatal("Slack got its answer before the event was committed")
 	}
 	close(release)
-	eventually(t, "200", func() bool { return f.Acked(upd) })
+	adaptertest.Eventually(t, "200", func() bool { return f.Acked(upd) })
 	if got := f.Statuses(upd); !slices.Equal(got, []int{200}) {
 		t.Fatalf("statuses %v", got)
 	}
@@ -78,7 +78,7 @@ func TestWebhookCommitFailureGets500AndTheRetryKeepsTheUpdateID(t *testing.T) {
 	if first.UpdateID != upd || second.UpdateID != upd {
 		t.Fatalf("the retry (X-Slack-Retry-Num: 1) repeats the event_id: %q, %q, want %q", first.UpdateID, second.UpdateID, upd)
 	}
-	eventually(t, "acknowledged on the retry", func() bool { return f.Acked(upd) })
+	adaptertest.Eventually(t, "acknowledged on the retry", func() bool { return f.Acked(upd) })
 	if got := f.Statuses(upd); !slices.Equal(got, []int{500, 200}) {
 		t.Fatalf("statuses %v, want [500 200]", got)
 	}

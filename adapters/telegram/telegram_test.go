@@ -72,7 +72,7 @@ func (s *sink) Press(ctx context.Context, p gh.Press) (gateway.PressResult, erro
 func (s *sink) received(t *testing.T, id string) gh.Inbound {
 	t.Helper()
 	var got gh.Inbound
-	eventually(t, "update "+id+" received", func() bool {
+	adaptertest.Eventually(t, "update "+id+" received", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for _, in := range s.inbound {
@@ -104,37 +104,6 @@ func (s *sink) nextCall(t *testing.T) string {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// connect runs a.Connect until the test ends, and fails the test when it
-// does not return nil promptly once its context is cancelled.
-func connect(t *testing.T, a gateway.Adapter, s gateway.Sink) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Connect(ctx, s) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Connect returned %v after cancel, want nil", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Connect did not return within 5s of cancel")
-		}
-	})
-}
-
 func noFakeErrors(t *testing.T, f *adaptertest.TelegramFake) {
 	t.Helper()
 	if errs := f.Errors(); len(errs) > 0 {
@@ -146,7 +115,7 @@ func TestTextMessageIsAcknowledgedOnlyAfterReceive(t *testing.T) {
 	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
 	s := newSink()
 	s.hold = make(chan struct{})
-	connect(t, a, s)
+	adaptertest.Connect(t, a, s, 5*time.Second)
 
 	up := f.Say("alice", "alice", "hello <there> & all", false)
 	if got := s.nextCall(t); got != up {
@@ -161,7 +130,7 @@ func TestTextMessageIsAcknowledgedOnlyAfterReceive(t *testing.T) {
 	}
 	close(s.hold)
 	in := s.received(t, up)
-	eventually(t, "the update acknowledged after Receive returned", func() bool { return f.Acked(up) })
+	adaptertest.Eventually(t, "the update acknowledged after Receive returned", func() bool { return f.Acked(up) })
 
 	want := gh.Inbound{
 		Platform: gh.PlatformTelegram, UpdateID: up, ChatID: f.ChatID("alice"), ChatType: gh.ChatDM,
@@ -190,14 +159,14 @@ func TestFailedReceiveIsFetchedAgainBeforeLaterUpdates(t *testing.T) {
 	}
 	first := f.Say("alice", "alice", "first", false)
 	second := f.Say("alice", "alice", "second", false)
-	connect(t, a, s)
+	adaptertest.Connect(t, a, s, 5*time.Second)
 
 	calls := []string{s.nextCall(t), s.nextCall(t), s.nextCall(t)}
 	if want := []string{first, first, second}; !slices.Equal(calls, want) {
 		t.Fatalf("Receive calls %v, want %v: a failed update comes again, and nothing after it overtakes it", calls, want)
 	}
 	s.received(t, second)
-	eventually(t, "both acknowledged", func() bool { return f.Acked(first) && f.Acked(second) })
+	adaptertest.Eventually(t, "both acknowledged", func() bool { return f.Acked(first) && f.Acked(second) })
 	noFakeErrors(t, f)
 }
 
@@ -212,13 +181,13 @@ func TestWebhookAnswers200OnlyAfterReceive(t *testing.T) {
 		}
 		return nil
 	}
-	connect(t, a, s)
+	adaptertest.Connect(t, a, s, 5*time.Second)
 	up := f.Say("alice", "alice", "by webhook", false)
 	in := s.received(t, up)
 	if in.Text != "by webhook" || in.UserID != f.UserID("alice") {
 		t.Fatalf("inbound %+v", in)
 	}
-	eventually(t, "the webhook delivery acknowledged", func() bool { return f.Acked(up) })
+	adaptertest.Eventually(t, "the webhook delivery acknowledged", func() bool { return f.Acked(up) })
 	if st := f.WebhookStatuses(up); !slices.Equal(st, []int{500, 200}) {
 		t.Fatalf("webhook answers %v, want [500 200]: a failed commit is a 500 so Telegram delivers it again", st)
 	}
@@ -280,7 +249,7 @@ func TestHandlerIsNilWhenPolling(t *testing.T) {
 func TestBotAndGroupAndTopicAndChannel(t *testing.T) {
 	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
 	s := newSink()
-	connect(t, a, s)
+	adaptertest.Connect(t, a, s, 5*time.Second)
 
 	bot := s.received(t, f.Say("group-ops", "otherbot", "beep", true))
 	if !bot.IsBot || bot.ChatType != gh.ChatGroup || !strings.HasPrefix(bot.ChatID, "-100") || bot.UserName != "otherbot" {
@@ -300,7 +269,7 @@ func TestBotAndGroupAndTopicAndChannel(t *testing.T) {
 func TestUnsupportedUpdatesAreNamed(t *testing.T) {
 	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
 	s := newSink()
-	connect(t, a, s)
+	adaptertest.Connect(t, a, s, 5*time.Second)
 
 	sticker := s.received(t, f.SayUnsupported("alice", "alice"))
 	if sticker.Unsupported != "sticker" || sticker.Text != "" || sticker.UserID != f.UserID("alice") {
@@ -352,7 +321,7 @@ func TestPressReachesSinkAndPresserSeesResult(t *testing.T) {
 	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
 	s := newSink()
 	s.pressResult = gateway.PressResult{Won: true, Text: "Approved."}
-	connect(t, a, s)
+	adaptertest.Connect(t, a, s, 5*time.Second)
 	in := s.received(t, f.Say("group-ops", "alice", "post it", false))
 	addr := gh.Address{Platform: gh.PlatformTelegram, ChatID: in.ChatID, ChatType: in.ChatType}
 
@@ -392,7 +361,7 @@ func TestPressReachesSinkAndPresserSeesResult(t *testing.T) {
 func TestPressOnAButtonNotOursIsAnsweredAndIgnored(t *testing.T) {
 	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
 	s := newSink()
-	connect(t, a, s)
+	adaptertest.Connect(t, a, s, 5*time.Second)
 	in := s.received(t, f.Say("alice", "alice", "hi", false))
 	id := sendCard(t, a, gh.Address{ChatID: in.ChatID}, "g1")
 
@@ -419,7 +388,7 @@ func TestFailedPressComesAgainAndIsAnsweredOnce(t *testing.T) {
 		}
 		return nil
 	}
-	connect(t, a, s)
+	adaptertest.Connect(t, a, s, 5*time.Second)
 	in := s.received(t, f.Say("alice", "alice", "hi", false))
 	id := sendCard(t, a, gh.Address{ChatID: in.ChatID}, "g1")
 
@@ -440,7 +409,7 @@ func TestFailedPressComesAgainAndIsAnsweredOnce(t *testing.T) {
 func TestSendInTopicAsReplyWithoutPreview(t *testing.T) {
 	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
 	s := newSink()
-	connect(t, a, s)
+	adaptertest.Connect(t, a, s, 5*time.Second)
 	in := s.received(t, f.SayInTopic("forum-dev", 9, "alice", "see https://example.com"))
 	addr := gh.Address{Platform: gh.PlatformTelegram, ChatID: in.ChatID, ThreadID: in.ThreadID, ChatType: in.ChatType, ReplyTo: in.MessageID}
 
@@ -475,7 +444,7 @@ func TestSendInTopicAsReplyWithoutPreview(t *testing.T) {
 func TestEditCardRemovesButtons(t *testing.T) {
 	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
 	s := newSink()
-	connect(t, a, s)
+	adaptertest.Connect(t, a, s, 5*time.Second)
 	in := s.received(t, f.Say("alice", "alice", "hi", false))
 	addr := gh.Address{Platform: gh.PlatformTelegram, ChatID: in.ChatID}
 	id := sendCard(t, a, addr, "g1")
@@ -501,7 +470,7 @@ func TestEditCardRemovesButtons(t *testing.T) {
 func TestSendRefusals(t *testing.T) {
 	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{RateLimit: true})
 	s := newSink()
-	connect(t, a, s)
+	adaptertest.Connect(t, a, s, 5*time.Second)
 	in := s.received(t, f.Say("alice", "alice", "hi", false))
 	addr := gh.Address{Platform: gh.PlatformTelegram, ChatID: in.ChatID}
 	ctx := context.Background()
