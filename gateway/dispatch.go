@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -77,7 +78,7 @@ func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
 		if d.isFlying(r.SessionID) {
 			continue // ours, still sending (a long split answer)
 		}
-		r.State, r.LastError, r.Updated = store.OutboxDead, sprintf(stuckReasonFmt, r.PartsSent), now
+		r.State, r.LastError, r.Updated = store.OutboxDead, fmt.Sprintf(stuckReasonFmt, r.PartsSent), now
 		if _, err := g.st.UpdateOutbox(ctx, r); err != nil {
 			return 0, err
 		}

@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -196,7 +195,7 @@ func deliverable(e gh.Event) (kind string, payload json.RawMessage, ok bool) {
 		return "message", p, true
 	case gh.KindNotice:
 		var n gh.Notice
-		if json.Unmarshal(e.Payload, &n) != nil || strings.TrimSpace(n.Text) == "" || slices.Contains(silentNotices, n.Code) {
+		if json.Unmarshal(e.Payload, &n) != nil || strings.TrimSpace(n.Text) == "" {
 			return "", nil, false
 		}
 		p, _ := json.Marshal(textPayload{Text: "ℹ️ " + n.Text})
@@ -209,12 +208,6 @@ func deliverable(e gh.Event) (kind string, payload json.RawMessage, ok bool) {
 	return "", nil, false
 }
 
-// silentNotices are notices for the log and the web chat, not for a chat
-// app.
-var silentNotices = []string{}
-
 type textPayload struct {
 	Text string `json:"text"`
 }
-
-func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }

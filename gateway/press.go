@@ -15,7 +15,8 @@ import (
 func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 	// Only errors a retry can cure are returned (the platform then
 	// delivers the press again); everything else is answered with text.
-	if err := checkInbound(gh.Inbound{Platform: p.Platform, UpdateID: orDash(p.UpdateID), ChatID: p.ChatID, ThreadID: p.ThreadID, UserID: p.UserID, MessageID: p.MessageID}); err != nil {
+	if err := checkIDs(field{"platform", p.Platform}, field{"update id", p.UpdateID}, field{"chat id", p.ChatID},
+		field{"thread id", p.ThreadID}, field{"user id", p.UserID}, field{"message id", p.MessageID}); err != nil {
 		g.cfg.Logger.Warn("refused a malformed press", "platform", p.Platform, "err", err)
 		return PressResult{Text: "This press could not be read."}, nil
 	}
@@ -115,11 +116,4 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -87,8 +87,17 @@ func checkInbound(in gh.Inbound) error {
 			return gh.Errorf(gh.CodeInvalid, "inbound update has no %s", f.name)
 		}
 	}
-	for _, f := range []struct{ name, v string }{{"platform", in.Platform}, {"update id", in.UpdateID}, {"chat id", in.ChatID},
-		{"thread id", in.ThreadID}, {"user id", in.UserID}, {"message id", in.MessageID}} {
+	return checkIDs(field{"platform", in.Platform}, field{"update id", in.UpdateID}, field{"chat id", in.ChatID},
+		field{"thread id", in.ThreadID}, field{"user id", in.UserID}, field{"message id", in.MessageID})
+}
+
+// field is a named platform id to check.
+type field struct{ name, v string }
+
+// checkIDs checks that platform ids are storable: valid text without NUL,
+// at most maxFieldLen bytes.
+func checkIDs(fields ...field) error {
+	for _, f := range fields {
 		if len(f.v) > maxFieldLen || !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
 			return gh.Errorf(gh.CodeInvalid, "inbound %s must be valid text of at most %d bytes", f.name, maxFieldLen)
 		}
