@@ -116,10 +116,7 @@ func (t *tx) CountHandedOn(ctx context.Context, platform, chatID string, since t
 // without a target covers it. A racing inserter of the same update waits
 // for the first transaction, then does nothing and reads its row.
 func (t *tx) InsertReceive(ctx context.Context, e store.ReceiveEntry) (store.ReceiveEntry, bool, error) {
-	err := t.q.QueryRow(ctx, `INSERT INTO receive_log (platform, update_id, chat_id, thread_id, user_id, user_name, message_id, is_bot, text, outcome, reason, detail, session_id, seq, received_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT DO NOTHING RETURNING id, received_at`,
-		e.Platform, e.UpdateID, e.ChatID, e.ThreadID, e.UserID, e.UserName, e.MessageID, e.IsBot, e.Text, e.Outcome, e.Reason, e.Detail,
-		e.SessionID, e.Seq, e.ReceivedAt).Scan(&e.ID, &e.ReceivedAt)
+	err := t.q.QueryRow(ctx, insertReceiveSQL+` ON CONFLICT DO NOTHING RETURNING id, received_at`, receiveArgs(e)...).Scan(&e.ID, &e.ReceivedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		first, _, err := t.ReceiveByUpdate(ctx, e.Platform, e.UpdateID)
 		return first, false, err
@@ -169,16 +166,7 @@ func (t *tx) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEnt
 // would still fail on the other index), and then the update runs again.
 func (t *tx) UpsertAddress(ctx context.Context, e store.AddressEntry) (store.AddressEntry, bool, error) {
 	update := func() (store.AddressEntry, bool, error) {
-		a, err := scanAddress(t.q.QueryRow(ctx, `UPDATE chat_addresses SET
-				reply_to = CASE WHEN $1 = '' THEN reply_to ELSE $1 END,
-				user_id = CASE WHEN $2 = '' THEN user_id ELSE $2 END,
-				updated_at = $3
-			WHERE platform = $4 AND chat_id = $5 AND thread_id = $6 RETURNING `+addressCols,
-			e.ReplyTo, e.UserID, e.Updated, e.Platform, e.ChatID, e.ThreadID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return a, false, nil
-		}
-		return a, err == nil, dbErr(err, "update address")
+		return t.touch(ctx, t.q.QueryRow(ctx, touchChatSQL, e.ReplyTo, e.UserID, e.Updated, e.Platform, e.ChatID, e.ThreadID))
 	}
 	if a, ok, err := update(); err != nil || ok {
 		return a, false, err
@@ -501,10 +489,14 @@ func (t *tx) touch(_ context.Context, row pgx.Row) (store.AddressEntry, bool, er
 const insertReceiveSQL = `INSERT INTO receive_log (platform, update_id, chat_id, thread_id, user_id, user_name, message_id, is_bot, text, outcome, reason, detail, session_id, seq, received_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 
+func receiveArgs(e store.ReceiveEntry) []any {
+	return []any{e.Platform, e.UpdateID, e.ChatID, e.ThreadID, e.UserID, e.UserName, e.MessageID, e.IsBot, e.Text, e.Outcome, e.Reason, e.Detail,
+		e.SessionID, e.Seq, e.ReceivedAt}
+}
+
 // InsertReceiveAtCommit defers the insert to the COMMIT's pipeline.
 func (t *tx) InsertReceiveAtCommit(ctx context.Context, e store.ReceiveEntry) error {
-	args := []any{e.Platform, e.UpdateID, e.ChatID, e.ThreadID, e.UserID, e.UserName, e.MessageID, e.IsBot, e.Text, e.Outcome, e.Reason, e.Detail,
-		e.SessionID, e.Seq, e.ReceivedAt}
+	args := receiveArgs(e)
 	if t.conn == nil {
 		_, err := t.q.Exec(ctx, insertReceiveSQL, args...)
 		return dbErr(err, "insert receive log")

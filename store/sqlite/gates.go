@@ -78,20 +78,7 @@ func (t *tx) MarkGateLogged(ctx context.Context, id string) error {
 }
 
 func (t *tx) gates(ctx context.Context, what, q string, args ...any) ([]gh.Gate, error) {
-	rows, err := t.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, dbErr(err, what)
-	}
-	defer rows.Close()
-	var out []gh.Gate
-	for rows.Next() {
-		g, err := scanGate(rows)
-		if err != nil {
-			return nil, dbErr(err, what)
-		}
-		out = append(out, g)
-	}
-	return out, dbErr(rows.Err(), what)
+	return queryAll(ctx, t.q, what, scanGate, q, args...)
 }
 
 func (t *tx) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {

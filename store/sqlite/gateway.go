@@ -28,20 +28,7 @@ func scanReceive(row interface{ Scan(...any) error }) (store.ReceiveEntry, error
 }
 
 func (t *tx) receives(ctx context.Context, q string, args ...any) ([]store.ReceiveEntry, error) {
-	rows, err := t.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, dbErr(err, "list receive log")
-	}
-	defer rows.Close()
-	var out []store.ReceiveEntry
-	for rows.Next() {
-		e, err := scanReceive(rows)
-		if err != nil {
-			return nil, dbErr(err, "list receive log")
-		}
-		out = append(out, e)
-	}
-	return out, dbErr(rows.Err(), "list receive log")
+	return queryAll(ctx, t.q, "list receive log", scanReceive, q, args...)
 }
 
 func (t *tx) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
@@ -87,11 +74,16 @@ func (t *tx) CountHandedOn(ctx context.Context, platform, chatID string, since t
 	return n, dbErr(err, "count handed on")
 }
 
+const insertReceiveSQL = `INSERT INTO receive_log (platform, update_id, chat_id, thread_id, user_id, user_name, message_id, is_bot, text, outcome, reason, detail, session_id, seq, received_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+func receiveArgs(e store.ReceiveEntry) []any {
+	return []any{e.Platform, e.UpdateID, e.ChatID, e.ThreadID, e.UserID, e.UserName, e.MessageID, e.IsBot, e.Text, e.Outcome, e.Reason, e.Detail,
+		e.SessionID, e.Seq, micros(e.ReceivedAt)}
+}
+
 func (t *tx) InsertReceive(ctx context.Context, e store.ReceiveEntry) (store.ReceiveEntry, bool, error) {
-	err := t.q.QueryRowContext(ctx, `INSERT INTO receive_log (platform, update_id, chat_id, thread_id, user_id, user_name, message_id, is_bot, text, outcome, reason, detail, session_id, seq, received_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
-		e.Platform, e.UpdateID, e.ChatID, e.ThreadID, e.UserID, e.UserName, e.MessageID, e.IsBot, e.Text, e.Outcome, e.Reason, e.Detail,
-		e.SessionID, e.Seq, micros(e.ReceivedAt)).Scan(&e.ID)
+	err := t.q.QueryRowContext(ctx, insertReceiveSQL+` ON CONFLICT DO NOTHING RETURNING id`, receiveArgs(e)...).Scan(&e.ID)
 	if errors.Is(err, sql.ErrNoRows) {
 		first, _, err := t.ReceiveByUpdate(ctx, e.Platform, e.UpdateID)
 		return first, false, err
@@ -122,22 +114,14 @@ func (t *tx) AddressBySession(ctx context.Context, sessionID string) (store.Addr
 }
 
 func (t *tx) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEntry, error) {
-	rows, err := t.q.QueryContext(ctx, `SELECT `+strings.ReplaceAll("a."+addressCols, ", ", ", a.")+`
+	return queryAll(ctx, t.q, "addresses behind", scanAddress, `SELECT `+strings.ReplaceAll("a."+addressCols, ", ", ", a.")+`
 		FROM chat_addresses a JOIN sessions s ON s.id = a.session_id WHERE s.last_seq > a.cursor ORDER BY s.updated_at LIMIT ?`, limit)
-	if err != nil {
-		return nil, dbErr(err, "addresses behind")
-	}
-	defer rows.Close()
-	var out []store.AddressEntry
-	for rows.Next() {
-		a, err := scanAddress(rows)
-		if err != nil {
-			return nil, dbErr(err, "addresses behind")
-		}
-		out = append(out, a)
-	}
-	return out, dbErr(rows.Err(), "addresses behind")
 }
+
+// touchChatSQL moves a known chat's row on: reply-to and user, when given.
+const touchChatSQL = `UPDATE chat_addresses SET
+		reply_to = CASE WHEN ? = '' THEN reply_to ELSE ? END, user_id = CASE WHEN ? = '' THEN user_id ELSE ? END, updated_at = ?
+	WHERE platform = ? AND chat_id = ? AND thread_id = ? RETURNING ` + addressCols
 
 func (t *tx) UpsertAddress(ctx context.Context, e store.AddressEntry) (store.AddressEntry, bool, error) {
 	now := micros(e.Updated)
@@ -152,10 +136,7 @@ func (t *tx) UpsertAddress(ctx context.Context, e store.AddressEntry) (store.Add
 	if created == 1 {
 		a, err = scanAddress(t.q.QueryRowContext(ctx, `SELECT `+addressCols+` FROM chat_addresses WHERE platform = ? AND chat_id = ? AND thread_id = ?`, e.Platform, e.ChatID, e.ThreadID))
 	} else {
-		a, err = scanAddress(t.q.QueryRowContext(ctx, `UPDATE chat_addresses SET
-				reply_to = CASE WHEN ? = '' THEN reply_to ELSE ? END, user_id = CASE WHEN ? = '' THEN user_id ELSE ? END, updated_at = ?
-			WHERE platform = ? AND chat_id = ? AND thread_id = ? RETURNING `+addressCols,
-			e.ReplyTo, e.ReplyTo, e.UserID, e.UserID, now, e.Platform, e.ChatID, e.ThreadID))
+		a, err = scanAddress(t.q.QueryRowContext(ctx, touchChatSQL, e.ReplyTo, e.ReplyTo, e.UserID, e.UserID, now, e.Platform, e.ChatID, e.ThreadID))
 	}
 	return a, created == 1, dbErr(err, "upsert address")
 }
@@ -183,20 +164,7 @@ func scanOutbox(row interface{ Scan(...any) error }) (store.OutboxEntry, error) 
 }
 
 func (t *tx) outbox(ctx context.Context, q string, args ...any) ([]store.OutboxEntry, error) {
-	rows, err := t.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, dbErr(err, "list outbox")
-	}
-	defer rows.Close()
-	var out []store.OutboxEntry
-	for rows.Next() {
-		e, err := scanOutbox(rows)
-		if err != nil {
-			return nil, dbErr(err, "list outbox")
-		}
-		out = append(out, e)
-	}
-	return out, dbErr(rows.Err(), "list outbox")
+	return queryAll(ctx, t.q, "list outbox", scanOutbox, q, args...)
 }
 
 func (t *tx) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
@@ -271,22 +239,13 @@ func (t *tx) PutGateCard(ctx context.Context, c store.GateCard) error {
 }
 
 func (t *tx) GateCards(ctx context.Context, gateID string) ([]store.GateCard, error) {
-	rows, err := t.q.QueryContext(ctx, `SELECT gate_id, session_id, platform, chat_id, thread_id, message_id, created_at FROM gate_cards WHERE gate_id = ? ORDER BY created_at`, gateID)
-	if err != nil {
-		return nil, dbErr(err, "gate cards")
-	}
-	defer rows.Close()
-	var out []store.GateCard
-	for rows.Next() {
+	return queryAll(ctx, t.q, "gate cards", func(r rowScanner) (store.GateCard, error) {
 		var c store.GateCard
 		var created int64
-		if err := rows.Scan(&c.GateID, &c.SessionID, &c.Platform, &c.ChatID, &c.ThreadID, &c.MessageID, &created); err != nil {
-			return nil, dbErr(err, "gate cards")
-		}
+		err := r.Scan(&c.GateID, &c.SessionID, &c.Platform, &c.ChatID, &c.ThreadID, &c.MessageID, &created)
 		c.Created = fromMicros(created)
-		out = append(out, c)
-	}
-	return out, dbErr(rows.Err(), "gate cards")
+		return c, err
+	}, `SELECT gate_id, session_id, platform, chat_id, thread_id, message_id, created_at FROM gate_cards WHERE gate_id = ? ORDER BY created_at`, gateID)
 }
 
 func (t *tx) GetPlatformLease(ctx context.Context, name string) (store.PlatformLease, bool, error) {
@@ -432,10 +391,7 @@ func (s *Store) ReleasePlatformLease(ctx context.Context, name, owner string) er
 }
 
 func (t *tx) TouchChat(ctx context.Context, e store.AddressEntry, since time.Time) (store.AddressEntry, bool, int, error) {
-	a, err := scanAddress(t.q.QueryRowContext(ctx, `UPDATE chat_addresses SET
-			reply_to = CASE WHEN ? = '' THEN reply_to ELSE ? END, user_id = CASE WHEN ? = '' THEN user_id ELSE ? END, updated_at = ?
-		WHERE platform = ? AND chat_id = ? AND thread_id = ? RETURNING `+addressCols,
-		e.ReplyTo, e.ReplyTo, e.UserID, e.UserID, micros(e.Updated), e.Platform, e.ChatID, e.ThreadID))
+	a, err := scanAddress(t.q.QueryRowContext(ctx, touchChatSQL, e.ReplyTo, e.ReplyTo, e.UserID, e.UserID, micros(e.Updated), e.Platform, e.ChatID, e.ThreadID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, false, 0, nil
 	}
@@ -448,10 +404,7 @@ func (t *tx) TouchChat(ctx context.Context, e store.AddressEntry, since time.Tim
 
 func (t *tx) InsertReceiveAtCommit(ctx context.Context, e store.ReceiveEntry) error {
 	insert := func(ctx context.Context) error {
-		_, err := t.q.ExecContext(ctx, `INSERT INTO receive_log (platform, update_id, chat_id, thread_id, user_id, user_name, message_id, is_bot, text, outcome, reason, detail, session_id, seq, received_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.Platform, e.UpdateID, e.ChatID, e.ThreadID, e.UserID, e.UserName, e.MessageID, e.IsBot, e.Text, e.Outcome, e.Reason, e.Detail,
-			e.SessionID, e.Seq, micros(e.ReceivedAt))
+		_, err := t.q.ExecContext(ctx, insertReceiveSQL, receiveArgs(e)...)
 		if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed") {
 			return gh.Wrap(gh.CodeConflict, err, "update %s of %s was received before", e.UpdateID, e.Platform)
 		}

@@ -28,20 +28,7 @@ func scanFact(row interface{ Scan(...any) error }, extra ...any) (store.MemoryFa
 }
 
 func (t *tx) facts(ctx context.Context, what, q string, args ...any) ([]store.MemoryFact, error) {
-	rows, err := t.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, dbErr(err, what)
-	}
-	defer rows.Close()
-	var out []store.MemoryFact
-	for rows.Next() {
-		f, err := scanFact(rows)
-		if err != nil {
-			return nil, dbErr(err, what)
-		}
-		out = append(out, f)
-	}
-	return out, dbErr(rows.Err(), what)
+	return queryAll(ctx, t.q, what, func(r rowScanner) (store.MemoryFact, error) { return scanFact(r) }, q, args...)
 }
 
 func jsonArray[T any](v []T) string {
@@ -361,21 +348,8 @@ func (t *tx) ListMemoryJobs(ctx context.Context, userKey, state string, limit in
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := t.q.QueryContext(ctx, `SELECT `+jobCols+` FROM memory_jobs WHERE (?1 = '' OR user_key = ?1) AND (?2 = '' OR state = ?2)
+	return queryAll(ctx, t.q, "list memory jobs", scanJob, `SELECT `+jobCols+` FROM memory_jobs WHERE (?1 = '' OR user_key = ?1) AND (?2 = '' OR state = ?2)
 		ORDER BY id LIMIT ?3`, userKey, state, limit)
-	if err != nil {
-		return nil, dbErr(err, "list memory jobs")
-	}
-	defer rows.Close()
-	var out []store.MemoryJob
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, dbErr(err, "list memory jobs")
-		}
-		out = append(out, j)
-	}
-	return out, dbErr(rows.Err(), "list memory jobs")
 }
 
 func (t *tx) InsertMemoryJob(ctx context.Context, j store.MemoryJob) (store.MemoryJob, bool, error) {

@@ -30,6 +30,28 @@ var _ store.Tx = (*tx)(nil)
 
 func (t *tx) Wake() { t.wake = true }
 
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner = interface{ Scan(...any) error }
+
+// queryAll runs a query and scans every row with scan; what names the
+// read in errors.
+func queryAll[T any](ctx context.Context, q querier, what string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, dbErr(err, what)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, dbErr(err, what)
+		}
+		out = append(out, v)
+	}
+	return out, dbErr(rows.Err(), what)
+}
+
 const sessionCols = `id, tenant, title, last_seq, last_input_seq, read_watermark, compaction_seq, epoch, created_at, updated_at`
 
 func scanSession(row interface{ Scan(...any) error }) (gh.Session, error) {
@@ -49,20 +71,7 @@ func (t *tx) GetSession(ctx context.Context, id string) (gh.Session, error) {
 }
 
 func (t *tx) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
-	rows, err := t.q.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE tenant = ? ORDER BY updated_at DESC, id LIMIT ?`, tenant, limit)
-	if err != nil {
-		return nil, dbErr(err, "list sessions")
-	}
-	defer rows.Close()
-	var out []gh.Session
-	for rows.Next() {
-		s, err := scanSession(rows)
-		if err != nil {
-			return nil, dbErr(err, "list sessions")
-		}
-		out = append(out, s)
-	}
-	return out, dbErr(rows.Err(), "list sessions")
+	return queryAll(ctx, t.q, "list sessions", scanSession, `SELECT `+sessionCols+` FROM sessions WHERE tenant = ? ORDER BY updated_at DESC, id LIMIT ?`, tenant, limit)
 }
 
 func (t *tx) CreateSession(ctx context.Context, s gh.Session) (gh.Session, bool, error) {
