@@ -35,11 +35,10 @@ type AdapterStatus struct {
 func (g *Gateway) Status(ctx context.Context) ([]AdapterStatus, error) {
 	var out []AdapterStatus
 	for _, p := range g.Platforms() {
-		a := g.adapters[p]
 		g.mu.Lock()
 		st := *g.states[p]
 		g.mu.Unlock()
-		s := AdapterStatus{Platform: p, State: st.state, Since: st.since, LastError: st.lastError, Webhook: a.Handler(g) != nil}
+		s := AdapterStatus{Platform: p, State: st.state, Since: st.since, LastError: st.lastError, Webhook: g.hooks[p] != nil}
 		if l, ok, err := g.st.GetPlatformLease(ctx, "platform:"+p); err != nil {
 			return nil, err
 		} else if ok && l.ExpiresAt.After(g.cfg.Now()) {
@@ -63,15 +62,12 @@ func (g *Gateway) Status(ctx context.Context) ([]AdapterStatus, error) {
 				s.Hint = "The last message was dropped (" + last.Reason + "). " + dropHint(last.Reason, p)
 			}
 		}
-		for _, c := range []struct {
-			state string
-			n     *int
-		}{{store.OutboxPending, &s.Pending}, {store.OutboxDead, &s.Dead}} {
-			rows, err := g.st.ListOutbox(ctx, store.OutboxFilter{Platform: p, State: c.state, Limit: 1000})
-			if err != nil {
-				return nil, err
-			}
-			*c.n = len(rows)
+		var err error
+		if s.Pending, err = g.st.CountOutbox(ctx, p, store.OutboxPending); err != nil {
+			return nil, err
+		}
+		if s.Dead, err = g.st.CountOutbox(ctx, p, store.OutboxDead); err != nil {
+			return nil, err
 		}
 		out = append(out, s)
 	}

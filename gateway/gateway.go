@@ -21,6 +21,7 @@ type Gateway struct {
 	k        *kernel.Kernel
 	st       store.Store
 	adapters map[string]Adapter
+	hooks    map[string]http.Handler // webhook handlers, built once
 	allowed  map[string]map[string]bool
 
 	mu     sync.Mutex
@@ -59,6 +60,12 @@ func New(cfg Config) *Gateway {
 		g.adapters[a.Platform()] = a
 		g.states[a.Platform()] = &adapterState{state: StateStopped, since: cfg.Now()}
 		g.kicks[a.Platform()] = make(chan struct{}, 1)
+	}
+	g.hooks = map[string]http.Handler{}
+	for p, a := range g.adapters {
+		if h := a.Handler(g); h != nil {
+			g.hooks[p] = h
+		}
 	}
 	for p, ids := range cfg.Allowed {
 		set := map[string]bool{}
@@ -103,15 +110,7 @@ func (g *Gateway) Stop(ctx context.Context) error {
 
 // Handlers returns each adapter's webhook handler by platform, for the
 // HTTP server to mount at /hooks/<platform>.
-func (g *Gateway) Handlers() map[string]http.Handler {
-	out := map[string]http.Handler{}
-	for p, a := range g.adapters {
-		if h := a.Handler(g); h != nil {
-			out[p] = h
-		}
-	}
-	return out
-}
+func (g *Gateway) Handlers() map[string]http.Handler { return g.hooks }
 
 // Platforms lists the configured platforms.
 func (g *Gateway) Platforms() []string {

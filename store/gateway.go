@@ -138,6 +138,8 @@ type GatewayReader interface {
 	// at now. Rows of one session go out in seq order.
 	OutboxDue(ctx context.Context, platform string, now time.Time, limit int) ([]OutboxEntry, error)
 	ListOutbox(ctx context.Context, f OutboxFilter) ([]OutboxEntry, error)
+	// CountOutbox counts a platform's rows in a state.
+	CountOutbox(ctx context.Context, platform, state string) (int, error)
 	// OutboxStuck lists a platform's rows left sending past their lease.
 	OutboxStuck(ctx context.Context, platform string, now time.Time, limit int) ([]OutboxEntry, error)
 	GateCards(ctx context.Context, gateID string) ([]GateCard, error)

@@ -524,3 +524,14 @@ func (t *tx) PruneGateway(ctx context.Context, before time.Time, limit int) (int
 func (s *Store) PruneGateway(ctx context.Context, before time.Time, limit int) (int, error) {
 	return s.auto().PruneGateway(ctx, before, limit)
 }
+
+func (t *tx) CountOutbox(ctx context.Context, platform, state string) (int, error) {
+	var n int
+	err := t.q.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE platform = $1 AND state = $2`, platform, state).Scan(&n)
+	return n, dbErr(err, "count outbox")
+}
+
+// CountOutbox implements store.Reader.
+func (s *Store) CountOutbox(ctx context.Context, platform, state string) (int, error) {
+	return s.auto().CountOutbox(ctx, platform, state)
+}

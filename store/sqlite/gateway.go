@@ -435,3 +435,14 @@ func (s *Store) PruneGateway(ctx context.Context, before time.Time, limit int) (
 	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { n, err = t.PruneGateway(ctx, before, limit); return err })
 	return n, err
 }
+
+func (t *tx) CountOutbox(ctx context.Context, platform, state string) (int, error) {
+	var n int
+	err := t.q.QueryRowContext(ctx, `SELECT count(*) FROM outbox WHERE platform = ? AND state = ?`, platform, state).Scan(&n)
+	return n, dbErr(err, "count outbox")
+}
+
+// CountOutbox implements store.Reader.
+func (s *Store) CountOutbox(ctx context.Context, platform, state string) (int, error) {
+	return s.reader().CountOutbox(ctx, platform, state)
+}

@@ -276,6 +276,15 @@ func testOutbox(t *testing.T, h Harness) {
 	if dead, _ := st.ListOutbox(ctx, store.OutboxFilter{State: store.OutboxPending, Limit: 10}); len(dead) != 2 {
 		t.Fatalf("pending filter: %+v", dead)
 	}
+	if n, err := st.CountOutbox(ctx, "telegram", store.OutboxPending); err != nil || n != 2 {
+		t.Fatalf("pending count: %d %v", n, err)
+	}
+	if n, _ := st.CountOutbox(ctx, "telegram", store.OutboxSent); n != 1 {
+		t.Fatalf("sent count: %d", n)
+	}
+	if n, _ := st.CountOutbox(ctx, "discord", store.OutboxPending); n != 0 {
+		t.Fatalf("another platform's count: %d", n)
+	}
 }
 
 func testOutboxClaimedOnce(t *testing.T, h Harness) {
