@@ -162,7 +162,7 @@ func (d *dispatcher) send(ctx context.Context, r store.OutboxEntry, addr store.A
 	case isSend && se.Status == 429:
 		wait := max(se.RetryAfter, min429Wait)
 		r.State, r.AvailableAt, r.LastError = store.OutboxPending, now.Add(wait), err.Error()
-		d.pace.hold(addr.Address, now.Add(wait), false)
+		d.pace.hold(addr.Address, now.Add(wait))
 		g.cfg.Logger.Warn("platform rate limit: send rescheduled", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "retryAfter", wait)
 	case (isSend && !se.Permanent) || (!isSend && notDelivered(err)):
 		r.Attempts++

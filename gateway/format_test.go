@@ -129,7 +129,7 @@ func TestPacerKeepsEachChatUnderItsLimit(t *testing.T) {
 		t.Fatalf("%d sends to one group in a minute, limit 20", sent)
 	}
 	// A 429's hold keeps the chat quiet until then.
-	p.hold(b, t0.Add(10*time.Second), false)
+	p.hold(b, t0.Add(10*time.Second))
 	if w := p.reserve(b, t0.Add(5*time.Second)); w < 4*time.Second {
 		t.Fatalf("a held chat must wait out the 429: waits %s", w)
 	}

@@ -20,8 +20,7 @@ type pacer struct {
 	chats  map[string]*rate.Limiter
 	groups map[string]*rate.Limiter
 	// held are chats the platform told to wait (429), until when.
-	held       map[string]time.Time
-	heldGlobal time.Time
+	held map[string]time.Time
 }
 
 // margin keeps pacing a little under the platform's stated limit: our
@@ -66,10 +65,8 @@ func (p *pacer) buckets(addr gh.Address) []*rate.Limiter {
 func (p *pacer) reserve(addr gh.Address, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, until := range []time.Time{p.held[addr.ChatID], p.heldGlobal} {
-		if until.After(now) {
-			return until.Sub(now)
-		}
+	if until := p.held[addr.ChatID]; until.After(now) {
+		return until.Sub(now)
 	}
 	delete(p.held, addr.ChatID)
 	var rs []*rate.Reservation
@@ -89,17 +86,10 @@ func (p *pacer) reserve(addr gh.Address, now time.Time) time.Duration {
 	return wait
 }
 
-// hold makes a chat (or everything, when global) wait until until: the
-// platform answered 429.
-func (p *pacer) hold(addr gh.Address, until time.Time, global bool) {
+// hold makes a chat wait until until: the platform answered 429.
+func (p *pacer) hold(addr gh.Address, until time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if global {
-		if until.After(p.heldGlobal) {
-			p.heldGlobal = until
-		}
-		return
-	}
 	if until.After(p.held[addr.ChatID]) {
 		p.held[addr.ChatID] = until
 	}
