@@ -22,31 +22,48 @@ var (
 	outboxStates    = map[string]bool{"": true, store.OutboxPending: true, store.OutboxSending: true, store.OutboxSent: true, store.OutboxDead: true}
 )
 
-func (s *Server) admin(w http.ResponseWriter, r *http.Request) bool {
+// adminList starts an admin listing: a platform is configured, the limit
+// parses, and the filter named param holds one of allowed (or nothing).
+func (s *Server) adminList(w http.ResponseWriter, r *http.Request, param string, allowed map[string]bool, want string) (int, bool) {
 	if s.cfg.Admin == nil {
 		writeError(w, r, s.log, gh.Errorf(gh.CodeUnavailable, "no chat platform is configured on this gateway"))
-		return false
+		return 0, false
 	}
-	return true
+	limit, err := queryLimit(r, 100, 1000)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return 0, false
+	}
+	if v := r.URL.Query().Get(param); !allowed[v] {
+		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "%s must be %s, not %q", param, want, v))
+		return 0, false
+	}
+	return limit, true
 }
 
-// receiveLog is GET /v1/receive-log?platform=&outcome=&reason=&before=&limit=.
-func (s *Server) receiveLog(w http.ResponseWriter, r *http.Request) {
-	if !s.admin(w, r) {
-		return
-	}
-	q := r.URL.Query()
-	limit, err := queryLimit(r, 100, 1000)
+// writeEntries answers a listing: {"entries": [...]}, an empty list
+// rather than null.
+func writeEntries[T any](s *Server, w http.ResponseWriter, r *http.Request, rows []T, err error) {
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	if !receiveOutcomes[q.Get("outcome")] {
-		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "outcome must be handed_on or dropped, not %q", q.Get("outcome")))
+	if rows == nil {
+		rows = []T{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": rows})
+}
+
+// receiveLog is GET /v1/receive-log?platform=&outcome=&reason=&before=&limit=.
+func (s *Server) receiveLog(w http.ResponseWriter, r *http.Request) {
+	limit, ok := s.adminList(w, r, "outcome", receiveOutcomes, "handed_on or dropped")
+	if !ok {
 		return
 	}
+	q := r.URL.Query()
 	var before int64
 	if b := q.Get("before"); b != "" {
+		var err error
 		if before, err = strconv.ParseInt(b, 10, 64); err != nil || before <= 0 {
 			writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "before must be a positive row id, not %q", b))
 			return
@@ -54,14 +71,7 @@ func (s *Server) receiveLog(w http.ResponseWriter, r *http.Request) {
 	}
 	rows, err := s.cfg.Admin.ReceiveLog(r.Context(), store.ReceiveFilter{Platform: q.Get("platform"), Outcome: q.Get("outcome"),
 		Reason: q.Get("reason"), Before: before, Limit: limit})
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	if rows == nil {
-		rows = []store.ReceiveEntry{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": rows})
+	writeEntries(s, w, r, rows, err)
 }
 
 // adapters is GET /v1/adapters.
@@ -81,28 +91,13 @@ func (s *Server) adapters(w http.ResponseWriter, r *http.Request) {
 
 // outbox is GET /v1/outbox?platform=&state=&session=&limit=.
 func (s *Server) outbox(w http.ResponseWriter, r *http.Request) {
-	if !s.admin(w, r) {
+	limit, ok := s.adminList(w, r, "state", outboxStates, "pending, sending, sent or dead")
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
-	limit, err := queryLimit(r, 100, 1000)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	if !outboxStates[q.Get("state")] {
-		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "state must be pending, sending, sent or dead, not %q", q.Get("state")))
-		return
-	}
 	rows, err := s.cfg.Admin.Outbox(r.Context(), store.OutboxFilter{Platform: q.Get("platform"), State: q.Get("state"), SessionID: q.Get("session"), Limit: limit})
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	if rows == nil {
-		rows = []store.OutboxEntry{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": rows})
+	writeEntries(s, w, r, rows, err)
 }
 
 // hooks mounts the platforms' webhooks at /hooks/<platform>. They sit
