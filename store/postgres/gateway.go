@@ -106,8 +106,7 @@ func (t *tx) LastReceive(ctx context.Context, platform string) (store.ReceiveEnt
 
 func (t *tx) CountHandedOn(ctx context.Context, platform, chatID string, since time.Time) (int, error) {
 	var n int
-	err := t.q.QueryRow(ctx, `SELECT count(*) FROM receive_log WHERE platform = $1 AND chat_id = $2 AND received_at >= $3 AND outcome = 'handed_on'`,
-		platform, chatID, since).Scan(&n)
+	err := t.q.QueryRow(ctx, countHandedOnSQL, platform, chatID, since).Scan(&n)
 	return n, dbErr(err, "count handed on")
 }
 
@@ -447,18 +446,10 @@ const touchChatSQL = `UPDATE chat_addresses SET
 
 const countHandedOnSQL = `SELECT count(*) FROM receive_log WHERE platform = $1 AND chat_id = $2 AND received_at >= $3 AND outcome = 'handed_on'`
 
-// TouchChat sends the update and the count in one pipeline: the count runs
+// TouchChat (a Tx method: t.conn is set) sends the update and the count in one pipeline: the count runs
 // after the update took the row's lock, with its own snapshot (read
 // committed), so it sees every receive of the chat committed before.
 func (t *tx) TouchChat(ctx context.Context, e store.AddressEntry, since time.Time) (store.AddressEntry, bool, int, error) {
-	if t.conn == nil {
-		a, ok, err := t.touch(ctx, t.q.QueryRow(ctx, touchChatSQL, e.ReplyTo, e.UserID, e.Updated, e.Platform, e.ChatID, e.ThreadID))
-		if err != nil || !ok {
-			return a, ok, 0, err
-		}
-		n, err := t.CountHandedOn(ctx, e.Platform, e.ChatID, since)
-		return a, true, n, err
-	}
 	b := &pgx.Batch{}
 	b.Queue(touchChatSQL, e.ReplyTo, e.UserID, e.Updated, e.Platform, e.ChatID, e.ThreadID)
 	b.Queue(countHandedOnSQL, e.Platform, e.ChatID, since)
@@ -496,12 +487,7 @@ func receiveArgs(e store.ReceiveEntry) []any {
 
 // InsertReceiveAtCommit defers the insert to the COMMIT's pipeline.
 func (t *tx) InsertReceiveAtCommit(ctx context.Context, e store.ReceiveEntry) error {
-	args := receiveArgs(e)
-	if t.conn == nil {
-		_, err := t.q.Exec(ctx, insertReceiveSQL, args...)
-		return dbErr(err, "insert receive log")
-	}
-	t.conn.atCommit(insertReceiveSQL, args...)
+	t.conn.atCommit(insertReceiveSQL, receiveArgs(e)...)
 	return nil
 }
 
