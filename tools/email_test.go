@@ -133,7 +133,8 @@ func serveSMTP(t *testing.T, be *smtpRecorder, tc *tls.Config, implicit bool) st
 	srv.ReadTimeout = 10 * time.Second
 	srv.WriteTimeout = 10 * time.Second
 	srv.TLSConfig = tc
-	srv.ErrorLog = testLogger{t}
+	log := &testLogger{t: t}
+	srv.ErrorLog = log
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -143,14 +144,36 @@ func serveSMTP(t *testing.T, be *smtpRecorder, tc *tls.Config, implicit bool) st
 		ln = tls.NewListener(ln, tc)
 	}
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	t.Cleanup(func() { log.stop(); _ = srv.Close() })
 	return addr
 }
 
-type testLogger struct{ t *testing.T }
+// testLogger logs the server's errors to the test until the test ends:
+// the server may still log as it stops, and logging to an ended test is
+// a data race in testing.
+type testLogger struct {
+	t       *testing.T
+	mu      sync.Mutex
+	stopped bool
+}
 
-func (l testLogger) Printf(format string, v ...any) { l.t.Logf("smtp server: "+format, v...) }
-func (l testLogger) Println(v ...any)               { l.t.Log(append([]any{"smtp server:"}, v...)...) }
+func (l *testLogger) stop() { l.mu.Lock(); l.stopped = true; l.mu.Unlock() }
+
+func (l *testLogger) Printf(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.stopped {
+		l.t.Logf("smtp server: "+format, v...)
+	}
+}
+
+func (l *testLogger) Println(v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.stopped {
+		l.t.Log(append([]any{"smtp server:"}, v...)...)
+	}
+}
 
 func args(t *testing.T, v any) json.RawMessage {
 	t.Helper()
