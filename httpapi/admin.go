@@ -102,9 +102,10 @@ func (s *Server) outbox(w http.ResponseWriter, r *http.Request) {
 
 // hooks mounts the platforms' webhooks at /hooks/<platform>. They sit
 // outside the API token: each platform proves itself with its own secret
-// or signature, which its adapter checks. Bodies are bounded like the API's.
+// or signature, which its adapter checks. Bodies are bounded like the
+// API's, in size and in time (hookBody).
 func (s *Server) hooks(mux *http.ServeMux) {
 	for platform, h := range s.cfg.Hooks {
-		mux.Handle("POST /hooks/"+platform, http.MaxBytesHandler(h, s.cfg.MaxBodyBytes))
+		mux.Handle("POST /hooks/"+platform, s.hookBody(h))
 	}
 }

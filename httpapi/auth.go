@@ -12,16 +12,25 @@ import (
 )
 
 // auth requires the API token, when one is configured, as
-// "Authorization: Bearer <token>" or, for EventSource (which cannot set
-// headers), the access_token query parameter.
-func (s *Server) auth(next http.HandlerFunc) http.Handler {
+// "Authorization: Bearer <token>". Where queryToken is set (the SSE
+// stream: EventSource cannot set headers) the access_token query
+// parameter counts too. Elsewhere a query token is refused with a message
+// saying to use the header: query strings end up in proxy and access
+// logs, so a token there is one to avoid everywhere it is not needed.
+func (s *Server) auth(next http.HandlerFunc, queryToken bool) http.Handler {
 	if s.cfg.APIToken == "" {
 		return s.sameMachine(next)
 	}
 	want := sha256.Sum256([]byte(s.cfg.APIToken))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := bearer(r)
-		if !ok {
+		if !ok && r.URL.Query().Has("access_token") {
+			if !queryToken {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="gatehouse"`)
+				writeError(w, r, s.log, gh.Errorf(gh.CodeUnauthorized,
+					"the access_token query parameter is accepted only on GET /v1/sessions/{id}/stream; send the token in the Authorization: Bearer header"))
+				return
+			}
 			got = r.URL.Query().Get("access_token")
 		}
 		// Hashing first makes the compare constant-time in the token's

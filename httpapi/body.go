@@ -41,6 +41,8 @@ func (s *Server) bodyError(err error) error {
 	switch {
 	case errors.As(err, &tooLarge):
 		return gh.Wrap(gh.CodePayloadTooLarge, err, "body is over the limit of %d bytes", tooLarge.Limit)
+	case isTimeout(err):
+		return gh.Wrap(gh.CodeInvalid, err, "the body did not arrive within the read timeout of %s", s.cfg.ReadTimeout)
 	case errors.Is(err, io.EOF):
 		return gh.Errorf(gh.CodeInvalid, "body must be a JSON object; it is empty")
 	case errors.Is(err, io.ErrUnexpectedEOF):

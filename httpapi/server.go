@@ -34,13 +34,55 @@ type Config struct {
 	// probes (and Web) are served and /v1 answers 404.
 	Kernel *kernel.Kernel
 	// APIToken, when set, is required on every /v1 request as
-	// "Authorization: Bearer <token>" (or the access_token query parameter,
-	// for browsers' EventSource, which cannot set headers). Defaults to
-	// empty: no authentication. cmd refuses to bind a non-loopback address
-	// without one.
+	// "Authorization: Bearer <token>". GET /v1/sessions/{id}/stream also
+	// takes it as the access_token query parameter, because browsers'
+	// EventSource cannot set headers; elsewhere a query token is refused,
+	// since query strings end up in proxy logs. Defaults to empty: no
+	// authentication. cmd refuses to bind a non-loopback address without
+	// one.
 	APIToken string
 	// MaxBodyBytes bounds a request body. Defaults to 1 MiB.
 	MaxBodyBytes int64
+
+	// ReadTimeout bounds reading a request: its headers and its body (API
+	// bodies and webhook bodies alike), so a client that trickles bytes
+	// cannot hold a connection and its buffer. Defaults to 30s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing an ordinary response, from the time the
+	// request was read. A long-lived response (the SSE stream) is exempt
+	// and bounds each of its writes by it instead, so a client that stops
+	// reading is dropped. Defaults to 60s.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that carries no request
+	// for this long. Defaults to 120s (longer than the 60s idle timeout of
+	// common load balancers, so they close first).
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's headers; more gets 431. Defaults
+	// to 64 KiB.
+	MaxHeaderBytes int
+	// MaxConns caps the open connections of the main listener. A
+	// connection over it (up to ProbeReserve more) is answered once and
+	// closed: /healthz and /readyz normally, anything else 503 unavailable
+	// with Retry-After; beyond the reserve a connection is closed at once.
+	// Lowered at Start when the process's open-file limit (less
+	// FileHeadroom) cannot hold it. Defaults to 16384.
+	MaxConns int
+	// ProbeReserve is how many connections over MaxConns are still
+	// accepted, to answer probes and to refuse the rest with a 503.
+	// Defaults to 64.
+	ProbeReserve int
+	// MaxStreams caps open SSE streams; a stream over it gets 503
+	// unavailable with Retry-After. Defaults to 8192.
+	MaxStreams int
+	// FileHeadroom is how many open files Start keeps free of the
+	// connection cap for everything else the process opens (database,
+	// spool files, model and platform connections). Defaults to 256.
+	FileHeadroom int
+	// ProbeAddr, when set, is a second listener serving only /healthz,
+	// /readyz and /metrics, with its own small connection cap: probes
+	// (a kubelet's) keep answering however full the main listener is.
+	// Defaults to empty: probes only on Addr (and its reserve).
+	ProbeAddr string
 	// Heartbeat is how often an idle SSE stream sends a ": ping" comment,
 	// so proxies keep it open and clients notice a dead one. Defaults to 15s.
 	Heartbeat time.Duration
@@ -96,6 +138,30 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 1 << 20
 	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = 30 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 60 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 120 * time.Second
+	}
+	if c.MaxHeaderBytes <= 0 {
+		c.MaxHeaderBytes = 64 << 10
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = 16384
+	}
+	if c.ProbeReserve <= 0 {
+		c.ProbeReserve = 64
+	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = 8192
+	}
+	if c.FileHeadroom <= 0 {
+		c.FileHeadroom = 256
+	}
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = 15 * time.Second
 	}
@@ -120,6 +186,13 @@ type Server struct {
 	ln       net.Listener
 	draining atomic.Bool
 	done     chan error
+
+	// probe is the optional probe-only server on ProbeAddr.
+	probe   *http.Server
+	probeLn net.Listener
+	// capRefused and streamRefused count refusals at the caps; a flood
+	// is logged as one warning every few seconds, not a line per refusal.
+	capRefused, streamRefused rateLog
 
 	// streams holds the cancel functions of open SSE streams: Stop ends
 	// them, since a stream never finishes by itself and Shutdown would
@@ -151,9 +224,19 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, gh.Errorf(gh.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
+	// ReadTimeout and WriteTimeout stay zero on purpose. A server-wide
+	// WriteTimeout is one deadline per request, set when the request is
+	// read: every SSE stream would fail its first write after that age
+	// (checked with Go 1.26). Both deadlines are set per request instead
+	// (limits), so a stream can replace them with a bound on each write,
+	// and a read deadline set on the connection's background read (which
+	// cancels the request's context when it fails) is one we chose.
 	s.srv = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           s.limits(mux),
+		ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout),
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ConnContext:       markOverCap,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	return s
@@ -172,7 +255,7 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		{"GET", "/v1/sessions/{id}", s.getSession},
 		{"POST", "/v1/sessions/{id}/input", s.input},
 		{"GET", "/v1/sessions/{id}/events", s.events},
-		{"GET", "/v1/sessions/{id}/stream", s.stream},
+		{"GET", streamPath, s.stream},
 		{"POST", "/v1/sessions/{id}/cancel", s.cancel},
 		{"GET", "/v1/info", s.info},
 		{"GET", "/v1/usage", s.usage},
@@ -188,7 +271,7 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 	allow := map[string][]string{}
 	var paths []string
 	for _, rt := range routes {
-		mux.Handle(rt.method+" "+rt.path, s.auth(rt.h))
+		mux.Handle(rt.method+" "+rt.path, s.auth(rt.h, rt.path == streamPath))
 		if _, ok := allow[rt.path]; !ok {
 			paths = append(paths, rt.path)
 		}
@@ -204,7 +287,7 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		mux.Handle(p, s.auth(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", list)
 			writeError(w, r, s.log, gh.Wrap(gh.CodeInvalid, errMethodNotAllowed, "method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path, list))
-		}))
+		}, p == streamPath))
 	}
 }
 
@@ -214,22 +297,52 @@ func (s *Server) Handler() http.Handler { return s.srv.Handler }
 // Start listens and serves in the background. It returns once the address
 // is bound, so a failure to bind is reported here.
 func (s *Server) Start(ctx context.Context) error {
+	s.fitToFileLimit(openFileLimit())
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
 		return gh.Wrap(gh.CodeUnavailable, err, "listen on %s", s.cfg.Addr)
 	}
-	s.ln = ln
+	if s.cfg.ProbeAddr != "" {
+		pln, err := lc.Listen(ctx, "tcp", s.cfg.ProbeAddr)
+		if err != nil {
+			ln.Close()
+			return gh.Wrap(gh.CodeUnavailable, err, "listen for probes on %s", s.cfg.ProbeAddr)
+		}
+		s.probeLn = pln
+		s.probe = s.probeServer()
+	}
+	s.ln = s.capped(ln, s.cfg.MaxConns, s.cfg.ProbeReserve)
 	s.done = make(chan error, 1)
-	s.log.Info("listening", "addr", ln.Addr().String())
+	s.log.Info("listening", "addr", ln.Addr().String(), "max_conns", s.cfg.MaxConns, "max_streams", s.cfg.MaxStreams,
+		"read_timeout", s.cfg.ReadTimeout, "write_timeout", s.cfg.WriteTimeout, "idle_timeout", s.cfg.IdleTimeout)
 	go func() {
-		err := s.srv.Serve(ln)
+		err := s.srv.Serve(s.ln)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
 		s.done <- err
 	}()
+	if s.probe != nil {
+		s.log.Info("probes listening", "addr", s.probeLn.Addr().String())
+		plnCapped := s.capped(s.probeLn, probeMaxConns, 0)
+		go func() {
+			// A failing probe listener is logged, not fatal: the main
+			// listener still answers probes.
+			if err := s.probe.Serve(plnCapped); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("probe listener failed", "addr", s.cfg.ProbeAddr, "err", err)
+			}
+		}()
+	}
 	return nil
+}
+
+// ProbeAddr is the bound probe address after Start, or "" without one.
+func (s *Server) ProbeAddr() string {
+	if s.probeLn == nil {
+		return ""
+	}
+	return s.probeLn.Addr().String()
 }
 
 // Addr is the bound address after Start.
@@ -249,19 +362,31 @@ func (s *Server) Stop(ctx context.Context) error {
 		cancel()
 	}
 	s.mu.Unlock()
+	if s.probe != nil {
+		// Probes answer (readiness 503) until the main server is done.
+		defer s.probe.Shutdown(ctx)
+	}
 	return s.srv.Shutdown(ctx)
 }
 
+// errTooManyStreams marks a stream refused at MaxStreams.
+var errTooManyStreams = errors.New("too many streams")
+
 // trackStream returns a context for a stream that Stop cancels, and the
-// function that releases it. ok is false once Stop began.
-func (s *Server) trackStream(parent context.Context) (ctx context.Context, release func(), ok bool) {
+// function that releases it. It refuses a stream once Stop began, and
+// over MaxStreams (an error wrapping errTooManyStreams).
+func (s *Server) trackStream(parent context.Context) (ctx context.Context, release func(), err error) {
 	ctx, cancel := context.WithCancel(parent)
 	key := new(int)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopping {
 		cancel()
-		return ctx, func() {}, false
+		return ctx, func() {}, gh.Errorf(gh.CodeUnavailable, "draining")
+	}
+	if len(s.streams) >= s.cfg.MaxStreams {
+		cancel()
+		return ctx, func() {}, gh.Wrap(gh.CodeUnavailable, errTooManyStreams, "this server holds its limit of %d open streams; retry later", s.cfg.MaxStreams)
 	}
 	s.streams[key] = cancel
 	return ctx, func() {
@@ -269,7 +394,7 @@ func (s *Server) trackStream(parent context.Context) (ctx context.Context, relea
 		delete(s.streams, key)
 		s.mu.Unlock()
 		cancel()
-	}, true
+	}, nil
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -29,10 +30,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	ctx, release, ok := s.trackStream(r.Context())
+	ctx, release, err := s.trackStream(r.Context())
 	defer release()
-	if !ok {
-		writeError(w, r, s.log, gh.Errorf(gh.CodeUnavailable, "draining"))
+	if errors.Is(err, errTooManyStreams) {
+		var ge *gh.Error
+		errors.As(err, &ge)
+		s.refuse(w, &s.streamRefused, "stream cap reached: refusing new streams with 503", ge)
+		return
+	}
+	if err != nil {
+		writeError(w, r, s.log, err)
 		return
 	}
 	// Subscribe before the first read: a commit between the read and the
@@ -44,9 +51,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	rc := http.NewResponseController(w)
-	// A stream outlives any write timeout the server may set.
-	_ = rc.SetWriteDeadline(time.Time{})
+	// A stream outlives the request deadlines; each write is bounded
+	// instead, so a client that stops reading is dropped.
+	lw := s.longLived(w)
+	defer lw.arm()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -56,12 +64,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	bw := bufio.NewWriter(w)
+	bw := bufio.NewWriter(lw)
 	flush := func() error {
 		if err := bw.Flush(); err != nil {
 			return err
 		}
-		return rc.Flush()
+		return lw.Flush()
 	}
 	if err := flush(); err != nil {
 		return

@@ -120,9 +120,27 @@ func TestAuth(t *testing.T) {
 		e.do("POST", "/v1/sessions/s1/input", body, "Authorization", "Bearer "+token).expect(t, http.StatusAccepted, "")
 		e.do("POST", "/v1/sessions/s1/input", body, "Authorization", "bearer "+token).expect(t, http.StatusAccepted, "")
 		var evs eventsReply
-		e.do("GET", "/v1/sessions/s1/events?access_token="+token, nil).expect(t, http.StatusOK, "").decode(t, &evs)
+		e.do("GET", "/v1/sessions/s1/events", nil, "Authorization", "Bearer "+token).expect(t, http.StatusOK, "").decode(t, &evs)
 		if len(evs.Events) != 2 {
 			t.Fatalf("%d events, want 2", len(evs.Events))
+		}
+		// The query token is for EventSource only: anywhere but the stream,
+		// even the right token there is refused, with a message saying
+		// where the token goes, and nothing is committed.
+		for _, rq := range []struct{ method, path string }{
+			{"GET", "/v1/sessions/s1/events?access_token=" + token},
+			{"GET", "/v1/sessions?access_token=" + token},
+			{"POST", "/v1/sessions/s1/input?access_token=" + token},
+			{"POST", "/v1/sessions?access_token=" + token},
+		} {
+			r := e.do(rq.method, rq.path, body).expect(t, http.StatusUnauthorized, gh.CodeUnauthorized)
+			if msg := r.message(t); !strings.Contains(msg, "Authorization") || !strings.Contains(msg, "stream") {
+				t.Errorf("%s %s: message %q does not say to use the header", rq.method, rq.path, msg)
+			}
+		}
+		e.do("GET", "/v1/sessions/s1/events", nil, "Authorization", "Bearer "+token).expect(t, http.StatusOK, "").decode(t, &evs)
+		if len(evs.Events) != 2 {
+			t.Fatalf("%d events after refused query tokens, want 2", len(evs.Events))
 		}
 		// Probes stay open.
 		e.do("GET", "/healthz", nil).expect(t, http.StatusOK, "")

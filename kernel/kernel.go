@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	gh "github.com/gatehouse/gatehouse"
@@ -82,11 +84,55 @@ const (
 	maxKeyLen = 300
 )
 
+// validID enforces the rule of session ids and tenants (docs/api.md):
+// 1–maxIDLen characters of valid UTF-8 with no slash, no control
+// character (C0, DEL, C1), no Unicode format character (category Cf: bidi
+// controls, zero-width characters, BOM), no line or paragraph separator
+// (Zl, Zp) and no space of any kind (Zs). Ids end up in URLs, logs,
+// admin pages and chat cards; a bidi override or an invisible character
+// there makes one id look like another, and a line separator forges log
+// lines.
 func validID(what, id string) error {
-	if id == "" || len(id) > maxIDLen || !utf8.ValidString(id) || strings.ContainsAny(id, "\x00/\r\n\t ") {
-		return gh.Errorf(gh.CodeInvalid, "%s must be 1–%d characters without spaces, slashes or control characters", what, maxIDLen)
+	fail := func(why string) error {
+		return gh.Errorf(gh.CodeInvalid, "%s must be 1–%d characters with no spaces, slashes, control characters, "+
+			"Unicode format characters (bidi controls, zero-width characters) or line separators; %s", what, maxIDLen, why)
+	}
+	if id == "" {
+		return fail("it is empty")
+	}
+	if !utf8.ValidString(id) {
+		return fail("it is not valid UTF-8")
+	}
+	n := 0
+	for _, r := range id {
+		n++
+		if n > maxIDLen {
+			return fail(fmt.Sprintf("it is longer than %d characters", maxIDLen))
+		}
+		if kind := forbiddenInID(r); kind != "" {
+			// The character is named by its code point: printed as it is,
+			// a bidi control would garble the message itself.
+			return fail(fmt.Sprintf("character %d is %s (U+%04X)", n, kind, r))
+		}
 	}
 	return nil
+}
+
+// forbiddenInID names what r is when an id may not hold it, else "".
+func forbiddenInID(r rune) string {
+	switch {
+	case r == '/':
+		return "a slash"
+	case unicode.Is(unicode.Cc, r):
+		return "a control character"
+	case unicode.Is(unicode.Zs, r):
+		return "a space"
+	case unicode.Is(unicode.Zl, r), unicode.Is(unicode.Zp, r):
+		return "a line or paragraph separator"
+	case unicode.Is(unicode.Cf, r):
+		return "an invisible format character"
+	}
+	return ""
 }
 
 // CreateSession creates a session, or returns the existing one with that id

@@ -32,8 +32,18 @@ func (s *Supervisor) spool(sessionID string, a gh.AssistantMessage) error {
 	if s.cfg.SpoolDir == "" {
 		return errors.New("no spool directory")
 	}
-	if err := os.MkdirAll(s.cfg.SpoolDir, 0o755); err != nil {
+	// A spooled answer is a piece of a conversation: the directory and its
+	// files are the gateway user's alone, also in a spool directory left
+	// wider by an older version.
+	if err := os.MkdirAll(s.cfg.SpoolDir, 0o700); err != nil {
 		return err
+	}
+	if st, err := os.Stat(s.cfg.SpoolDir); err != nil {
+		return err
+	} else if st.Mode().Perm() != 0o700 {
+		if err := os.Chmod(s.cfg.SpoolDir, 0o700); err != nil {
+			return err
+		}
 	}
 	raw, err := json.Marshal(spooled{SessionID: sessionID, Message: a})
 	if err != nil {
@@ -41,8 +51,14 @@ func (s *Supervisor) spool(sessionID string, a gh.AssistantMessage) error {
 	}
 	path := s.spoolPath(sessionID, a.GenerationID)
 	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
+		return err
+	}
+	// Exactly 0600: the umask may have narrowed it, and a .tmp an older
+	// version left keeps its old mode through O_TRUNC.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
 		return err
 	}
 	if _, err := f.Write(raw); err != nil {

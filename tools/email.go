@@ -234,7 +234,8 @@ func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 		// connection) does not unsend it.
 		out := fmt.Sprintf("sent to %s, Message-ID %s", rcpt, msg.GetMessageID())
 		if resp := strings.TrimSpace(msg.ServerResponse()); resp != "" {
-			out += "; the server said: " + resp
+			// The server's reply text is its own words: fenced.
+			return Result{Content: out + "; the server said: " + resp, External: true}, nil
 		}
 		return Result{Content: out}, nil
 	}
@@ -244,13 +245,22 @@ func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 	var se *mail.SendError
 	if errors.As(err, &se) && (se.Reason == mail.ErrWriteContent || (se.Reason == mail.ErrSMTPDataClose && se.ErrorCode() == 0)) {
 		// The message went (partly) over the wire and no verdict came back.
-		return errorResult("email_send: the outcome is unknown: the connection failed while the mail to %s was being handed over (%v); it may or may not have been sent", rcpt, err),
+		return smtpErrorResult("email_send: the outcome is unknown: the connection failed while the mail to %s was being handed over (%v); it may or may not have been sent", rcpt, err),
 			fmt.Errorf("email_send: %w: %v", ErrOutcomeUnknown, err)
 	}
 	if ctx.Err() != nil {
 		return errorResult("email_send: not sent: %v", ctx.Err()), ctx.Err()
 	}
-	return errorResult("email_send: not sent to %s: %v", rcpt, err), nil
+	return smtpErrorResult("email_send: not sent to %s: %v", rcpt, err), nil
+}
+
+// smtpErrorResult is an error result that quotes an SMTP error: its text
+// holds the server's reply ("550 5.1.1 …"), words a remote server chose,
+// so it is External and the toolworker fences it.
+func smtpErrorResult(format string, args ...any) Result {
+	r := errorResult(format, args...)
+	r.External = true
+	return r
 }
 
 func (t *EmailSend) client() (*mail.Client, error) {

@@ -16,31 +16,77 @@ import (
 // NameShellExec is the name of the shell tool.
 const NameShellExec = "shell_exec"
 
+// ShellMode says whether and how shell_exec runs commands.
+type ShellMode string
+
+// Shell modes.
+const (
+	// ShellOff: shell_exec is registered but refused with the reason.
+	ShellOff ShellMode = "off"
+	// ShellIsolated runs each command in a bubblewrap sandbox: its own
+	// PID, mount, user, IPC, UTS and network namespaces, no view of the
+	// gateway's processes or files, only the workspace writable. Where the
+	// sandbox cannot be made, the tool is unrunnable and says why.
+	ShellIsolated ShellMode = "on"
+	// ShellHost runs commands directly as the gateway's user, with a clean
+	// environment but nothing else between them and the gateway's keys.
+	// Only for a machine where the operator accepts that, knowingly.
+	ShellHost ShellMode = "host"
+)
+
 // ShellConfig configures shell_exec.
 type ShellConfig struct {
-	// Enabled switches the host shell on. Defaults to false: shell_exec is
-	// registered but not runnable, and a call is refused with the reason.
-	Enabled bool
+	// Mode is off, on (isolated) or host. Defaults to off.
+	Mode ShellMode
 	// Timeout bounds one command; at the limit the command and every process
 	// it started are killed. Defaults to 60s.
 	Timeout time.Duration
 	// MaxOutputBytes caps the output returned (stdout and stderr together,
 	// in the order written); the rest is counted and dropped. Defaults to 64 KiB.
 	MaxOutputBytes int
-	// Shell is the shell run as Shell -c command. Defaults to "sh".
+	// Shell is the shell run as Shell -c command. Defaults to "sh"
+	// (/bin/sh inside the sandbox).
 	Shell string
 	// Env is the whole environment of the command. Defaults to
-	// PATH=/usr/local/bin:/usr/bin:/bin, HOME set to the workspace and
-	// LANG=C.UTF-8: the gateway's own environment (its API keys and tokens)
-	// is never passed on.
+	// PATH=/usr/local/bin:/usr/bin:/bin, HOME set to the workspace,
+	// LANG=C.UTF-8 and TMPDIR=/tmp: the gateway's own environment (its API
+	// keys and tokens) is never passed on.
 	Env []string
+
+	// Bubblewrap is the bwrap binary the isolated mode runs (Debian's
+	// bubblewrap package). Defaults to "bwrap" found in PATH. A path that
+	// does not work makes isolation unavailable, which tests use on purpose.
+	Bubblewrap string
+	// Network gives isolated commands the host's network. Defaults to
+	// false: a command gets a network namespace of its own with nothing in
+	// it, so it cannot reach the gateway's API on loopback, the database
+	// or the LAN.
+	Network bool
+	// MaxProcesses bounds the processes one isolated command may have at
+	// once, through a pids cgroup made for it where the host allows one
+	// (a fork bomb then fails inside the sandbox). Defaults to 128.
+	MaxProcesses int
+	// CgroupDir is the pids cgroup under which each command gets its own.
+	// Defaults to the gateway's own pids cgroup (v1 pids hierarchy, or the
+	// unified v2 one when its pids controller is delegated); "off" skips
+	// the cgroup and leaves the time limit as the only bound.
+	CgroupDir string
 }
 
 // ShellExec is the shell_exec tool.
-type ShellExec struct{ cfg ShellConfig }
+type ShellExec struct {
+	cfg ShellConfig
+
+	probeOnce sync.Once
+	probeErr  error
+	cgroups   string // pids cgroup parent, "" when none
+}
 
 // NewShellExec returns shell_exec with cfg.
 func NewShellExec(cfg ShellConfig) *ShellExec {
+	if cfg.Mode == "" {
+		cfg.Mode = ShellOff
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 60 * time.Second
 	}
@@ -50,6 +96,12 @@ func NewShellExec(cfg ShellConfig) *ShellExec {
 	if cfg.Shell == "" {
 		cfg.Shell = "sh"
 	}
+	if cfg.Bubblewrap == "" {
+		cfg.Bubblewrap = "bwrap"
+	}
+	if cfg.MaxProcesses <= 0 {
+		cfg.MaxProcesses = 128
+	}
 	return &ShellExec{cfg: cfg}
 }
 
@@ -58,7 +110,14 @@ func (t *ShellExec) Name() string { return NameShellExec }
 
 // Description implements Tool.
 func (t *ShellExec) Description() string {
-	return fmt.Sprintf("Run a shell command (sh -c) in the workspace directory and return its exit code and output. Time limit %s. A person approves each command.", t.cfg.Timeout)
+	where := "in the workspace directory"
+	if t.cfg.Mode == ShellIsolated {
+		where = "in an isolated sandbox whose only writable directory is the workspace (/workspace)"
+		if !t.cfg.Network {
+			where += ", without network access"
+		}
+	}
+	return fmt.Sprintf("Run a shell command (sh -c) %s and return its exit code and output. Time limit %s. A person approves each command.", where, t.cfg.Timeout)
 }
 
 // Schema implements Tool.
@@ -76,12 +135,20 @@ func (t *ShellExec) Schema() json.RawMessage {
 // Tier implements Tool: a command can do anything the gateway's user can.
 func (t *ShellExec) Tier() Tier { return Danger }
 
-// Runnable implements Tool.
+// Runnable implements Tool. In the isolated mode the first call tries the
+// sandbox once (a `true` inside it): a host without user namespaces or
+// without bubblewrap makes the tool unrunnable, so a call is refused
+// before any approval card, with the reason.
 func (t *ShellExec) Runnable() error {
-	if !t.cfg.Enabled {
-		return errors.New("the host shell is switched off (GATEHOUSE_SHELL=on enables it)")
+	switch t.cfg.Mode {
+	case ShellHost:
+		return nil
+	case ShellIsolated:
+		t.probeOnce.Do(func() { t.probeErr = t.probe() })
+		return t.probeErr
+	default:
+		return errors.New("the shell is switched off (GATEHOUSE_SHELL=on enables it, isolated)")
 	}
-	return nil
 }
 
 // Idempotent implements Tool: a command may do anything, twice.
@@ -111,19 +178,25 @@ func (t *ShellExec) Run(ctx context.Context, call Call) (Result, error) {
 
 	rctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(rctx, t.cfg.Shell, "-c", a.Command)
-	cmd.Dir = call.Workspace
-	cmd.Env = t.cfg.Env
-	if cmd.Env == nil {
-		cmd.Env = []string{
-			"PATH=/usr/local/bin:/usr/bin:/bin",
-			"HOME=" + call.Workspace,
-			"LANG=C.UTF-8",
-		}
-	}
 	out := &cappedBuffer{max: t.cfg.MaxOutputBytes}
+	var (
+		cmd     *exec.Cmd
+		cleanup = func() {}
+	)
+	if t.cfg.Mode == ShellIsolated {
+		var err error
+		cmd, cleanup, err = t.sandboxed(rctx, call.Workspace, a.Command)
+		if err != nil {
+			return errorResult("shell_exec: could not make the sandbox: %v", err), nil
+		}
+	} else {
+		cmd = exec.CommandContext(rctx, t.cfg.Shell, "-c", a.Command)
+		cmd.Dir = call.Workspace
+		cmd.Env = t.env(call.Workspace)
+		setProcessGroup(cmd)
+	}
+	defer cleanup()
 	cmd.Stdout, cmd.Stderr = out, out
-	setProcessGroup(cmd)
 	// A grandchild that keeps the output pipe open must not hold Run past
 	// the limit.
 	cmd.WaitDelay = 2 * time.Second
@@ -142,7 +215,7 @@ func (t *ShellExec) Run(ctx context.Context, call Call) (Result, error) {
 	case cmd.ProcessState != nil:
 		fmt.Fprintf(&b, "exit code: %d\n", cmd.ProcessState.ExitCode())
 	default:
-		return errorResult("shell_exec: could not start %s: %v", t.cfg.Shell, err), nil
+		return errorResult("shell_exec: could not start %s: %v", cmd.Path, err), nil
 	}
 	fmt.Fprintf(&b, "duration: %s\n", elapsed)
 	if err != nil && !timedOut && ctx.Err() == nil {
@@ -172,6 +245,19 @@ func (t *ShellExec) Run(ctx context.Context, call Call) (Result, error) {
 	return res, nil
 }
 
+// env is the command's whole environment; home is its HOME.
+func (t *ShellExec) env(home string) []string {
+	if t.cfg.Env != nil {
+		return t.cfg.Env
+	}
+	return []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + home,
+		"LANG=C.UTF-8",
+		"TMPDIR=/tmp",
+	}
+}
+
 // cappedBuffer keeps the first max bytes written and counts the rest.
 type cappedBuffer struct {
 	mu      sync.Mutex
@@ -198,4 +284,28 @@ func (c *cappedBuffer) result() (string, int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.buf.String(), c.dropped
+}
+
+// Isolation describes how commands run on this install, for the startup
+// log and the admin: the sandbox, its process bound and its network.
+func (t *ShellExec) Isolation() string {
+	switch t.cfg.Mode {
+	case ShellHost:
+		return "host: commands run as the gateway's user, unisolated"
+	case ShellIsolated:
+		if err := t.Runnable(); err != nil {
+			return err.Error()
+		}
+		procs := "processes bounded only by the time limit (no pids cgroup on this host)"
+		if t.cgroups != "" {
+			procs = fmt.Sprintf("at most %d processes (pids cgroup under %s)", t.cfg.MaxProcesses, t.cgroups)
+		}
+		network := "no network"
+		if t.cfg.Network {
+			network = "the host's network"
+		}
+		return fmt.Sprintf("isolated by %s: own PID, mount and user namespaces, only the workspace writable, %s, %s", t.cfg.Bubblewrap, network, procs)
+	default:
+		return "off"
+	}
 }

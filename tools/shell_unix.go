@@ -3,15 +3,35 @@
 package tools
 
 import (
+	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 )
 
 // setProcessGroup runs the command in its own process group and makes the
 // context's cancel kill the whole group, so a command's children die with it.
 func setProcessGroup(cmd *exec.Cmd) {
+	closeInheritedOnExec()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// closeInheritedOnExec marks every descriptor above stderr close-on-exec.
+// Go opens its own that way, but descriptors the gateway inherited from
+// whatever started it (a supervisor's pipe, a socket) are not, and a child
+// would inherit them in turn: a command must get stdin, stdout and stderr
+// and nothing else.
+func closeInheritedOnExec() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
 	}
 }

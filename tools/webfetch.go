@@ -20,6 +20,13 @@ import (
 // NameWebFetch is the name of the web fetch tool.
 const NameWebFetch = "web_fetch"
 
+// Resolver looks up the addresses of a host name. *net.Resolver is one.
+type Resolver interface {
+	// LookupNetIP returns the addresses of host; network is "ip", "ip4"
+	// or "ip6".
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
 // WebFetchConfig configures web_fetch.
 type WebFetchConfig struct {
 	// Client makes the requests. Defaults to a client with no proxy that
@@ -27,16 +34,21 @@ type WebFetchConfig struct {
 	// Client given here is used as it is: the address check is then its
 	// owner's business.
 	Client *http.Client
+	// Resolver looks up host names for the default client. Defaults to
+	// net.DefaultResolver. Unused when Client is set.
+	Resolver Resolver
 	// MaxBytes caps how much of a response body is read; a longer page is
 	// cut and the result says so. Defaults to 1 MiB.
 	MaxBytes int64
 	// Timeout bounds one fetch, body included. Defaults to 15s.
 	Timeout time.Duration
 	// AllowPrivateNetworks lets the default client reach loopback, private,
-	// link-local and other non-public addresses. Defaults to false: a safe
-	// tool runs without a person's approval, so a page or a prompt must not
-	// be able to make it read the gateway's own admin endpoints, a cloud
-	// metadata service or the LAN.
+	// link-local and every other address that is not global unicast
+	// (see nonPublic). Defaults to false: a safe tool runs without a
+	// person's approval, so a page or a prompt must not be able to make it
+	// read the gateway's own admin endpoints, a cloud metadata service or
+	// the LAN. Hosts written as numbers in any form but a plain dotted quad
+	// (2130706433, 0x7f000001, 0177.0.0.1, 127.1) are refused either way.
 	AllowPrivateNetworks bool
 	// UserAgent is sent with each request. Defaults to "Gatehouse web_fetch".
 	UserAgent string
@@ -58,18 +70,26 @@ func NewWebFetch(cfg WebFetchConfig) *WebFetch {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "Gatehouse web_fetch"
 	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
 	if cfg.Client == nil {
-		cfg.Client = newFetchClient(cfg.AllowPrivateNetworks)
+		cfg.Client = newFetchClient(cfg.Resolver, cfg.AllowPrivateNetworks)
 	}
 	return &WebFetch{cfg: cfg}
 }
 
-func newFetchClient(allowPrivate bool) *http.Client {
-	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+// dialTimeout bounds connecting to one host, all its addresses together.
+const dialTimeout = 10 * time.Second
+
+func newFetchClient(r Resolver, allowPrivate bool) *http.Client {
+	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 	if !allowPrivate {
-		// The check runs on the address actually dialled, after DNS, so a
-		// name that resolves to 127.0.0.1 (or changes its answer between
-		// two lookups) cannot slip through; redirects are dialled the same way.
+		// The last word: the check runs on the address actually dialled,
+		// after DNS, so a name that resolves to 127.0.0.1 (or changes its
+		// answer between two lookups) cannot slip through; redirects are
+		// dialled the same way. fetchDialer checks the resolved addresses
+		// first only to skip refused ones and to say why.
 		d.ControlContext = func(_ context.Context, network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
@@ -81,9 +101,10 @@ func newFetchClient(allowPrivate bool) *http.Client {
 			return nil
 		}
 	}
+	fd := &fetchDialer{d: d, resolver: r, allowPrivate: allowPrivate}
 	tr := &http.Transport{
 		Proxy:                 nil, // no proxy from the environment: the package reads none
-		DialContext:           d.DialContext,
+		DialContext:           fd.DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          10,
 		IdleConnTimeout:       90 * time.Second,
@@ -104,46 +125,286 @@ func newFetchClient(allowPrivate bool) *http.Client {
 	}
 }
 
+// fetchDialer resolves host names with the configured Resolver and dials
+// the addresses one by one. It does the lookup itself (rather than leave
+// it to net.Dialer) so that tests can inject a resolver, and so that a
+// numeric host in an odd form is refused before any lookup: the transport
+// hands it the host after IDNA mapping, so "２１３０７０６４３３" is seen as
+// the "2130706433" it becomes.
+type fetchDialer struct {
+	d            *net.Dialer
+	resolver     Resolver
+	allowPrivate bool
+}
+
+func (f *fetchDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return f.d.DialContext(ctx, network, address) // a literal: the Control check sees it as it is
+	}
+	if oddNumericHost(host) {
+		return nil, &refusedHostError{host: host}
+	}
+	lookup := "ip"
+	switch network {
+	case "tcp4":
+		lookup = "ip4"
+	case "tcp6":
+		lookup = "ip6"
+	}
+	addrs, err := f.resolver.LookupNetIP(ctx, lookup, host)
+	if err != nil {
+		return nil, err
+	}
+	// Refused addresses are skipped, as net.Dialer skips one that fails:
+	// a name with one stray private address still reaches its public ones.
+	var candidates []netip.Addr
+	var refused error
+	for _, a := range addrs {
+		a = a.Unmap() // net.Resolver gives IPv4 answers in the mapped form
+		if !f.allowPrivate {
+			if reason := nonPublic(a); reason != "" {
+				if refused == nil {
+					refused = &refusedAddrError{addr: a, reason: reason}
+				}
+				continue
+			}
+		}
+		candidates = append(candidates, a)
+	}
+	if len(candidates) == 0 {
+		if refused != nil {
+			return nil, refused
+		}
+		return nil, &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true}
+	}
+	deadline := time.Now().Add(dialTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	var firstErr error
+	for i, a := range candidates {
+		// Each address gets its share of the time left (at least 2s), as
+		// net.Dialer does, so one that swallows packets does not use up
+		// the time of the next.
+		share := time.Until(deadline) / time.Duration(len(candidates)-i)
+		share = max(share, min(2*time.Second, time.Until(deadline)))
+		actx, cancel := context.WithTimeout(ctx, share)
+		c, err := f.d.DialContext(actx, network, net.JoinHostPort(a.String(), port))
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, firstErr
+}
+
 type refusedAddrError struct {
 	addr   netip.Addr
 	reason string
 }
 
 func (e *refusedAddrError) Error() string {
-	return fmt.Sprintf("refused to connect to %s: it is a %s address, and web_fetch reaches only public addresses", e.addr, e.reason)
+	return fmt.Sprintf("refused to connect to %s: it is %s, and web_fetch reaches only public (global unicast) addresses", e.addr, e.reason)
 }
 
-// nonPublic says what kind of non-public address a is, or "" for a public one.
-func nonPublic(a netip.Addr) string {
-	a = a.Unmap()
-	switch {
-	case a.IsLoopback():
-		return "loopback"
-	case a.IsPrivate():
-		return "private"
-	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast():
-		return "link-local"
-	case a.IsUnspecified():
-		return "unspecified"
-	case a.IsMulticast(), a.IsInterfaceLocalMulticast():
-		return "multicast"
+// refusedHostError is a host written as a number in a form other than a
+// plain dotted quad.
+type refusedHostError struct {
+	host string
+}
+
+func (e *refusedHostError) Error() string {
+	return fmt.Sprintf("refused host %q: a numeric host must be a dotted quad of four decimal numbers 0-255 without leading zeros (like 93.184.216.34); "+
+		"integer, hex, octal and short forms (2130706433, 0x7f000001, 0177.0.0.1, 127.1) are read differently by different resolvers, so web_fetch does not look them up", e.host)
+}
+
+// oddNumericHost reports whether host is written as a number but is not a
+// canonical dotted quad. The rule is the WHATWG URL standard's: a host
+// whose last label is all digits, or 0x and hex digits, is an IPv4
+// address, and inet_aton reads such a host as decimal, octal or hex parts
+// of any count. Go's resolver would look "0177.0.0.1" up as a name, the C
+// library reads it as 127.0.0.1, a browser as well: refusing every form but
+// the one all of them read alike keeps what is checked and what is
+// reached the same.
+func oddNumericHost(host string) bool {
+	if strings.Contains(host, ":") {
+		return false // an IPv6 literal, checked as an address
 	}
-	for _, p := range reservedPrefixes {
-		if p.Contains(a) {
-			return "reserved"
+	labels := strings.Split(host, ".")
+	last := labels[len(labels)-1]
+	if last == "" && len(labels) > 1 {
+		last = labels[len(labels)-2] // a trailing dot
+	}
+	if !numericLabel(last) {
+		return false
+	}
+	a, err := netip.ParseAddr(host) // four decimal parts, no leading zeros
+	return err != nil || !a.Is4()
+}
+
+func numericLabel(s string) bool {
+	if s == "" {
+		return false
+	}
+	digits, isHex := s, false
+	if len(s) >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		digits, isHex = s[2:], true // "0x" alone is a number too (zero)
+	}
+	for _, c := range digits {
+		switch {
+		case c >= '0' && c <= '9':
+		case isHex && (c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// nonPublic says what kind of non-public address a is ("a loopback
+// address"), or "" for a global unicast one web_fetch may reach.
+//
+// Refused: every range of the IANA IPv4 and IPv6 special-purpose address
+// registries, whatever their "globally reachable" column says (none is a
+// place to fetch a web page from), and in IPv6 everything outside
+// 2000::/3, the only block allocated for global unicast.
+//
+// IPv6 forms that carry an IPv4 address:
+//   - IPv4-mapped (::ffff:a.b.c.d) is that IPv4 address itself on the
+//     wire (a dual-stack socket sends IPv4 packets), so the IPv4 address is
+//     taken out and checked.
+//   - NAT64 with the well-known prefix (64:ff9b::/96) is checked by its
+//     embedded IPv4 address too: on an IPv6-only host behind DNS64 every
+//     IPv4-only site has such an address, so refusing the prefix would cut
+//     those hosts off the IPv4 web, while a NAT64 gateway in a cloud VPC
+//     turns 64:ff9b::a9fe:a9fe into the metadata service 169.254.169.254,
+//     which the embedded check refuses.
+//   - Everything else is refused as a whole prefix: IPv4-compatible ::/96
+//     (deprecated by RFC 4291, and some stacks tunnel it to the embedded
+//     IPv4), local-use NAT64 64:ff9b:1::/48 (its translator is local by
+//     definition, and the operator's prefix length moves the embedded
+//     address), 6to4 2002::/16 (deprecated by RFC 7526; a relay picked by
+//     the network unwraps it) and Teredo 2001::/32 (obsolete; the client
+//     address is XOR-ed and reached through a relay and the client's NAT).
+//     Reading the embedded address out of these would be more parsing for
+//     no web site anyone serves from them.
+//
+// A NAT64 translator on a network-specific prefix (RFC 6052) looks like
+// any global address and cannot be told apart here; the network that
+// runs one must not route it to private space.
+func nonPublic(a netip.Addr) string {
+	switch {
+	case !a.IsValid():
+		return "an invalid address"
+	case a.Zone() != "":
+		// Prefix.Contains never matches a zoned address, and only
+		// link-local and multicast addresses need a zone.
+		return "an interface-scoped (zoned) address"
+	case a.Is4In6():
+		return nonPublic4(a.Unmap())
+	case a.Is4():
+		return nonPublic4(a)
+	}
+	if nat64WellKnown.Contains(a) {
+		b := a.As16()
+		v4 := netip.AddrFrom4([4]byte(b[12:16]))
+		if r := nonPublic4(v4); r != "" {
+			return fmt.Sprintf("the NAT64 form of %s, %s", v4, r)
+		}
+		return ""
+	}
+	for _, s := range special6 {
+		if s.prefix.Contains(a) {
+			return s.kind
+		}
+	}
+	if !globalUnicast6.Contains(a) {
+		return "an address outside 2000::/3, the IPv6 global unicast block"
+	}
+	return ""
+}
+
+func nonPublic4(a netip.Addr) string {
+	for _, s := range special4 {
+		if s.prefix.Contains(a) {
+			return s.kind
 		}
 	}
 	return ""
 }
 
-var reservedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"), // NAT64 can reach IPv4 private space
-	netip.MustParsePrefix("64:ff9b:1::/48"),
+type specialRange struct {
+	prefix netip.Prefix
+	kind   string
+}
+
+func special(prefix, kind string) specialRange {
+	return specialRange{netip.MustParsePrefix(prefix), kind}
+}
+
+// special4 is the IANA IPv4 special-purpose address registry, plus
+// multicast and the reserved 240/4. The first match names the kind, so a
+// narrower range comes before a wider one.
+var special4 = []specialRange{
+	special("0.0.0.0/8", `a "this network" address`),
+	special("10.0.0.0/8", "a private address"),
+	special("100.64.0.0/10", "a shared (carrier-grade NAT) address"),
+	special("127.0.0.0/8", "a loopback address"),
+	special("169.254.0.0/16", "a link-local address"),
+	special("172.16.0.0/12", "a private address"),
+	special("192.0.0.0/24", "an IETF protocol assignment address"),
+	special("192.0.2.0/24", "a documentation address"),
+	special("192.31.196.0/24", "an AS112 service address"),
+	special("192.52.193.0/24", "an AMT address"),
+	special("192.88.99.0/24", "a 6to4 relay anycast address"),
+	special("192.168.0.0/16", "a private address"),
+	special("192.175.48.0/24", "an AS112 direct delegation address"),
+	special("198.18.0.0/15", "a benchmarking address"),
+	special("198.51.100.0/24", "a documentation address"),
+	special("203.0.113.0/24", "a documentation address"),
+	special("224.0.0.0/4", "a multicast address"),
+	special("255.255.255.255/32", "the broadcast address"),
+	special("240.0.0.0/4", "a reserved address"),
+}
+
+// nat64WellKnown is RFC 6052's prefix, checked by its embedded IPv4.
+var nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")
+
+// globalUnicast6 is the only IPv6 block allocated for global unicast.
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
+
+// special6 is the IANA IPv6 special-purpose address registry, plus the
+// other non-global blocks, named before the catch-all outside 2000::/3.
+// IPv4-mapped and the NAT64 well-known prefix are handled before it.
+var special6 = []specialRange{
+	special("::/128", "the unspecified address"),
+	special("::1/128", "a loopback address"),
+	special("::/96", "an IPv4-compatible address (deprecated)"),
+	special("64:ff9b:1::/48", "a local-use NAT64 address"),
+	special("100::/64", "a discard-only address"),
+	special("2001::/32", "a Teredo address"),
+	special("2001:2::/48", "a benchmarking address"),
+	special("2001:db8::/32", "a documentation address"),
+	special("2001:10::/28", "an ORCHID address"),
+	special("2001:20::/28", "an ORCHIDv2 address"),
+	special("2001::/23", "an IETF protocol assignment address"),
+	special("2002::/16", "a 6to4 address"),
+	special("3fff::/20", "a documentation address"),
+	special("5f00::/16", "an SRv6 SID address"),
+	special("fc00::/7", "a unique local (private) address"),
+	special("fe80::/10", "a link-local address"),
+	special("fec0::/10", "a site-local address (deprecated)"),
+	special("ff00::/8", "a multicast address"),
 }
 
 // Name implements Tool.
@@ -176,6 +437,12 @@ func (t *WebFetch) Runnable() error { return nil }
 func (t *WebFetch) Idempotent() bool { return true }
 
 // Run implements Tool.
+//
+// Every result that holds a string the remote side chose (the URL after
+// redirects, the status line, the Content-Type, the body, a transport error
+// that quotes the server) is External, error results included, so the
+// toolworker fences it. Results made only of our words and the model's own
+// URL are not.
 func (t *WebFetch) Run(ctx context.Context, call Call) (Result, error) {
 	var a struct {
 		URL string `json:"url"`
@@ -192,6 +459,11 @@ func (t *WebFetch) Run(ctx context.Context, call Call) (Result, error) {
 	}
 	if u.Host == "" {
 		return errorResult("web_fetch: %q has no host", a.URL), nil
+	}
+	if oddNumericHost(u.Hostname()) {
+		// Before any lookup, whatever AllowPrivateNetworks says: the form
+		// is ambiguous, not merely private.
+		return errorResult("web_fetch: %s: %v", u, &refusedHostError{host: u.Hostname()}), nil
 	}
 
 	fctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
@@ -230,7 +502,9 @@ func (t *WebFetch) Run(ctx context.Context, call Call) (Result, error) {
 	}
 	mt, _, _ := mime.ParseMediaType(ctype)
 	if !isTextual(mt) {
-		return errorResult("web_fetch: %s answered with %s, which is not text", resp.Request.URL, mt), nil
+		r := errorResult("web_fetch: %s answered with Content-Type %q, which is not text", resp.Request.URL, ctype)
+		r.External = true // the final URL and the Content-Type are the server's words
+		return r, nil
 	}
 	text := strings.ToValidUTF8(string(body), "\uFFFD")
 	if mt == "text/html" || mt == "application/xhtml+xml" {
@@ -253,11 +527,31 @@ func (t *WebFetch) failure(parent, fctx context.Context, u *url.URL, err error) 
 	if errors.Is(fctx.Err(), context.DeadlineExceeded) {
 		return errorResult("web_fetch: %s did not answer within the time limit of %s", u, t.cfg.Timeout), nil
 	}
-	var re *refusedAddrError
-	if errors.As(err, &re) {
-		return errorResult("web_fetch: %s: %v", u, re), nil
+	// A redirect makes the failing URL the server's choice. (The client
+	// names the first URL with its password as "***".)
+	var hop string
+	first := u.String()
+	if _, ok := u.User.Password(); ok {
+		first = strings.Replace(first, u.User.String()+"@", u.User.Username()+":***@", 1)
 	}
-	return errorResult("web_fetch: %s: %v", u, err), nil
+	if ue := (*url.Error)(nil); errors.As(err, &ue) && ue.URL != first {
+		hop = ue.URL
+	}
+	var re *refusedAddrError
+	var he *refusedHostError
+	switch {
+	case errors.As(err, &re) && hop == "":
+		return errorResult("web_fetch: %s: %v", u, re), nil
+	case errors.As(err, &he) && hop == "":
+		return errorResult("web_fetch: %s: %v", u, he), nil
+	case errors.As(err, &re):
+		return Result{Content: fmt.Sprintf("web_fetch: %s redirected to %s: %v", u, hop, re), IsError: true, External: true}, nil
+	case errors.As(err, &he):
+		return Result{Content: fmt.Sprintf("web_fetch: %s redirected to %s: %v", u, hop, he), IsError: true, External: true}, nil
+	}
+	// Any other error may quote the server: a malformed response, a
+	// certificate's names, a redirect's target.
+	return Result{Content: fmt.Sprintf("web_fetch: %s: %v", u, err), IsError: true, External: true}, nil
 }
 
 func isTextual(mt string) bool {

@@ -12,8 +12,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -119,6 +121,97 @@ func isEscapeError(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
 }
 
+// openNonblock is added to every open of a workspace path. On Unix,
+// opening a FIFO blocks until the other end is opened (for reading, until a
+// writer comes; for writing, until a reader comes), which would hang the
+// turn in a system call no context can interrupt. With O_NONBLOCK the open
+// returns at once — a FIFO for writing with no reader fails with ENXIO — so
+// the tool can fstat what it opened and refuse it. Windows has no FIFOs in
+// the file system (its named pipes live under \\.\pipe\) and its
+// O_NONBLOCK asks for overlapped I/O, so it is left out there. O_NONBLOCK
+// changes nothing for regular files and directories.
+var openNonblock = func() int {
+	if runtime.GOOS == "windows" {
+		return 0
+	}
+	return syscall.O_NONBLOCK
+}()
+
+// Modes of what workspace_write creates: only the gateway's user may read
+// the files an agent writes (they may hold anything from the conversation).
+// A replaced file keeps its own mode.
+const (
+	workspaceFileMode fs.FileMode = 0o600
+	workspaceDirMode  fs.FileMode = 0o700
+)
+
+// readChunk is how much workspace_read reads between two checks of the
+// context, so a cancelled turn stops reading promptly.
+const readChunk = 32 << 10
+
+// fileKind names the type of a file for a message.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "regular file"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0: // before ModeDevice: a character device has both bits
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	}
+	return "special file"
+}
+
+// refuseKind is the answer for a path that is neither a regular file nor a
+// directory: reading or writing one could block forever (a FIFO) or act
+// on hardware (a device), so the workspace tools never do.
+func refuseKind(tool, rel string, m fs.FileMode, want string) Result {
+	return errorResult("%s: refused: %q is a %s, not a %s; the workspace tools only handle regular files and directories", tool, rel, fileKind(m), want)
+}
+
+// isSpecialOpenError reports an open that failed because of what the path
+// is rather than where it is: ENXIO is a FIFO opened for writing with no
+// reader, or a socket (Linux); BSDs answer EOPNOTSUPP for a socket.
+func isSpecialOpenError(err error) bool {
+	return errors.Is(err, syscall.ENXIO) || errors.Is(err, syscall.EOPNOTSUPP)
+}
+
+// describeOpenError is describePathError for an open: when the open failed
+// because of the file's type, the answer names the type.
+func describeOpenError(root *os.Root, tool, clean, rel, want string, err error) Result {
+	if isSpecialOpenError(err) {
+		if st, serr := root.Stat(clean); serr == nil && !st.Mode().IsRegular() && !st.IsDir() {
+			return refuseKind(tool, rel, st.Mode(), want)
+		}
+		return errorResult("%s: refused: %q is not a regular file (a named pipe, socket or device); the workspace tools only handle regular files and directories", tool, rel)
+	}
+	return describePathError(tool, rel, err)
+}
+
+// openNoWait opens clean in root without blocking, whatever it is, and
+// returns what fstat says of the opened file: the caller checks the type of
+// what it actually holds, not of what the path named a moment before.
+func openNoWait(root *os.Root, clean string, flag int) (*os.File, fs.FileInfo, error) {
+	f, err := root.OpenFile(clean, flag|openNonblock, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
 func pathArg(raw json.RawMessage) (string, error) {
 	var a struct {
 		Path string `json:"path"`
@@ -143,7 +236,7 @@ func (t *WorkspaceList) Name() string { return NameWorkspaceList }
 
 // Description implements Tool.
 func (t *WorkspaceList) Description() string {
-	return "List a directory of the workspace. Directories end with /, files show their size."
+	return "List a directory of the workspace. Directories end with /, files show their size; pipes, sockets and devices show their type and cannot be read."
 }
 
 // Schema implements Tool.
@@ -178,21 +271,42 @@ func (t *WorkspaceList) Run(ctx context.Context, call Call) (Result, error) {
 		return *refused, nil
 	}
 	defer root.Close()
-	dir, err := root.Open(clean)
+	if err := ctx.Err(); err != nil {
+		return errorResult("workspace_list: stopped: %v", err), err
+	}
+	// Stat before opening, so a FIFO or a device is not even opened.
+	st, err := root.Stat(clean)
 	if err != nil {
 		return describePathError(NameWorkspaceList, rel, err), nil
 	}
-	defer dir.Close()
-	st, err := dir.Stat()
-	if err != nil {
-		return describePathError(NameWorkspaceList, rel, err), nil
-	}
-	if !st.IsDir() {
+	if st.Mode().IsRegular() {
 		return errorResult("workspace_list: %q is a file, not a directory; use workspace_read", rel), nil
 	}
-	entries, err := dir.ReadDir(-1)
+	if !st.IsDir() {
+		return refuseKind(NameWorkspaceList, rel, st.Mode(), "directory"), nil
+	}
+	dir, st, err := openNoWait(root, clean, os.O_RDONLY)
 	if err != nil {
-		return describePathError(NameWorkspaceList, rel, err), nil
+		return describeOpenError(root, NameWorkspaceList, clean, rel, "directory", err), nil
+	}
+	defer dir.Close()
+	if !st.IsDir() { // replaced between the stat and the open
+		return refuseKind(NameWorkspaceList, rel, st.Mode(), "directory"), nil
+	}
+	// Read in batches so a huge directory still lets a cancelled turn go.
+	var entries []fs.DirEntry
+	for {
+		if err := ctx.Err(); err != nil {
+			return errorResult("workspace_list: stopped: %v", err), err
+		}
+		batch, err := dir.ReadDir(1024)
+		entries = append(entries, batch...)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return describePathError(NameWorkspaceList, rel, err), nil
+		}
 	}
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var b strings.Builder
@@ -206,6 +320,10 @@ func (t *WorkspaceList) Run(ctx context.Context, call Call) (Result, error) {
 			fmt.Fprintf(&b, "%s/\n", e.Name())
 		case e.Type()&fs.ModeSymlink != 0:
 			fmt.Fprintf(&b, "%s@ (symbolic link)\n", e.Name())
+		case !e.Type().IsRegular():
+			// A FIFO, socket or device: shown with its type so the model
+			// knows it is there and why reading it will be refused.
+			fmt.Fprintf(&b, "%s\t(%s; not readable)\n", e.Name(), fileKind(e.Type()))
 		default:
 			if info, err := e.Info(); err == nil {
 				fmt.Fprintf(&b, "%s\t%d bytes\n", e.Name(), info.Size())
@@ -271,12 +389,12 @@ func (t *WorkspaceRead) Run(ctx context.Context, call Call) (Result, error) {
 		return *refused, nil
 	}
 	defer root.Close()
-	f, err := root.Open(clean)
-	if err != nil {
-		return describePathError(NameWorkspaceRead, rel, err), nil
+	if err := ctx.Err(); err != nil {
+		return errorResult("workspace_read: stopped: %v", err), err
 	}
-	defer f.Close()
-	st, err := f.Stat()
+	// Stat before opening, so a FIFO or a device is not even opened; the
+	// fstat after the open catches a path swapped in between.
+	st, err := root.Stat(clean)
 	if err != nil {
 		return describePathError(NameWorkspaceRead, rel, err), nil
 	}
@@ -284,9 +402,23 @@ func (t *WorkspaceRead) Run(ctx context.Context, call Call) (Result, error) {
 		return errorResult("workspace_read: %q is a directory; use workspace_list", rel), nil
 	}
 	if !st.Mode().IsRegular() {
-		return errorResult("workspace_read: %q is not a regular file", rel), nil
+		return refuseKind(NameWorkspaceRead, rel, st.Mode(), "regular file"), nil
 	}
-	data, err := io.ReadAll(io.LimitReader(f, t.cfg.MaxReadBytes+1))
+	f, st, err := openNoWait(root, clean, os.O_RDONLY)
+	if err != nil {
+		return describeOpenError(root, NameWorkspaceRead, clean, rel, "regular file", err), nil
+	}
+	defer f.Close()
+	if st.IsDir() {
+		return errorResult("workspace_read: %q is a directory; use workspace_list", rel), nil
+	}
+	if !st.Mode().IsRegular() {
+		return refuseKind(NameWorkspaceRead, rel, st.Mode(), "regular file"), nil
+	}
+	data, err := readLimited(ctx, f, t.cfg.MaxReadBytes+1)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return errorResult("workspace_read: stopped: %v", ctxErr), ctxErr
+	}
 	if err != nil {
 		return describePathError(NameWorkspaceRead, rel, err), nil
 	}
@@ -308,6 +440,27 @@ func (t *WorkspaceRead) Run(ctx context.Context, call Call) (Result, error) {
 		content += fmt.Sprintf("\n\n[truncated: the file has %d bytes; only the first %d are shown]", st.Size(), t.cfg.MaxReadBytes)
 	}
 	return Result{Content: content, External: true}, nil
+}
+
+// readLimited reads up to limit bytes of f in chunks, checking ctx between
+// them, so a cancelled turn does not wait for the whole read.
+func readLimited(ctx context.Context, f io.Reader, limit int64) ([]byte, error) {
+	var data []byte
+	buf := make([]byte, min(int64(readChunk), limit))
+	for int64(len(data)) < limit {
+		if err := ctx.Err(); err != nil {
+			return data, err
+		}
+		n, err := f.Read(buf[:min(int64(len(buf)), limit-int64(len(data)))])
+		data = append(data, buf[:n]...)
+		if errors.Is(err, io.EOF) {
+			return data, nil
+		}
+		if err != nil {
+			return data, err
+		}
+	}
+	return data, nil
 }
 
 // WorkspaceWrite is the workspace_write tool.
@@ -375,11 +528,12 @@ func (t *WorkspaceWrite) Run(ctx context.Context, call Call) (Result, error) {
 		return errorResult("workspace_write: not written: %v", err), err
 	}
 	if dir := filepath.Dir(clean); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+		// The umask can only take bits away from 0700, never add any.
+		if err := root.MkdirAll(dir, workspaceDirMode); err != nil {
 			return describePathError(NameWorkspaceWrite, a.Path, err), nil
 		}
 	}
-	perm := fs.FileMode(0o644)
+	perm := workspaceFileMode
 	if st, err := root.Lstat(clean); err == nil {
 		switch {
 		case st.IsDir():
@@ -387,9 +541,11 @@ func (t *WorkspaceWrite) Run(ctx context.Context, call Call) (Result, error) {
 		case st.Mode()&fs.ModeSymlink != 0:
 			// Write through a link that stays inside the workspace (os.Root
 			// refuses one that leaves it) rather than replace the link.
-			return t.writeInPlace(root, clean, a.Path, a.Content)
+			return t.writeInPlace(ctx, root, clean, a.Path, a.Content)
 		case !st.Mode().IsRegular():
-			return errorResult("workspace_write: %q is not a regular file", a.Path), nil
+			// Not replaced either: a FIFO or a device someone put there is
+			// left alone, and the model is told what it is.
+			return refuseKind(NameWorkspaceWrite, a.Path, st.Mode(), "regular file"), nil
 		}
 		perm = st.Mode().Perm()
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -399,11 +555,17 @@ func (t *WorkspaceWrite) Run(ctx context.Context, call Call) (Result, error) {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := filepath.Join(filepath.Dir(clean), ".gatehouse-write-"+hex.EncodeToString(rnd[:]))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	// O_EXCL: a new regular file, never something already there.
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|openNonblock, perm)
 	if err != nil {
 		return describePathError(NameWorkspaceWrite, a.Path, err), nil
 	}
-	_, werr := io.WriteString(f, a.Content)
+	// The umask may have taken bits off perm: set it exactly, so a new file
+	// is 0600 and a replaced one keeps the mode it had.
+	werr := f.Chmod(perm)
+	if werr == nil {
+		_, werr = io.WriteString(f, a.Content)
+	}
 	if werr == nil {
 		werr = f.Sync()
 	}
@@ -411,6 +573,12 @@ func (t *WorkspaceWrite) Run(ctx context.Context, call Call) (Result, error) {
 		werr = cerr
 	}
 	if werr == nil {
+		// Last moment to stop with nothing changed: after the rename the
+		// write has happened.
+		if err := ctx.Err(); err != nil {
+			_ = root.Remove(tmp)
+			return errorResult("workspace_write: not written: %v", err), err
+		}
 		werr = root.Rename(tmp, clean)
 	}
 	if werr != nil {
@@ -420,12 +588,35 @@ func (t *WorkspaceWrite) Run(ctx context.Context, call Call) (Result, error) {
 	return Result{Content: fmt.Sprintf("wrote %d bytes to %s", len(a.Content), filepath.ToSlash(clean))}, nil
 }
 
-func (t *WorkspaceWrite) writeInPlace(root *os.Root, clean, rel, content string) (Result, error) {
-	f, err := root.OpenFile(clean, os.O_WRONLY|os.O_TRUNC, 0)
-	if err != nil {
-		return describePathError(NameWorkspaceWrite, rel, err), nil
+// writeInPlace writes through a symbolic link that stays in the workspace.
+// It opens without O_TRUNC and checks what it opened before truncating, so
+// a link to a FIFO or a device is refused with that file untouched.
+func (t *WorkspaceWrite) writeInPlace(ctx context.Context, root *os.Root, clean, rel, content string) (Result, error) {
+	// What the link points at, before opening it: a device is not even
+	// opened. The fstat below catches a target swapped in between.
+	if st, err := root.Stat(clean); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		return refuseKind(NameWorkspaceWrite, rel, st.Mode(), "regular file"), nil
 	}
-	_, werr := io.WriteString(f, content)
+	f, st, err := openNoWait(root, clean, os.O_WRONLY)
+	if err != nil {
+		return describeOpenError(root, NameWorkspaceWrite, clean, rel, "regular file", err), nil
+	}
+	if st.IsDir() {
+		f.Close()
+		return errorResult("workspace_write: %q is a directory", rel), nil
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return refuseKind(NameWorkspaceWrite, rel, st.Mode(), "regular file"), nil
+	}
+	if err := ctx.Err(); err != nil {
+		f.Close()
+		return errorResult("workspace_write: not written: %v", err), err
+	}
+	werr := f.Truncate(0)
+	if werr == nil {
+		_, werr = io.WriteString(f, content)
+	}
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}

@@ -44,6 +44,10 @@ type Config struct {
 	// EffectTimeout bounds an approved effect once it started; it runs to
 	// the end even through a drain. Defaults to 2m.
 	EffectTimeout time.Duration
+	// Secrets are the values of the gateway's own secrets (tokens, keys,
+	// passwords): every tool result, and every message made from one, is
+	// committed with them replaced by [redacted]. Defaults to none.
+	Secrets []string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now defaults to time.Now.
@@ -55,6 +59,7 @@ type Worker struct {
 	cfg     Config
 	k       *kernel.Kernel
 	journal *effectjournal.Journal
+	secrets Redactor
 }
 
 // New returns a worker.
@@ -80,7 +85,7 @@ func New(cfg Config) *Worker {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Worker{cfg: cfg, k: cfg.Kernel, journal: effectjournal.New(cfg.Kernel)}
+	return &Worker{cfg: cfg, k: cfg.Kernel, journal: effectjournal.New(cfg.Kernel), secrets: NewRedactor(cfg.Secrets...)}
 }
 
 // Specs lists the tools for a model request.
@@ -329,12 +334,20 @@ func (w *Worker) runDanger(ctx context.Context, l gh.Lease, c gh.ToolCall, args 
 		return step{}, err
 	}
 	if runErr != nil {
-		return step{committed: cm, stop: fmt.Sprintf("⚠️ I can't tell whether %s worked: %v. It was not retried, so it cannot happen twice; please check before asking again.", c.Name, runErr)}, nil
+		// The stop message becomes the assistant's own words in the
+		// transcript, unfenced: an error that may quote the other side
+		// (its result is External) stays in the fenced result, out of it.
+		why := runErr.Error()
+		if res.External {
+			why = "the call failed in a way that leaves its outcome unknown"
+		}
+		return step{committed: cm, stop: w.secrets.Redact(fmt.Sprintf("⚠️ I can't tell whether %s worked: %s. It was not retried, so it cannot happen twice; please check before asking again.", c.Name, why))}, nil
 	}
 	return step{committed: cm}, nil
 }
 
 func (w *Worker) finish(ctx context.Context, l gh.Lease, receipt effectjournal.Receipt, r gh.ToolResult) (*Committed, error) {
+	r.Content = w.committable(r.Content)
 	raw, _ := json.Marshal(r)
 	cs, err := w.journal.Finish(ctx, l, receipt, gh.NewEvent{Kind: gh.KindToolResult, Payload: raw, Key: "tool:" + r.ToolCallID})
 	if err != nil {
@@ -343,6 +356,9 @@ func (w *Worker) finish(ctx context.Context, l gh.Lease, receipt effectjournal.R
 	return &Committed{Seq: cs[0].Event.Seq, Result: r}, nil
 }
 
+// content is the text committed for a result. External results are fenced
+// whether or not they are errors: a server's error text is as much its own
+// words as a page.
 func content(res tools.Result, err error) string {
 	text := res.Content
 	if err != nil && text == "" {
@@ -356,7 +372,7 @@ func content(res tools.Result, err error) string {
 
 // result commits a tool result keyed by the call id.
 func (w *Worker) result(ctx context.Context, l gh.Lease, c gh.ToolCall, text string, isErr bool) (step, error) {
-	r := gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: text, IsError: isErr}
+	r := gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: w.committable(text), IsError: isErr}
 	raw, _ := json.Marshal(r)
 	cs, err := w.k.Commit(ctx, l, gh.NewEvent{Kind: gh.KindToolResult, Payload: raw, Key: "tool:" + c.ID})
 	if err != nil {

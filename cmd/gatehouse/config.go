@@ -52,6 +52,24 @@ type Config struct {
 	APIToken string
 	// MaxBodyBytes bounds an HTTP request body. Defaults to 1048576.
 	MaxBodyBytes int
+	// HTTPReadTimeout bounds reading a request's headers and body.
+	// Defaults to 30s.
+	HTTPReadTimeout time.Duration
+	// HTTPWriteTimeout bounds writing a response; the SSE stream bounds
+	// each write by it instead. Defaults to 60s.
+	HTTPWriteTimeout time.Duration
+	// HTTPIdleTimeout closes an idle keep-alive connection. Defaults to 120s.
+	HTTPIdleTimeout time.Duration
+	// HTTPMaxHeaderBytes bounds a request's headers. Defaults to 65536.
+	HTTPMaxHeaderBytes int
+	// HTTPMaxConns caps open HTTP connections (lowered at start to fit the
+	// open-file limit). Defaults to 16384.
+	HTTPMaxConns int
+	// HTTPMaxStreams caps open SSE streams. Defaults to 8192.
+	HTTPMaxStreams int
+	// ProbeAddr is an extra listener for /healthz, /readyz and /metrics
+	// only. Defaults to empty: probes on Addr only.
+	ProbeAddr string
 
 	// Model is the model selection, provider:model[,fallback…]. Defaults
 	// to empty: the gateway runs, and a turn says how to configure one.
@@ -102,8 +120,20 @@ type Config struct {
 	// Workspace is the root of the workspace tools. Defaults to
 	// $GATEHOUSE_DATA_DIR/workspace.
 	Workspace string
-	// Shell switches shell_exec on ("on"). Defaults to off.
+	// Shell is how shell_exec runs: off, on (isolated by bubblewrap) or
+	// host (unisolated, as the gateway's user). Defaults to off.
 	Shell string
+	// ShellBubblewrap is the bwrap binary of the isolated shell. Defaults
+	// to bwrap on PATH.
+	ShellBubblewrap string
+	// ShellNetwork gives isolated commands the host's network. Defaults to
+	// false (a network namespace with nothing in it).
+	ShellNetwork bool
+	// ShellTimeout bounds one command. Defaults to 60s.
+	ShellTimeout time.Duration
+	// ShellMaxProcesses bounds one isolated command's processes (pids
+	// cgroup). Defaults to 128.
+	ShellMaxProcesses int
 	// MCPConfig is a JSON file listing MCP servers. Defaults to none.
 	MCPConfig string
 	// ApprovalTimeout is how long an approval card waits. Defaults to 5m.
@@ -201,6 +231,13 @@ var settings = []setting{
 	{"GATEHOUSE_DRAIN_TIMEOUT", "drain_timeout", "30s", "how long SIGTERM waits for work in flight before stopping", duration(func(c *Config) *time.Duration { return &c.DrainTimeout })},
 	{"GATEHOUSE_API_TOKEN", "api_token", "", "bearer token for /v1; without one the server only listens on loopback", str(func(c *Config) *string { return &c.APIToken })},
 	{"GATEHOUSE_MAX_BODY_BYTES", "max_body_bytes", "1048576", "largest HTTP request body accepted", integer(func(c *Config) *int { return &c.MaxBodyBytes })},
+	{"GATEHOUSE_HTTP_READ_TIMEOUT", "http_read_timeout", "30s", "time a client has to send a request's headers and body (API and webhooks); later gets 400", duration(func(c *Config) *time.Duration { return &c.HTTPReadTimeout })},
+	{"GATEHOUSE_HTTP_WRITE_TIMEOUT", "http_write_timeout", "60s", "time to write a response; on the SSE stream, each write (a client that stops reading is dropped)", duration(func(c *Config) *time.Duration { return &c.HTTPWriteTimeout })},
+	{"GATEHOUSE_HTTP_IDLE_TIMEOUT", "http_idle_timeout", "120s", "an idle keep-alive connection is closed after this long", duration(func(c *Config) *time.Duration { return &c.HTTPIdleTimeout })},
+	{"GATEHOUSE_HTTP_MAX_HEADER_BYTES", "http_max_header_bytes", "65536", "largest request header block; larger gets 431", integer(func(c *Config) *int { return &c.HTTPMaxHeaderBytes })},
+	{"GATEHOUSE_HTTP_MAX_CONNS", "http_max_conns", "16384", "open HTTP connections; over it requests get 503 (probes still answer); lowered at start to fit the open-file limit", integer(func(c *Config) *int { return &c.HTTPMaxConns })},
+	{"GATEHOUSE_HTTP_MAX_STREAMS", "http_max_streams", "8192", "open SSE streams; over it a new stream gets 503 with Retry-After", integer(func(c *Config) *int { return &c.HTTPMaxStreams })},
+	{"GATEHOUSE_PROBE_ADDR", "probe_addr", "", "extra listen address serving only /healthz, /readyz and /metrics (for Kubernetes probes); empty serves them on GATEHOUSE_ADDR only", str(func(c *Config) *string { return &c.ProbeAddr })},
 	{"GATEHOUSE_MODEL", "model", "", "model selection provider:model, with fallbacks after commas (openai:gpt-4.1-mini,anthropic:claude-sonnet-4-5)", str(func(c *Config) *string { return &c.Model })},
 	{"OPENAI_API_KEY", "openai_api_key", "", "key for the OpenAI-compatible provider (may be empty for a local server)", str(func(c *Config) *string { return &c.OpenAIAPIKey })},
 	{"OPENAI_BASE_URL", "openai_base_url", "https://api.openai.com/v1", "OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, gateways)", str(func(c *Config) *string { return &c.OpenAIBaseURL })},
@@ -285,7 +322,21 @@ var settings = []setting{
 		return nil
 	}},
 	{"GATEHOUSE_WORKSPACE", "workspace", "", "root directory of the workspace tools; empty is $GATEHOUSE_DATA_DIR/workspace", str(func(c *Config) *string { return &c.Workspace })},
-	{"GATEHOUSE_SHELL", "shell", "off", "on enables shell_exec (always behind approval)", oneOf(func(c *Config) *string { return &c.Shell }, "off", "on")},
+	{"GATEHOUSE_SHELL", "shell", "off", "shell_exec (always behind approval): off; on runs each command isolated by bubblewrap (own PID/mount/user/network namespaces, only the workspace writable; refused with the reason where isolation is unavailable); host runs it unisolated as the gateway's user (see docs/security.md)", oneOf(func(c *Config) *string { return &c.Shell }, "off", "on", "host")},
+	{"GATEHOUSE_SHELL_BWRAP", "shell_bwrap", "bwrap", "the bubblewrap binary of the isolated shell (Debian package bubblewrap)", str(func(c *Config) *string { return &c.ShellBubblewrap })},
+	{"GATEHOUSE_SHELL_NETWORK", "shell_network", "off", "on gives isolated commands the host's network (then, without GATEHOUSE_API_TOKEN, a command can reach the API on loopback)", func(c *Config, v string) error {
+		switch strings.TrimSpace(v) {
+		case "on":
+			c.ShellNetwork = true
+		case "off", "":
+			c.ShellNetwork = false
+		default:
+			return fmt.Errorf("want on or off, got %q", v)
+		}
+		return nil
+	}},
+	{"GATEHOUSE_SHELL_TIMEOUT", "shell_timeout", "60s", "time limit of one shell_exec command; at the limit the command and every process it started are killed", duration(func(c *Config) *time.Duration { return &c.ShellTimeout })},
+	{"GATEHOUSE_SHELL_MAX_PROCESSES", "shell_max_processes", "128", "processes one isolated command may have at once (a pids cgroup, where the host allows one)", integer(func(c *Config) *int { return &c.ShellMaxProcesses })},
 	{"GATEHOUSE_MCP_CONFIG", "mcp_config", "", "JSON file listing MCP servers whose tools the agent may call (see docs/configuration.md)", str(func(c *Config) *string { return &c.MCPConfig })},
 	{"GATEHOUSE_APPROVAL_TIMEOUT", "approval_timeout", "5m", "how long an approval card waits before it expires (the call does not run; never counted as a denial)", duration(func(c *Config) *time.Duration { return &c.ApprovalTimeout })},
 	{"GATEHOUSE_REDIS_URL", "redis_url", "", "redis://… puts approval claims in Redis for many replicas; empty uses the database", func(c *Config, v string) error {

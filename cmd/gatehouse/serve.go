@@ -24,6 +24,24 @@ import (
 	"github.com/gatehouse/gatehouse/supervisor"
 )
 
+// privateDir creates dir with mode 0700, or sets an existing one to 0700:
+// an install from before this was done is tightened at its next start.
+// MkdirAll alone would not do: it leaves an existing directory as it is,
+// and the umask could narrow the mode it creates.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if st.Mode().Perm() != 0o700 {
+		return os.Chmod(dir, 0o700)
+	}
+	return nil
+}
+
 // serve runs the gateway until SIGTERM or SIGINT, then drains: readiness
 // turns 503, HTTP stops accepting and finishes requests in flight, and the
 // store closes. A second signal stops at once.
@@ -32,6 +50,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
+	// The data directory holds the database, the spool and (by default)
+	// the workspace: every conversation. Only the gateway's user may enter.
+	if err := privateDir(cfg.DataDir); err != nil {
+		return fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+	}
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -95,6 +118,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Kernel: k, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
 		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(), CheckSelection: reg.Validate,
 		Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}),
+
+		// HTTP limits. The database pool's connections are files too:
+		// they come out of the headroom the connection cap leaves.
+		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout, IdleTimeout: cfg.HTTPIdleTimeout,
+		MaxHeaderBytes: cfg.HTTPMaxHeaderBytes, MaxConns: cfg.HTTPMaxConns, MaxStreams: cfg.HTTPMaxStreams, ProbeAddr: cfg.ProbeAddr,
+		FileHeadroom: 256 + cfg.DatabaseMaxConns,
 	}
 	if gw != nil {
 		apiCfg.Admin, apiCfg.Hooks = gw, gw.Handlers()

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -38,18 +40,23 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 	if err != nil {
 		return nil, nil, fmt.Errorf("workspace: %w", err)
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	// The files the agent reads and writes are the gateway user's alone.
+	if err := privateDir(root); err != nil {
 		return nil, nil, fmt.Errorf("workspace %s: %w", root, err)
 	}
 	builtin := tools.Builtin(tools.Config{
 		Email: tools.EmailConfig{SMTPURL: cfg.SMTPURL, From: cfg.EmailFrom},
-		Shell: tools.ShellConfig{Enabled: cfg.Shell == "on"},
+		Shell: tools.ShellConfig{
+			Mode: tools.ShellMode(cfg.Shell), Bubblewrap: cfg.ShellBubblewrap, Network: cfg.ShellNetwork,
+			Timeout: cfg.ShellTimeout, MaxProcesses: cfg.ShellMaxProcesses,
+		},
 	})
 	reg := tools.NewRegistry(builtin...)
 	for _, t := range mem.Tools(func() string { return supervisor.UserKey(nil) }) {
 		reg.Register(t)
 	}
 	closeMCP := func() {}
+	secrets := cfg.secrets()
 	if cfg.MCPConfig != "" {
 		raw, err := os.ReadFile(cfg.MCPConfig)
 		if err != nil {
@@ -59,7 +66,18 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		if err := json.Unmarshal(raw, &f); err != nil {
 			return nil, nil, fmt.Errorf("GATEHOUSE_MCP_CONFIG %s: %w", cfg.MCPConfig, err)
 		}
-		remote, err := mcp.Connect(ctx, mcp.Config{Servers: f.Servers})
+		// A stdio server gets these of the gateway's environment and what
+		// its own config names, nothing else (no token, key or password).
+		var base []string
+		for _, k := range []string{"PATH", "HOME", "LANG", "TMPDIR"} {
+			if v := os.Getenv(k); v != "" {
+				base = append(base, k+"="+v)
+			}
+		}
+		for _, srv := range f.Servers {
+			secrets = append(secrets, credentialValues(srv.Env)...)
+		}
+		remote, err := mcp.Connect(ctx, mcp.Config{Servers: f.Servers, BaseEnv: base})
 		if err != nil {
 			// A server that is down leaves its tools out; the others work.
 			log.Warn("some MCP servers are unavailable", "err", err)
@@ -71,7 +89,17 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 	}
 	for _, t := range builtin {
 		if err := t.Runnable(); err != nil {
-			log.Info("tool unavailable on this install", "tool", t.Name(), "why", err)
+			level := slog.LevelInfo
+			if t.Name() == tools.NameShellExec && cfg.Shell != "off" {
+				// Asked for and not given: the operator must hear it.
+				level = slog.LevelWarn
+			}
+			log.Log(ctx, level, "tool unavailable on this install", "tool", t.Name(), "why", err)
+		} else if sh, ok := t.(*tools.ShellExec); ok {
+			log.Info("shell_exec enabled", "isolation", sh.Isolation())
+			if cfg.Shell == "host" {
+				log.Warn("shell_exec runs unisolated (GATEHOUSE_SHELL=host): an approved command can read the gateway's keys and data")
+			}
 		}
 	}
 	book, _ := parseContacts(cfg.Contacts)
@@ -92,6 +120,7 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		Kernel: k, Tools: reg, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log, OnOpen: onOpen,
 		Contacts:  contacts,
 		Workspace: func(string) string { return root },
+		Secrets:   secrets,
 	})
 	return w, closeMCP, nil
 }
@@ -110,4 +139,43 @@ func newGates(cfg Config, st store.Store, k *kernel.Kernel, log *slog.Logger) (*
 		reg = gatesredis.New(rdb, st, gatesredis.Config{})
 	}
 	return gates.NewService(gates.Config{Registry: reg, Kernel: k, Logger: log}), rdb, nil
+}
+
+// secrets are the values tool output must never carry: every token, key
+// and password the gateway holds, including those inside URLs.
+func (c Config) secrets() []string {
+	out := []string{
+		c.APIToken, c.OpenAIAPIKey, c.AnthropicAPIKey, c.EmbeddingsAPIKey,
+		c.TelegramToken, telegramSecretPart(c.TelegramToken), c.TelegramWebhookSecret, c.DiscordToken,
+		c.SlackBotToken, c.SlackAppToken, c.SlackSigningSecret,
+	}
+	for _, u := range []string{c.DatabaseURL, c.RedisURL, c.SMTPURL, c.OpenAIBaseURL, c.AnthropicBaseURL, c.EmbeddingsURL} {
+		out = append(out, toolworker.SecretsOfURL(u)...)
+	}
+	return out
+}
+
+// telegramSecretPart is the part of a bot token after "123456:", which
+// is the secret half (the bot id before it is public).
+func telegramSecretPart(token string) string {
+	_, secret, _ := strings.Cut(token, ":")
+	return secret
+}
+
+// credentialName matches the names of environment entries that hold
+// credentials (API_KEY, GITHUB_TOKEN, DB_PASSWORD …).
+var credentialName = regexp.MustCompile(`(?i)(key|token|secret|pass|auth|cred)`)
+
+// credentialValues returns the values of the "KEY=value" entries whose
+// names say they are credentials: an MCP server's own keys are secrets of
+// this install too. Other values (PATH, LANG) are not, or every path
+// would be redacted from tool output.
+func credentialValues(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && credentialName.MatchString(k) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -50,8 +51,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.ReadConns <= 0 {
 		cfg.ReadConns = 4
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {
+	// The database holds every conversation: its directory, when created
+	// here, and its files are the gateway user's alone.
+	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o700); err != nil {
 		return nil, gh.Wrap(gh.CodeUnavailable, err, "sqlite: create data directory")
+	}
+	if err := privateFiles(cfg.Path); err != nil {
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "sqlite: make %s private", cfg.Path)
 	}
 	dsn := func(readOnly bool) string {
 		q := url.Values{}
@@ -91,6 +97,39 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	r.SetMaxOpenConns(cfg.ReadConns)
 	r.SetMaxIdleConns(cfg.ReadConns)
 	return &Store{w: w, r: r, path: cfg.Path}, nil
+}
+
+// privateFiles makes the database file, and the -wal and -shm files an
+// earlier run left, readable by the gateway's user only (0600). The
+// database file is created here, before the driver opens it, because
+// SQLite creates a new database with 0644 (less the umask) but gives the
+// -wal and -shm files it creates the mode of the database file: a 0600
+// database keeps all three private. An install from before this was done
+// is tightened by the chmod.
+func privateFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		// Exactly 0600 whatever the umask did or an older version left.
+		if st.Mode().Perm() != 0o600 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Dialect implements store.Store.

@@ -38,7 +38,18 @@ type Config struct {
 	// ClientName is the name this client gives itself to servers.
 	// Defaults to "gatehouse".
 	ClientName string
+	// BaseEnv is the environment every stdio server starts with; each
+	// server's MCPServer.Env is added to it. Defaults to
+	// PATH=/usr/local/bin:/usr/bin:/bin only; an empty non-nil list gives
+	// none. The package reads no environment itself: cmd/gatehouse passes
+	// the gateway's PATH, HOME, LANG and TMPDIR here, and nothing else of
+	// its environment (its API token, model keys, SMTP password) reaches a
+	// server.
+	BaseEnv []string
 }
+
+// defaultBaseEnv is BaseEnv when none is given.
+var defaultBaseEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 
 // MCPServer is one MCP server.
 type MCPServer struct {
@@ -48,8 +59,9 @@ type MCPServer struct {
 	// Command runs the server as a subprocess spoken to over stdio
 	// (Command[0] is the program). Set Command or URL, not both.
 	Command []string
-	// Env is the subprocess's environment. Defaults to the gateway's own
-	// environment, as exec does; set it to keep secrets from the server.
+	// Env is what the subprocess gets besides Config.BaseEnv: "KEY=value"
+	// entries, a key here replacing the base's. The subprocess's whole
+	// environment is the base and these, never the gateway's own.
 	Env []string
 	// Dir is the subprocess's working directory. Defaults to the gateway's.
 	Dir string
@@ -164,7 +176,7 @@ func connectOne(ctx context.Context, cfg Config, srv MCPServer) ([]tools.Tool, e
 		// Not exec.CommandContext: ctx only bounds connecting, the server
 		// lives until Close.
 		cmd := exec.Command(srv.Command[0], srv.Command[1:]...)
-		cmd.Env = srv.Env
+		cmd.Env = serverEnv(cfg.BaseEnv, srv.Env)
 		cmd.Dir = srv.Dir
 		transport = &sdk.CommandTransport{Command: cmd}
 	case srv.URL != "":
@@ -229,6 +241,18 @@ func connectOne(ctx context.Context, cfg Config, srv MCPServer) ([]tools.Tool, e
 		})
 	}
 	return out, nil
+}
+
+// serverEnv is a stdio server's whole environment: the base, then its own
+// entries (exec keeps the last of two entries with one key). The result is
+// never nil: a nil Cmd.Env would hand the server the gateway's environment.
+func serverEnv(base, own []string) []string {
+	if base == nil {
+		base = defaultBaseEnv
+	}
+	env := make([]string, 0, len(base)+len(own))
+	env = append(env, base...)
+	return append(env, own...)
 }
 
 // toolName is "<server>__<tool>", with characters model APIs refuse
@@ -303,9 +327,11 @@ func (t *Tool) Idempotent() bool { return false }
 // MetaIdempotencyKey is the _meta key that carries Call.IdempotencyKey.
 const MetaIdempotencyKey = "io.gatehouse/idempotency-key"
 
-// Run implements tools.Tool. The server's output is External. A server that
-// answers with isError gives an IsError result; a call whose transport
-// failed returns tools.ErrOutcomeUnknown, since the server may have acted.
+// Run implements tools.Tool. The server's output is External, and so is a
+// failed call's error (it may quote the server: a JSON-RPC error message,
+// a malformed answer). A server that answers with isError gives an IsError
+// result; a call whose transport failed returns tools.ErrOutcomeUnknown,
+// since the server may have acted.
 func (t *Tool) Run(ctx context.Context, call tools.Call) (tools.Result, error) {
 	if err := t.Runnable(); err != nil {
 		return tools.Result{Content: t.name + " cannot run: " + err.Error(), IsError: true}, nil
@@ -328,7 +354,7 @@ func (t *Tool) Run(ctx context.Context, call tools.Call) (tools.Result, error) {
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			msg = fmt.Sprintf("%s: MCP server %s did not answer within %s", t.name, t.sess.name, t.timeout)
 		}
-		return tools.Result{Content: msg + "; it may or may not have acted", IsError: true, External: false},
+		return tools.Result{Content: msg + "; it may or may not have acted", IsError: true, External: true},
 			fmt.Errorf("%s: %w: %v", t.name, tools.ErrOutcomeUnknown, err)
 	}
 	return tools.Result{Content: contentText(res), IsError: res.IsError, External: true}, nil

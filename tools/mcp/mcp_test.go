@@ -103,8 +103,8 @@ func checkBridge(t *testing.T, ts mcp.Tools, calls *mcptest.Calls) {
 	}
 	fail, _ := reg.Get("calc__fail")
 	res, err = fail.Run(ctx, tools.Call{ID: "c3", Arguments: json.RawMessage(`{}`)})
-	if err != nil || !res.IsError || !strings.Contains(res.Content, "the disk is on fire") {
-		t.Fatalf("fail: %v %+v, want an error result from the server", err, res)
+	if err != nil || !res.IsError || !res.External || !strings.Contains(res.Content, "the disk is on fire") {
+		t.Fatalf("fail: %v %+v, want an error result from the server, marked External", err, res)
 	}
 
 	if err := ts.Close(); err != nil {
