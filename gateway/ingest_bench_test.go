@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/models/modeltest"
@@ -74,7 +75,7 @@ func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy b
 		stop := startWorkers(b, k)
 		defer stop()
 	}
-	srv := httptest.NewServer(a.Handler(gw))
+	srv := httptest.NewServer(webhookServer(a.Handler(gw)))
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders * 2}, Timeout: time.Minute}
 
@@ -89,7 +90,7 @@ func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy b
 			"message_id": u, "date": time.Now().Unix(), "text": fmt.Sprintf("message %d from sender %d", i, w),
 			"chat": map[string]any{"id": chat, "type": "private", "first_name": "S"},
 			"from": map[string]any{"id": chat, "is_bot": false, "first_name": "S"}}})
-		req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hooks/telegram", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "bench-secret")
 		res, err := client.Do(req)
@@ -199,7 +200,7 @@ func benchRedelivery(b *testing.B, target storetest.BenchTarget) {
 		b.Fatal(err)
 	}
 	gw := gateway.New(gateway.Config{Kernel: k, Adapters: []gateway.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
-	srv := httptest.NewServer(a.Handler(gw))
+	srv := httptest.NewServer(webhookServer(a.Handler(gw)))
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders * 2}, Timeout: time.Minute}
 	work := make(chan int64)
@@ -212,7 +213,7 @@ func benchRedelivery(b *testing.B, target storetest.BenchTarget) {
 					"message_id": u, "date": time.Now().Unix(), "text": fmt.Sprintf("update %d", u),
 					"chat": map[string]any{"id": u, "type": "private", "first_name": "S"},
 					"from": map[string]any{"id": u, "is_bot": false, "first_name": "S"}}})
-				req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hooks/telegram", bytes.NewReader(body))
 				req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "bench-secret")
 				res, err := client.Do(req)
 				if err != nil || res.StatusCode != http.StatusOK {
@@ -258,4 +259,11 @@ func benchRedelivery(b *testing.B, target storetest.BenchTarget) {
 	if events != updates || len(runs) != updates || failed.Load() != 0 {
 		b.Fatalf("%d updates × %d: %d events, %d runs, %d failed posts", updates, copies, events, len(runs), failed.Load())
 	}
+}
+
+// webhookServer serves the webhook the way the binary does: through the
+// HTTP surface, whose per-request deadlines and bounded body read are part
+// of the measured path.
+func webhookServer(h http.Handler) http.Handler {
+	return httpapi.New(httpapi.Config{Hooks: map[string]http.Handler{gh.PlatformTelegram: h}, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}).Handler()
 }
