@@ -194,6 +194,10 @@ func (t *ShellExec) Run(ctx context.Context, call Call) (Result, error) {
 		cmd.Dir = call.Workspace
 		cmd.Env = t.env(call.Workspace)
 		setProcessGroup(cmd)
+		// What the command left running in its process group dies when it
+		// returns (a child that made its own session escapes this: only
+		// the isolated mode's PID namespace catches everything).
+		cleanup = func() { killProcessGroup(cmd) }
 	}
 	defer cleanup()
 	cmd.Stdout, cmd.Stderr = out, out

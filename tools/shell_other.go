@@ -6,3 +6,6 @@ import "os/exec"
 
 // setProcessGroup does nothing here: the context's cancel kills the shell only.
 func setProcessGroup(cmd *exec.Cmd) {}
+
+// killProcessGroup does nothing here.
+func killProcessGroup(cmd *exec.Cmd) {}

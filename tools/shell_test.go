@@ -90,3 +90,17 @@ func TestShellExecCancelledContext(t *testing.T) {
 		t.Fatalf("got %v %+v, want the context's error", err, res)
 	}
 }
+
+func TestHostShellBackgroundChildDiesWithTheCommand(t *testing.T) {
+	ws := t.TempDir()
+	tool := tools.NewShellExec(tools.ShellConfig{Mode: tools.ShellHost})
+	// The child does not hold the output pipe, so the command returns at once.
+	res := runTool(t, tool, ws, map[string]string{"command": "(sleep 1; touch late) >/dev/null 2>&1 & echo started"})
+	if !strings.Contains(res.Content, "exit code: 0") {
+		t.Fatalf("result %+v", res)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(ws, "late")); err == nil {
+		t.Error("a background child outlived the command")
+	}
+}

@@ -35,3 +35,10 @@ func closeInheritedOnExec() {
 		}
 	}
 }
+
+// killProcessGroup kills what is left of a started command's process group.
+func killProcessGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
