@@ -83,9 +83,9 @@ func (c tokenClient) toolResult() (gh.ToolResult, bool) {
 	return gh.ToolResult{}, false
 }
 
-func shellStack(t *testing.T, extra ...string) (*proc, tokenClient) {
+func shellStack(t *testing.T, command string, extra ...string) (*proc, tokenClient) {
 	fake := modeltest.NewOpenAI(t, shellTestKey)
-	args, _ := json.Marshal(map[string]string{"command": stealCommand})
+	args, _ := json.Marshal(map[string]string{"command": command})
 	fake.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_sh", Name: "shell_exec", Arguments: string(args)}}})
 	fake.SetDefault(modeltest.Reply{Text: "Done."})
 	p := start(t, append([]string{
@@ -106,7 +106,7 @@ func shellStack(t *testing.T, extra ...string) (*proc, tokenClient) {
 // gateway's output, and the background sleep did not outlive the command.
 func TestApprovedShellCommandReachesNoSecret(t *testing.T) {
 	testenv.Bubblewrap(t)
-	p, c := shellStack(t)
+	p, c := shellStack(t, stealCommand)
 	var g []gh.Gate
 	waitUntil(t, "the approval card", func() bool { g = c.gates(); return len(g) == 1 })
 	if g[0].Tool != "shell_exec" || !strings.Contains(string(g[0].Arguments), "sleep 1000") {
@@ -162,7 +162,7 @@ func TestApprovedShellCommandReachesNoSecret(t *testing.T) {
 // With isolation made unavailable (a bubblewrap that does not exist), the
 // call is refused at once with the reason: no card, nothing run.
 func TestShellWithoutIsolationIsRefusedWithoutACard(t *testing.T) {
-	p, c := shellStack(t, "GATEHOUSE_SHELL_BWRAP=/nonexistent/bwrap")
+	p, c := shellStack(t, stealCommand, "GATEHOUSE_SHELL_BWRAP=/nonexistent/bwrap")
 	var r gh.ToolResult
 	waitUntil(t, "the refusal", func() bool { var ok bool; r, ok = c.toolResult(); return ok })
 	if !r.IsError || !strings.Contains(r.Content, "isolation is unavailable") {
@@ -177,12 +177,31 @@ func TestShellWithoutIsolationIsRefusedWithoutACard(t *testing.T) {
 	p.stopWith(t, syscall.SIGTERM)
 }
 
+// A kill -9 of the gateway while an approved command runs takes the whole
+// sandbox with it: nothing keeps running unowned.
+func TestKilledGatewayLeavesNoSandboxedProcess(t *testing.T) {
+	testenv.Bubblewrap(t)
+	p, c := shellStack(t, "echo running; sleep 1001")
+	var g []gh.Gate
+	waitUntil(t, "the approval card", func() bool { g = c.gates(); return len(g) == 1 })
+	if code, body := c.do("POST", "/v1/gates/"+g[0].ID+"/decision", map[string]string{"decision": "approve", "by": "ana"}); code != 200 {
+		t.Fatalf("approve: %d %s", code, body)
+	}
+	waitUntil(t, "the command to run", func() bool { return sleeping("1001") })
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	waitUntil(t, "the sandbox to die with the gateway", func() bool { return !sleeping("1001") })
+}
+
 // leftoverSleep reports whether a `sleep 1000` runs anywhere on the host.
-func leftoverSleep() bool {
+func leftoverSleep() bool { return sleeping("1000") }
+
+// sleeping reports whether a `sleep <arg>` runs anywhere on the host.
+func sleeping(arg string) bool {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && string(raw) == "sleep\x001000\x00" {
+		if err == nil && string(raw) == "sleep\x00"+arg+"\x00" {
 			return true
 		}
 	}
