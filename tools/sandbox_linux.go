@@ -121,7 +121,8 @@ func (t *ShellExec) sandboxed(ctx context.Context, workspace, command string) (*
 		"--ro-bind-data", "4", "/etc/group",
 		"--proc", "/proc",
 		"--dev", "/dev",
-		"--tmpfs", "/tmp",
+		// A bounded /tmp: without a size a tmpfs may take half the RAM.
+		"--size", strconv.Itoa(sandboxTmpBytes), "--tmpfs", "/tmp",
 		"--bind", workspace, "/workspace",
 		"--chdir", "/workspace",
 		t.cfg.Shell, "-c", command,
@@ -137,20 +138,20 @@ func (t *ShellExec) sandboxed(ctx context.Context, workspace, command string) (*
 			return nil, nil, err
 		}
 	}
-	var cmd *exec.Cmd
-	if cgroup == "" {
-		cmd = exec.CommandContext(ctx, t.cfg.Bubblewrap, args...)
-	} else {
-		// The process joins its cgroup before it execs bubblewrap, so
-		// everything the sandbox forks is counted from the start.
-		sh, err := exec.LookPath("/bin/sh")
-		if err != nil {
-			closeAll()
+	// A small host shell starts bubblewrap: it sets the umask every file
+	// the command makes inherits (private to the gateway's user, like the
+	// workspace), and joins the command's cgroup before it execs, so
+	// everything the sandbox forks is counted from the start.
+	sh, err := exec.LookPath("/bin/sh")
+	if err != nil {
+		closeAll()
+		if cgroup != "" {
 			os.Remove(cgroup)
-			return nil, nil, err
 		}
-		cmd = exec.CommandContext(ctx, sh, append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cgroup, t.cfg.Bubblewrap}, args...)...)
+		return nil, nil, err
 	}
+	cmd := exec.CommandContext(ctx, sh, append([]string{"-c",
+		`umask 077 && { [ -z "$0" ] || echo $$ > "$0/cgroup.procs"; } && exec "$@"`, cgroup, t.cfg.Bubblewrap}, args...)...)
 	// bubblewrap's own environment is what /proc/1/environ shows inside the
 	// sandbox: give it nothing of the gateway's.
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
@@ -172,8 +173,37 @@ func (t *ShellExec) sandboxed(ctx context.Context, workspace, command string) (*
 		if cgroup != "" {
 			removeCgroup(cgroup)
 		}
+		resealWorkspace(workspace)
 	}
 	return cmd, cleanup, nil
+}
+
+// sandboxTmpBytes bounds the sandbox's /tmp.
+const sandboxTmpBytes = 256 << 20
+
+// resealWorkspace undoes what a command may have done to expose the
+// workspace to other local users: inside, the sandbox user is the
+// gateway's user outside, so it may chmod the workspace open or leave a
+// set-user-id program in it for someone else to run as the gateway. The
+// root goes back to 0700 and set-id bits are cleared everywhere below it.
+func resealWorkspace(root string) {
+	if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
+		return
+	}
+	os.Chmod(root, 0o700)
+	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.Type()&os.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if m := fi.Mode(); m&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != 0 {
+			os.Chmod(path, m.Perm())
+		}
+		return nil
+	})
 }
 
 // sandboxIdentity returns pipes that hold the sandbox's /etc/passwd and

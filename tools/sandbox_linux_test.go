@@ -193,3 +193,31 @@ func TestIsolationUnavailableRefusesTheTool(t *testing.T) {
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// Inside, the sandbox user is the gateway's user outside: a command could
+// open the workspace to every local user and leave a set-user-id program
+// there to run as the gateway. After it, the workspace is private again,
+// set-id bits are gone, and what it made was private from the start.
+func TestIsolatedShellCannotOpenTheWorkspaceToOthers(t *testing.T) {
+	tool := isolated(t, tools.ShellConfig{})
+	ws := filepath.Join(t.TempDir(), "ws")
+	os.Mkdir(ws, 0o700)
+	res := runTool(t, tool, ws, map[string]string{"command": "mkdir d; cp /bin/true d/suid; chmod 4755 d/suid; chmod 2755 d; echo x > made.txt; chmod 777 /workspace; ls -ld /workspace"})
+	if !strings.Contains(res.Content, "exit code: 0") || !strings.Contains(res.Content, "drwxrwxrwx") {
+		t.Fatalf("the command did not run as expected: %+v", res)
+	}
+	for path, want := range map[string]os.FileMode{
+		ws:                             0o700,
+		filepath.Join(ws, "made.txt"):  0o600,
+		filepath.Join(ws, "d", "suid"): 0o755,
+		filepath.Join(ws, "d"):         0o755,
+	} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid); got != want {
+			t.Errorf("%s: mode %v, want %v", path, got, want)
+		}
+	}
+}

@@ -42,3 +42,8 @@ func killProcessGroup(cmd *exec.Cmd) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
+
+// SealInheritedDescriptors marks every descriptor the process inherited
+// (above stderr) close-on-exec, so no program it starts — a shell
+// command, an MCP server — receives them. Call it before starting any.
+func SealInheritedDescriptors() { closeInheritedOnExec() }

@@ -279,7 +279,7 @@ func (w *Worker) decideTier(ctx context.Context, l gh.Lease, c gh.ToolCall, args
 		if err != nil && ctx.Err() != nil {
 			return step{}, context.Cause(ctx)
 		}
-		return w.result(ctx, l, c, content(res, err), res.IsError || err != nil)
+		return w.result(ctx, l, c, w.content(res, err), res.IsError || err != nil)
 	}
 	return step{paused: true}, w.openGate(ctx, l, c, n, gh.GateKindApproval, args, workspace, Verdict{})
 }
@@ -326,7 +326,7 @@ func (w *Worker) runDanger(ctx context.Context, l gh.Lease, c gh.ToolCall, args 
 		// finds the started receipt and says the outcome is unknown.
 		return step{}, runErr
 	}
-	r := gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: content(res, runErr), IsError: res.IsError || runErr != nil, DurationMs: time.Since(start).Milliseconds()}
+	r := gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: w.content(res, runErr), IsError: res.IsError || runErr != nil, DurationMs: time.Since(start).Milliseconds()}
 	// The result commits even if the attempt was told to stop meanwhile:
 	// the effect happened, and the lease still fences a stale worker.
 	cm, err := w.finish(runCtx, l, receipt, r)
@@ -356,18 +356,21 @@ func (w *Worker) finish(ctx context.Context, l gh.Lease, receipt effectjournal.R
 	return &Committed{Seq: cs[0].Event.Seq, Result: r}, nil
 }
 
-// content is the text committed for a result. External results are fenced
-// whether or not they are errors: a server's error text is as much its own
-// words as a page.
-func content(res tools.Result, err error) string {
+// content is the text committed for a result: the gateway's secrets
+// redacted, cut to what the log takes, and fenced when it came from
+// outside. External results are fenced whether or not they are errors: a
+// server's error text is as much its own words as a page.
+func (w *Worker) content(res tools.Result, err error) string {
 	text := res.Content
 	if err != nil && text == "" {
 		text = err.Error()
 	}
+	text = w.committable(text)
 	if res.External {
-		return fence(text)
+		// Cut before fencing, so the closing marker is never cut off.
+		return fence(fitPayload(text, w.contentBudget()-len(fence(""))))
 	}
-	return text
+	return fitPayload(text, w.contentBudget())
 }
 
 // result commits a tool result keyed by the call id.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -206,4 +207,39 @@ func sleeping(arg string) bool {
 		}
 	}
 	return false
+}
+
+// A descriptor the gateway inherited (here a file holding a secret, as a
+// supervisor might pass) does not reach an MCP server it starts.
+func TestMCPServerGetsNoInheritedDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret.txt")
+	os.WriteFile(secret, []byte("top secret"), 0o600)
+	f, err := os.Open(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := filepath.Join(dir, "fds.txt")
+	cfg := filepath.Join(dir, "mcp.json")
+	raw, _ := json.Marshal(map[string]any{"servers": []map[string]any{{"Name": "probe", "Command": []string{"/bin/sh", "-c", "ls -l /proc/self/fd > " + out + "; exit 1"}}}})
+	os.WriteFile(cfg, raw, 0o600)
+
+	cmd := exec.Command(binary(t), "serve")
+	cmd.Env = append(os.Environ(), "GATEHOUSE_ADDR="+freeAddr(t), "GATEHOUSE_DATA_DIR="+filepath.Join(dir, "data"), "GATEHOUSE_MCP_CONFIG="+cfg)
+	cmd.ExtraFiles = []*os.File{f} // fd 3 in the gateway, not close-on-exec
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var listing []byte
+	waitUntil(t, "the MCP server to start", func() bool {
+		listing, _ = os.ReadFile(out)
+		return strings.Contains(string(listing), "\n")
+	})
+	if strings.Contains(string(listing), "secret.txt") {
+		t.Fatalf("the MCP server inherited the gateway's descriptor:\n%s", listing)
+	}
 }

@@ -77,6 +77,9 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		for _, srv := range f.Servers {
 			secrets = append(secrets, credentialValues(srv.Env)...)
 		}
+		// Descriptors the gateway inherited (a supervisor's pipe, a socket)
+		// are not the servers' business.
+		tools.SealInheritedDescriptors()
 		remote, err := mcp.Connect(ctx, mcp.Config{Servers: f.Servers, BaseEnv: base})
 		if err != nil {
 			// A server that is down leaves its tools out; the others work.
