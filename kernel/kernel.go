@@ -87,7 +87,9 @@ const (
 // validID enforces the rule of session ids and tenants (docs/api.md):
 // 1–maxIDLen characters of valid UTF-8 with no slash, no control
 // character (C0, DEL, C1), no Unicode format character (category Cf: bidi
-// controls, zero-width characters, BOM), no line or paragraph separator
+// controls, zero-width characters, BOM), no other invisible character
+// (Default_Ignorable_Code_Point: the combining grapheme joiner, Hangul
+// fillers, variation selectors, …), no line or paragraph separator
 // (Zl, Zp) and no space of any kind (Zs). Ids end up in URLs, logs,
 // admin pages and chat cards; a bidi override or an invisible character
 // there makes one id look like another, and a line separator forges log
@@ -95,7 +97,7 @@ const (
 func validID(what, id string) error {
 	fail := func(why string) error {
 		return gh.Errorf(gh.CodeInvalid, "%s must be 1–%d characters with no spaces, slashes, control characters, "+
-			"Unicode format characters (bidi controls, zero-width characters) or line separators; %s", what, maxIDLen, why)
+			"invisible or Unicode format characters (bidi controls, zero-width characters) or line separators; %s", what, maxIDLen, why)
 	}
 	if id == "" {
 		return fail("it is empty")
@@ -131,6 +133,13 @@ func forbiddenInID(r rune) string {
 		return "a line or paragraph separator"
 	case unicode.Is(unicode.Cf, r):
 		return "an invisible format character"
+	case unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r), unicode.Is(unicode.Variation_Selector, r):
+		// The rest of Unicode's Default_Ignorable_Code_Point (Cf is
+		// above): characters shown as nothing, such as U+034F COMBINING
+		// GRAPHEME JOINER, the Hangul fillers U+115F, U+1160, U+3164 and
+		// U+FFA0, and the variation selectors U+180B–U+180F,
+		// U+FE00–U+FE0F and U+E0100–U+E01EF.
+		return "an invisible character"
 	}
 	return ""
 }

@@ -14,7 +14,10 @@ import (
 // points) of valid UTF-8; no slash; no control character (C0 U+0000–001F,
 // DEL U+007F, C1 U+0080–009F); no line or paragraph separator (U+2028,
 // U+2029); no space of any kind (category Zs); no format character
-// (category Cf: bidi controls, zero-width characters, BOM).
+// (category Cf: bidi controls, zero-width characters, BOM); no other
+// invisible character (Other_Default_Ignorable_Code_Point and
+// Variation_Selector, which with Cf cover Unicode's
+// Default_Ignorable_Code_Point).
 func idRule(id string) bool {
 	if !utf8.ValidString(id) {
 		return false
@@ -33,6 +36,8 @@ func idRule(id string) bool {
 			return false
 		case unicode.Is(unicode.Zs, r), unicode.Is(unicode.Cf, r):
 			return false
+		case unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r), unicode.Is(unicode.Variation_Selector, r):
+			return false
 		}
 	}
 	return true
@@ -48,6 +53,11 @@ var idSeeds = []string{
 	"a\x01b", "a\x1fb", "a\x7fb", "a\u0080b", "a\u0085b", "a\u009fb", "a\u00a0b", "a\u2003b", "a\u3000b",
 	"a\u2028b", "a\u2029b", "a\u202eb", "a\u202ab", "a\u2066b", "a\u2069b", "a\u200bb", "a\u200db", "a\u200eb",
 	"\ufeffs1", "a\u00adb", "a\u2060b", "a\u180eb", "a\U000e0041b", "👨\u200d👩\u200d👧", "\xff", "a\xc3",
+	// Invisible characters outside Cf (Default_Ignorable_Code_Point).
+	"a\u034fb", "a\u3164b", "\u3164", "a\u115fb", "a\u1160b", "a\uffa0b", "a\u17b4b", "a\u2065b", "a\ufff0b",
+	"a\U000e0000b", "a\u180bb", "a\u180fb", "a\ufe00b", "a\ufe0fb", "❤\ufe0f", "a\U000e0100b", "a\U000e01efb",
+	// Visible neighbours of those: allowed.
+	"a\u034eb", "a\u3163b", "a\u3165b", "a\u1161b", "a\uffa1b", "a\ufe10b", "❤", "ᄀ",
 }
 
 // FuzzValidID: validID accepts exactly the ids the documented rule allows,
@@ -88,6 +98,15 @@ func FuzzValidID(f *testing.F) {
 func TestValidIDNamesTheCharacter(t *testing.T) {
 	for id, want := range map[string]string{
 		"ab\u202ecd":             "character 3 is an invisible format character (U+202E)",
+		"ab\u034fcd":             "character 3 is an invisible character (U+034F)",
+		"\u3164":                 "character 1 is an invisible character (U+3164)",
+		"x\u115f":                "character 2 is an invisible character (U+115F)",
+		"x\u1160":                "character 2 is an invisible character (U+1160)",
+		"x\uffa0":                "character 2 is an invisible character (U+FFA0)",
+		"x\ufe00":                "character 2 is an invisible character (U+FE00)",
+		"x\ufe0f":                "character 2 is an invisible character (U+FE0F)",
+		"x\U000e0100":            "character 2 is an invisible character (U+E0100)",
+		"x\U000e01ef":            "character 2 is an invisible character (U+E01EF)",
 		"a\x01":                  "character 2 is a control character (U+0001)",
 		"x\x7f":                  "character 2 is a control character (U+007F)",
 		"line\u2028two":          "character 5 is a line or paragraph separator (U+2028)",

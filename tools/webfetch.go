@@ -47,8 +47,11 @@ type WebFetchConfig struct {
 	// (see nonPublic). Defaults to false: a safe tool runs without a
 	// person's approval, so a page or a prompt must not be able to make it
 	// read the gateway's own admin endpoints, a cloud metadata service or
-	// the LAN. Hosts written as numbers in any form but a plain dotted quad
-	// (2130706433, 0x7f000001, 0177.0.0.1, 127.1) are refused either way.
+	// the LAN. With it false, special-use names (localhost, *.local,
+	// *.internal, *.test, … see specialUseName) are refused before any
+	// lookup too. Hosts written as numbers in any form but a plain dotted
+	// quad (2130706433, 0x7f000001, 0177.0.0.1, 127.1) are refused either
+	// way.
 	AllowPrivateNetworks bool
 	// UserAgent is sent with each request. Defaults to "Gatehouse web_fetch".
 	UserAgent string
@@ -148,6 +151,14 @@ func (f *fetchDialer) DialContext(ctx context.Context, network, address string) 
 	if oddNumericHost(host) {
 		return nil, &refusedHostError{host: host}
 	}
+	if !f.allowPrivate {
+		// Here as well as in Run: a redirect's host comes only here, and
+		// the transport hands over the host after IDNA mapping, so
+		// "ｌｏｃａｌｈｏｓｔ" is seen as "localhost".
+		if why := specialUseName(host); why != "" {
+			return nil, &refusedNameError{host: host, why: why}
+		}
+	}
 	lookup := "ip"
 	switch network {
 	case "tcp4":
@@ -226,6 +237,63 @@ type refusedHostError struct {
 func (e *refusedHostError) Error() string {
 	return fmt.Sprintf("refused host %q: a numeric host must be a dotted quad of four decimal numbers 0-255 without leading zeros (like 93.184.216.34); "+
 		"integer, hex, octal and short forms (2130706433, 0x7f000001, 0177.0.0.1, 127.1) are read differently by different resolvers, so web_fetch does not look them up", e.host)
+}
+
+// refusedNameError is a special-use host name.
+type refusedNameError struct {
+	host string
+	why  string
+}
+
+func (e *refusedNameError) Error() string {
+	return fmt.Sprintf("refused host %q: it is a special-use name (%s), and web_fetch reaches only the public internet, so it does not look such names up", e.host, e.why)
+}
+
+// specialUseName says why host is a special-use name that web_fetch does
+// not look up when it may reach only public addresses, or "" for any other
+// name. Case is ignored and so is a trailing dot. Such a name answers from
+// /etc/hosts, multicast DNS or a local resolver with a local address: the
+// address check would refuse the answer anyway, but the lookup itself
+// (an mDNS query on the LAN, a query the local resolver forwards to an
+// internal zone) is already a reach into the private network.
+//
+// Refused, with their subdomains:
+//   - localhost (RFC 6761 §6.3), and, as exact names only, the loopback
+//     aliases hosts files carry (ip6-localhost, ip6-loopback, localhost4,
+//     localhost6, …);
+//   - invalid and test (RFC 6761 §6.4, §6.2);
+//   - local (RFC 6762, multicast DNS);
+//   - home.arpa (RFC 8375, home networks);
+//   - internal (reserved by ICANN for private use) and localdomain (the
+//     customary local domain of hosts files and home routers).
+func specialUseName(host string) string {
+	h := strings.TrimRight(strings.ToLower(host), ".")
+	if h == "" {
+		return ""
+	}
+	in := func(domain string) bool { return h == domain || strings.HasSuffix(h, "."+domain) }
+	switch h {
+	case "ip6-localhost", "ip6-loopback", "localhost4", "localhost6",
+		"ip6-localnet", "ip6-mcastprefix", "ip6-allnodes", "ip6-allrouters":
+		return "a loopback or link-local alias of hosts files"
+	}
+	switch {
+	case in("localhost"):
+		return "localhost names the loopback interface, RFC 6761"
+	case in("invalid"):
+		return ".invalid never resolves, RFC 6761"
+	case in("test"):
+		return ".test is reserved for testing, RFC 6761"
+	case in("local"):
+		return ".local is multicast DNS on the local link, RFC 6762"
+	case in("home.arpa"):
+		return ".home.arpa is for home networks, RFC 8375"
+	case in("internal"):
+		return ".internal is reserved for private networks"
+	case in("localdomain"), in("localdomain4"), in("localdomain6"):
+		return ".localdomain is the local domain of hosts files"
+	}
+	return ""
 }
 
 // oddNumericHost reports whether host is written as a number but is not a
@@ -465,6 +533,11 @@ func (t *WebFetch) Run(ctx context.Context, call Call) (Result, error) {
 		// is ambiguous, not merely private.
 		return errorResult("web_fetch: %s: %v", u, &refusedHostError{host: u.Hostname()}), nil
 	}
+	if !t.cfg.AllowPrivateNetworks {
+		if why := specialUseName(u.Hostname()); why != "" {
+			return errorResult("web_fetch: %s: %v", u, &refusedNameError{host: u.Hostname(), why: why}), nil
+		}
+	}
 
 	fctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
 	defer cancel()
@@ -539,15 +612,21 @@ func (t *WebFetch) failure(parent, fctx context.Context, u *url.URL, err error) 
 	}
 	var re *refusedAddrError
 	var he *refusedHostError
+	var ne *refusedNameError
+	var refused error
 	switch {
-	case errors.As(err, &re) && hop == "":
-		return errorResult("web_fetch: %s: %v", u, re), nil
-	case errors.As(err, &he) && hop == "":
-		return errorResult("web_fetch: %s: %v", u, he), nil
 	case errors.As(err, &re):
-		return Result{Content: fmt.Sprintf("web_fetch: %s redirected to %s: %v", u, hop, re), IsError: true, External: true}, nil
+		refused = re
 	case errors.As(err, &he):
-		return Result{Content: fmt.Sprintf("web_fetch: %s redirected to %s: %v", u, hop, he), IsError: true, External: true}, nil
+		refused = he
+	case errors.As(err, &ne):
+		refused = ne
+	}
+	switch {
+	case refused != nil && hop == "":
+		return errorResult("web_fetch: %s: %v", u, refused), nil
+	case refused != nil:
+		return Result{Content: fmt.Sprintf("web_fetch: %s redirected to %s: %v", u, hop, refused), IsError: true, External: true}, nil
 	}
 	// Any other error may quote the server: a malformed response, a
 	// certificate's names, a redirect's target.

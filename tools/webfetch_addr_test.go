@@ -1,6 +1,9 @@
 package tools
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -134,4 +137,97 @@ func TestOddNumericHostTable(t *testing.T) {
 			t.Errorf("oddNumericHost(%q) = %v, want %v", host, got, odd)
 		}
 	}
+}
+
+// TestSpecialUseNameTable checks the special-use name rule of web_fetch on
+// its own: reserved names and their subdomains are refused (and the rule
+// named), in any case and with a trailing dot; names that merely look
+// alike pass. Nothing here is looked up.
+func TestSpecialUseNameTable(t *testing.T) {
+	for _, tc := range []struct {
+		host string
+		want string // a word of the refusal; "" for allowed
+	}{
+		{"localhost", "RFC 6761"},
+		{"LOCALHOST.", "RFC 6761"},
+		{"LocalHost", "RFC 6761"},
+		{"localhost..", "RFC 6761"},
+		{"x.localhost", "RFC 6761"},
+		{"a.b.localhost.", "RFC 6761"},
+		{"ip6-localhost", "hosts files"},
+		{"ip6-loopback", "hosts files"},
+		{"IP6-LOOPBACK.", "hosts files"},
+		{"localhost6", "hosts files"},
+		{"ip6-allnodes", "hosts files"},
+		{"example.invalid", ".invalid"},
+		{"invalid", ".invalid"},
+		{"foo.test", ".test"},
+		{"FOO.TEST.", ".test"},
+		{"printer.local", ".local"},
+		{"printer.LOCAL.", ".local"},
+		{"metadata.google.internal", ".internal"},
+		{"host.docker.internal", ".internal"},
+		{"router.home.arpa", "RFC 8375"},
+		{"home.arpa", "RFC 8375"},
+		{"nas.localdomain", ".localdomain"},
+		{"localhost.localdomain", ".localdomain"},
+		{"localhost4.localdomain4", ".localdomain"},
+		// Allowed: public names that only look alike.
+		{"example.com", ""},
+		{"localhost.example.com", ""},
+		{"mylocalhost", ""},
+		{"local.example.com", ""},
+		{"internal.example.com", ""},
+		{"test.com", ""},
+		{"testing", ""},
+		{"localcafe", ""},
+		{"home.arpa.example.com", ""},
+		{"in-addr.arpa", ""},
+		{"ip6-localhost.example", ""},
+		{"", ""},
+		{".", ""},
+	} {
+		got := specialUseName(tc.host)
+		switch {
+		case tc.want == "" && got != "":
+			t.Errorf("%q: refused as %q, want allowed", tc.host, got)
+		case tc.want != "" && got == "":
+			t.Errorf("%q: allowed, want refused as %s", tc.host, tc.want)
+		case tc.want != "" && !strings.Contains(got, tc.want):
+			t.Errorf("%q: refused as %q, want %q", tc.host, got, tc.want)
+		}
+	}
+}
+
+// noLookups fails the test on any lookup.
+type noLookups struct{ t *testing.T }
+
+func (r noLookups) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	r.t.Errorf("looked up %q", host)
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// The dialer, which every redirect goes through, refuses special-use
+// names before asking the resolver, unless private networks are allowed.
+func TestFetchDialerRefusesSpecialUseNames(t *testing.T) {
+	fd := &fetchDialer{d: &net.Dialer{}, resolver: noLookups{t}}
+	for _, host := range []string{"localhost", "LOCALHOST.", "ip6-loopback", "x.localhost", "foo.test", "nas.local", "db.internal"} {
+		_, err := fd.DialContext(context.Background(), "tcp", net.JoinHostPort(host, "80"))
+		var ne *refusedNameError
+		if !errors.As(err, &ne) || !strings.Contains(err.Error(), "special-use name") {
+			t.Errorf("%s: %v, want refused as a special-use name", host, err)
+		}
+	}
+	asked := 0
+	fd = &fetchDialer{d: &net.Dialer{}, resolver: countLookups{&asked}, allowPrivate: true}
+	if _, err := fd.DialContext(context.Background(), "tcp", "app.test:80"); err == nil || asked != 1 {
+		t.Errorf("with private networks allowed: %v after %d lookups, want app.test looked up", err, asked)
+	}
+}
+
+type countLookups struct{ n *int }
+
+func (r countLookups) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	*r.n++
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }

@@ -112,7 +112,9 @@ func TestWebFetchRefusesPrivateAddressesByDefault(t *testing.T) {
 	defer srv.Close()
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	res := &fakeResolver{t: t, hosts: map[string][]netip.Addr{
-		"localhost":        {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")},
+		// (localhost itself is refused by name before any lookup: see
+		// TestWebFetchRefusesSpecialUseNamesBeforeLookup.)
+		"lh.example":       {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")},
 		"intranet.example": {netip.MustParseAddr("127.0.0.1")},
 		"v6.example":       {netip.MustParseAddr("::1")},
 		// The form net.Resolver itself gives IPv4 answers in.
@@ -240,6 +242,30 @@ func TestWebFetchRefusesNumericHostFormsBeforeLookup(t *testing.T) {
 	// The canonical dotted quad is an address, not refused by the rule.
 	if r := fetch(t, tool, srv.URL+"/plain"); r.IsError || !strings.Contains(r.Content, "reached") {
 		t.Errorf("canonical 127.0.0.1: %+v", r)
+	}
+}
+
+// Special-use names (RFC 6761/6762/8375 and the loopback aliases of hosts
+// files) are refused before any lookup, typed by the model or reached
+// through the transport's IDNA mapping. With private networks allowed
+// they are looked up like any name (TestWebFetchUsesTheInjectedResolver).
+func TestWebFetchRefusesSpecialUseNamesBeforeLookup(t *testing.T) {
+	res := &fakeResolver{t: t, hosts: map[string][]netip.Addr{}}
+	tool := tools.NewWebFetch(tools.WebFetchConfig{Resolver: res})
+	for _, host := range []string{
+		"localhost", "LOCALHOST.", "ip6-localhost", "ip6-loopback", "x.localhost", "example.invalid", "foo.test",
+		"printer.local", "metadata.google.internal", "router.home.arpa", "nas.localdomain", "localhost.localdomain",
+		"ｌｏｃａｌｈｏｓｔ", // full-width: the transport's IDNA mapping makes it localhost
+	} {
+		for _, u := range []string{"http://" + host + "/", "https://" + host + ":8443/admin"} {
+			r := fetch(t, tool, u)
+			if !r.IsError || !strings.Contains(r.Content, "special-use name") || !strings.Contains(r.Content, "public internet") {
+				t.Errorf("%s: %+v, want refused as a special-use name", u, r)
+			}
+		}
+	}
+	if got := res.lookups(); len(got) != 0 {
+		t.Errorf("special-use names were looked up: %v", got)
 	}
 }
 
