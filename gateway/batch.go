@@ -42,10 +42,14 @@ type receiveBatcher struct {
 	queue   chan *pendingReceive
 	mu      sync.Mutex
 	running int
+	// quit, once closed, lets idle committers end at once instead of
+	// after batchIdle.
+	quit     chan struct{}
+	quitOnce sync.Once
 }
 
 func (g *Gateway) batcher() *receiveBatcher {
-	g.batchOnce.Do(func() { g.batch = &receiveBatcher{g: g, queue: make(chan *pendingReceive, 4*maxBatch)} })
+	g.batchOnce.Do(func() { g.batch = &receiveBatcher{g: g, queue: make(chan *pendingReceive, 4*maxBatch), quit: make(chan struct{})} })
 	return g.batch
 }
 
@@ -67,6 +71,27 @@ func (b *receiveBatcher) submit(ctx context.Context, in gh.Inbound) (ReceiveResu
 	return p.res, p.err
 }
 
+// wait returns once no committer runs: each ends after batchIdle without
+// work, having committed everything queued.
+func (b *receiveBatcher) wait(ctx context.Context) error {
+	b.quitOnce.Do(func() { close(b.quit) })
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		b.mu.Lock()
+		n := b.running
+		b.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return gh.Wrap(gh.CodeUnavailable, ctx.Err(), "receive committers did not stop in time")
+		case <-t.C:
+		}
+	}
+}
+
 func (b *receiveBatcher) run() {
 	idle := time.NewTimer(batchIdle)
 	defer idle.Stop()
@@ -74,6 +99,17 @@ func (b *receiveBatcher) run() {
 		var first *pendingReceive
 		select {
 		case first = <-b.queue:
+		case <-b.quit:
+			// Stopping: end now if nothing is queued (a committer started
+			// later, by a late receive, ends the same way).
+			b.mu.Lock()
+			if len(b.queue) == 0 {
+				b.running--
+				b.mu.Unlock()
+				return
+			}
+			b.mu.Unlock()
+			continue
 		case <-idle.C:
 			b.mu.Lock()
 			if len(b.queue) == 0 {

@@ -102,10 +102,12 @@ func (g *Gateway) Stop(ctx context.Context) error {
 	go func() { g.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return gh.Wrap(gh.CodeUnavailable, ctx.Err(), "gateway did not stop in time")
 	}
+	// The receive committers are started by receives, not by Start: wait
+	// for them too, so no commit runs after the gateway said it stopped.
+	return g.batcher().wait(ctx)
 }
 
 // Handlers returns each adapter's webhook handler by platform, for the

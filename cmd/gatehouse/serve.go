@@ -82,11 +82,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	hasModel := len(reg.Selection()) > 0
 	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: !hasModel, Floor: cfg.MemoryFloor,
 		EmbeddingsURL: cfg.EmbeddingsURL, EmbeddingsModel: cfg.EmbeddingsModel, EmbeddingsAPIKey: cfg.EmbeddingsAPIKey})
-	memCtx, stopMemory := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopMemory()
-	if hasModel {
-		go mem.Work(memCtx, supervisor.ModelExtractor(reg))
-	}
 	worker, closeTools, err := newToolWorker(ctx, cfg, k, mem, gateSvc.Opened, log)
 	if err != nil {
 		return err
@@ -129,28 +124,37 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		apiCfg.Admin, apiCfg.Hooks = gw, gw.Handlers()
 	}
 	api := httpapi.New(apiCfg)
-	if err := api.Start(ctx); err != nil {
-		return err
+
+	// Started in this order, drained in reverse: HTTP stops taking
+	// requests first, then the workers finish or hand back their turns,
+	// then the gateway delivers their last answers and gives its platform
+	// leases up, then the gate sweeper and the memory jobs stop — all
+	// before the store closes (deferred above).
+	group := &runGroup{log: log}
+	if hasModel {
+		group.add("memory jobs", memory.NewWorker(mem, supervisor.ModelExtractor(reg)))
 	}
-	if err := gateSvc.Start(ctx); err != nil {
-		return err
+	group.add("gate sweeper", gateSvc)
+	if gw != nil {
+		group.add("chat platforms", gw)
 	}
-	if err := sup.Start(ctx); err != nil {
+	group.add("workers", sup)
+	group.add("http", api)
+	if err := group.start(ctx); err != nil {
 		return err
 	}
 	if gw != nil {
-		if err := gw.Start(ctx); err != nil {
-			return err
-		}
 		log.Info("chat platforms started", "platforms", gw.Platforms())
 	}
 	log.Info("gatehouse started", "version", versionString(), "store", st.Dialect(), "addr", api.Addr(), "model", reg.Selection().String())
 
+	var serveErr error
 	select {
 	case sig := <-sigs:
 		log.Info("draining", "signal", sig.String(), "timeout", cfg.DrainTimeout)
 	case err := <-api.Done():
-		return fmt.Errorf("http server: %w", err)
+		serveErr = fmt.Errorf("http server: %w", err)
+		log.Error("http server failed; draining", "err", err)
 	}
 	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	defer cancel()
@@ -163,21 +167,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}()
 	start := time.Now()
-	if err := api.Stop(drainCtx); err != nil {
-		log.Warn("drain timed out; connections cut", "err", err)
-	}
-	if err := sup.Stop(drainCtx); err != nil {
-		log.Warn("drain timed out; running turns were handed back for another replica", "err", err)
-	}
-	if gw != nil {
-		// After the turns: their last answers are in the outbox, and a
-		// send in flight finishes before the platform leases are given up.
-		if err := gw.Stop(drainCtx); err != nil {
-			log.Warn("chat platforms did not stop in time", "err", err)
-		}
-	}
-	if err := gateSvc.Stop(drainCtx); err != nil {
-		log.Warn("gate sweeper did not stop in time", "err", err)
+	// Each service logs what did not stop in time; the drain still ends
+	// with the store closed and exit 0, since nothing acknowledged
+	// depends on it.
+	_ = group.stop(drainCtx)
+	if serveErr != nil {
+		return serveErr
 	}
 	log.Info("drained", "took", time.Since(start).Round(time.Millisecond))
 	return nil
