@@ -49,7 +49,9 @@ type receiveBatcher struct {
 }
 
 func (g *Gateway) batcher() *receiveBatcher {
-	g.batchOnce.Do(func() { g.batch = &receiveBatcher{g: g, queue: make(chan *pendingReceive, 4*maxBatch), quit: make(chan struct{})} })
+	g.batchOnce.Do(func() {
+		g.batch = &receiveBatcher{g: g, queue: make(chan *pendingReceive, 4*maxBatch), quit: make(chan struct{})}
+	})
 	return g.batch
 }
 
