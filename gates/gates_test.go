@@ -80,7 +80,7 @@ func BenchmarkClaimsSQL(b *testing.B) {
 		for j, g := range gs {
 			ids[j] = g.ID
 		}
-		svc := gates.NewService(gates.Config{Registry: gates.NewSQL(cs, nil), Kernel: kernel.New(cs, kernel.Config{})})
+		svc := gates.NewService(gates.Config{Registry: gates.NewSQL(cs, nil), Kernel: kernel.New(cs, kernel.Config{}), Store: cs})
 		cs.Reset()
 		b.StartTimer()
 		r, err := gatestest.Press(ctx, ids, 50, func(ctx context.Context, id string, d gh.Decision) (bool, error) {

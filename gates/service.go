@@ -17,8 +17,11 @@ type Config struct {
 	// Registry arbitrates presses. Required.
 	Registry Registry
 	// Kernel commits gate.decided. Required; its store is the one the
-	// registry decides in.
+	// registry decides in (Store).
 	Kernel *kernel.Kernel
+	// Store is the store holding the gate rows. Required; the kernel's
+	// store.
+	Store store.Store
 	// Sweep is how often the sweeper expires due gates and logs decisions
 	// a crash left unlogged. Defaults to 1s.
 	Sweep time.Duration
@@ -78,11 +81,11 @@ type flight struct {
 
 // NewService returns a service; Start runs its sweeper.
 func NewService(cfg Config) *Service {
-	if cfg.Registry == nil || cfg.Kernel == nil {
-		panic("gates: NewService needs a Registry and a Kernel")
+	if cfg.Registry == nil || cfg.Kernel == nil || cfg.Store == nil {
+		panic("gates: NewService needs a Registry, a Kernel and a Store")
 	}
 	cfg = cfg.withDefaults()
-	return &Service{cfg: cfg, st: cfg.Kernel.Store(), flights: map[string]*flight{}, logged: map[string]gh.Gate{}}
+	return &Service{cfg: cfg, st: cfg.Store, flights: map[string]*flight{}, logged: map[string]gh.Gate{}}
 }
 
 // Decide claims the gate and makes sure the decision is in the log: a

@@ -13,6 +13,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/store"
 )
 
 // Decider decides approval gates; gates.Service is one.
@@ -24,6 +25,9 @@ type Decider interface {
 type Config struct {
 	// Kernel commits inputs and reads the log. Required.
 	Kernel *kernel.Kernel
+	// Store is the store holding the gateway's own tables (receive log,
+	// outbox, addresses). Required; the kernel's store.
+	Store store.Store
 	// Gates decides presses on approval cards. Defaults to nil: a press is
 	// answered that approvals are not enabled.
 	Gates Decider

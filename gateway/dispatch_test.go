@@ -186,7 +186,7 @@ func TestSecondReplicaTakesOverThePlatform(t *testing.T) {
 	e, fake := telegramEnv(t, adaptertest.TelegramOptions{}, adaptertest.EnvOptions{})
 	session(e, "alice")
 	// A second replica on the same database, configured alike.
-	second := gateway.New(gateway.Config{Kernel: e.Kernel, Gates: e.Gates, Adapters: []gateway.Adapter{e.Adapter},
+	second := gateway.New(gateway.Config{Kernel: e.Kernel, Store: e.Store, Gates: e.Gates, Adapters: []gateway.Adapter{e.Adapter},
 		Allowed: map[string][]string{gh.PlatformTelegram: {e.Fake.UserID("alice")}}, Poll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second,
 		Owner: "replica-2", Logger: quiet})
 	if err := second.Start(e.Ctx); err != nil {

@@ -53,8 +53,11 @@ const (
 
 // New builds a gateway; Start runs it.
 func New(cfg Config) *Gateway {
+	if cfg.Kernel == nil || cfg.Store == nil {
+		panic("gateway: New needs a Kernel and a Store")
+	}
 	cfg = cfg.withDefaults()
-	g := &Gateway{cfg: cfg, k: cfg.Kernel, st: cfg.Kernel.Store(), adapters: map[string]Adapter{}, allowed: map[string]map[string]bool{},
+	g := &Gateway{cfg: cfg, k: cfg.Kernel, st: cfg.Store, adapters: map[string]Adapter{}, allowed: map[string]map[string]bool{},
 		states: map[string]*adapterState{}, kicks: map[string]chan struct{}{}, metrics: newMetrics(cfg.Metrics)}
 	for _, a := range cfg.Adapters {
 		g.adapters[a.Platform()] = a

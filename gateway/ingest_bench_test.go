@@ -70,7 +70,7 @@ func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy b
 	if err != nil {
 		b.Fatal(err)
 	}
-	gw := gateway.New(gateway.Config{Kernel: k, Adapters: []gateway.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, Logger: quiet})
+	gw := gateway.New(gateway.Config{Kernel: k, Store: st, Adapters: []gateway.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, Logger: quiet})
 	if busy {
 		stop := startWorkers(b, k)
 		defer stop()
@@ -199,7 +199,7 @@ func benchRedelivery(b *testing.B, target storetest.BenchTarget) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gw := gateway.New(gateway.Config{Kernel: k, Adapters: []gateway.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	gw := gateway.New(gateway.Config{Kernel: k, Store: st, Adapters: []gateway.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
 	srv := httptest.NewServer(webhookServer(a.Handler(gw)))
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders * 2}, Timeout: time.Minute}

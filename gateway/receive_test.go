@@ -48,7 +48,7 @@ func newGateway(st store.Store, allowed ...string) (*gateway.Gateway, *kernel.Ke
 	if allowed == nil {
 		allowed = []string{"*"}
 	}
-	return gateway.New(gateway.Config{Kernel: k, Allowed: map[string][]string{gh.PlatformTelegram: allowed}, Logger: quiet}), k
+	return gateway.New(gateway.Config{Kernel: k, Store: st, Allowed: map[string][]string{gh.PlatformTelegram: allowed}, Logger: quiet}), k
 }
 
 func msg(update, chat, user, text string) gh.Inbound {
@@ -170,7 +170,7 @@ func TestDropsCarryTheirReasonAndCommitNothingElse(t *testing.T) {
 			t.Fatalf("a not_allowed drop says how to allow: %q", row.Detail)
 		}
 		// Nobody allowed at all: the detail says so.
-		g2 := gateway.New(gateway.Config{Kernel: k, Logger: quiet})
+		g2 := gateway.New(gateway.Config{Kernel: k, Store: st, Logger: quiet})
 		r, err := g2.Receive(ctx, msg("9", "42", "7", "hi"))
 		row, _, _ = st.ReceiveByUpdate(ctx, gh.PlatformTelegram, "9")
 		if err != nil || r.Reason != gateway.ReasonNotAllowed || !strings.Contains(row.Detail, "nobody is allowed") {
@@ -217,7 +217,7 @@ func TestGuideWithNoLiveTurnIsQueued(t *testing.T) {
 	backends(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		k := kernel.New(st, kernel.Config{})
-		g := gateway.New(gateway.Config{Kernel: k, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, MidTurn: gh.DeliveryGuide, Logger: quiet})
+		g := gateway.New(gateway.Config{Kernel: k, Store: st, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, MidTurn: gh.DeliveryGuide, Logger: quiet})
 		r, err := g.Receive(ctx, msg("1", "1", "7", "hello"))
 		if err != nil {
 			t.Fatal(err)

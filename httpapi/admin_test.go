@@ -33,9 +33,9 @@ func adminServer(t *testing.T, allowed []string) (*httptest.Server, store.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := gateway.New(gateway.Config{Kernel: k, Adapters: []gateway.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: allowed},
+	gw := gateway.New(gateway.Config{Kernel: k, Store: st, Adapters: []gateway.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: allowed},
 		Logger: slog.New(slog.DiscardHandler)})
-	srv := httpapi.New(httpapi.Config{Kernel: k, Admin: gw, Hooks: gw.Handlers(), APIToken: "tok", MaxBodyBytes: 64 << 10, Logger: slog.New(slog.DiscardHandler)})
+	srv := httpapi.New(httpapi.Config{Kernel: k, Store: st, Admin: gw, Hooks: gw.Handlers(), APIToken: "tok", MaxBodyBytes: 64 << 10, Logger: slog.New(slog.DiscardHandler)})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return ts, st
@@ -120,7 +120,8 @@ func TestWebhookRedeliveryIsLoggedOnce(t *testing.T) {
 }
 
 func TestAdminWithoutPlatforms(t *testing.T) {
-	ts := httptest.NewServer(httpapi.New(httpapi.Config{Kernel: kernel.New(openSQLite(t), kernel.Config{}), Logger: slog.New(slog.DiscardHandler)}).Handler())
+	st := openSQLite(t)
+	ts := httptest.NewServer(httpapi.New(httpapi.Config{Kernel: kernel.New(st, kernel.Config{}), Store: st, Logger: slog.New(slog.DiscardHandler)}).Handler())
 	defer ts.Close()
 	if code, body := call(t, "GET", ts.URL+"/v1/receive-log", ""); code != 503 || !strings.Contains(body, "no chat platform") {
 		t.Fatalf("receive log without platforms: %d %s", code, body)

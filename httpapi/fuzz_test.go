@@ -134,7 +134,7 @@ func FuzzInputBody(f *testing.F) {
 	f.Add(`{"text":"hi","delivery":"queue","attachments":[{"name":"a.pdf","type":"application/pdf","url":"https://x/a.pdf"}]}`)
 	st := fuzzStore(f)
 	k := kernel.New(st, kernel.Config{})
-	h := fuzzServer(k, httpapi.Config{})
+	h := fuzzServer(k, httpapi.Config{Store: st})
 	f.Fuzz(func(t *testing.T, body string) {
 		before := lastSeq(t, k, "fz")
 		rec := send(h, "POST", "/v1/sessions/fz/input", body)
@@ -175,7 +175,7 @@ func FuzzCreateSessionBody(f *testing.F) {
 	f.Add(`{}`)
 	st := fuzzStore(f)
 	k := kernel.New(st, kernel.Config{})
-	h := fuzzServer(k, httpapi.Config{})
+	h := fuzzServer(k, httpapi.Config{Store: st})
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, body string) {
 		// The id the body names, if it names one.
@@ -235,7 +235,7 @@ func FuzzDecisionBody(f *testing.F) {
 	})
 	approval := fx.OpenGate("g-approve", gatestest.GateSpec{})
 	clarify := fx.OpenGate("g-clarify", gatestest.GateSpec{Kind: gh.GateKindClarify, Options: []string{"Sara Lind", "Sara Berg"}})
-	h := fuzzServer(fx.Kernel, httpapi.Config{Gates: fx.Service})
+	h := fuzzServer(fx.Kernel, httpapi.Config{Store: fx.Store, Gates: fx.Service})
 	ids := []string{approval.ID, clarify.ID, "g-missing"}
 	f.Fuzz(func(t *testing.T, body string, which uint8) {
 		id := ids[int(which)%len(ids)]

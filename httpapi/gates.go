@@ -75,7 +75,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 
 // ownGate refuses a gate of another tenant's session as unknown.
 func (s *Server) ownGate(ctx context.Context, id string) error {
-	g, err := s.k.Store().GetGate(ctx, id)
+	g, err := s.cfg.Store.GetGate(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (s *Server) getGate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	g, err := s.k.Store().GetGate(r.Context(), id)
+	g, err := s.cfg.Store.GetGate(r.Context(), id)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -122,7 +122,7 @@ func (s *Server) listGates(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	gates, err := s.k.Store().ListGates(r.Context(), session, state, limit)
+	gates, err := s.cfg.Store.ListGates(r.Context(), session, state, limit)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

@@ -88,7 +88,7 @@ func run(t *testing.T, cfg httpapi.Config, fn func(t *testing.T, e *env)) {
 
 func newEnv(t *testing.T, st store.Store, peer func() store.Store, cfg httpapi.Config) *env {
 	k := kernel.New(st, kernel.Config{})
-	cfg.Kernel = k
+	cfg.Kernel, cfg.Store = k, st
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

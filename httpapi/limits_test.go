@@ -27,7 +27,7 @@ func listening(t *testing.T, cfg httpapi.Config) (*httpapi.Server, *kernel.Kerne
 	t.Helper()
 	st, _ := backends[0].open(t)
 	k := kernel.New(st, kernel.Config{})
-	cfg.Kernel, cfg.Addr = k, "127.0.0.1:0"
+	cfg.Kernel, cfg.Store, cfg.Addr = k, st, "127.0.0.1:0"
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -14,6 +14,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/store"
 )
 
 // Pinger reports whether a dependency answers; the store is one.
@@ -33,6 +34,10 @@ type Config struct {
 	// Kernel serves the /v1 API. Required for /v1: without it only the
 	// probes (and Web) are served and /v1 answers 404.
 	Kernel *kernel.Kernel
+	// Store serves the gate reads of GET /v1/gates and GET /v1/gates/{id}
+	// and the tenant check of a decision. Required with Kernel: the
+	// kernel's store.
+	Store store.Store
 	// APIToken, when set, is required on every /v1 request as
 	// "Authorization: Bearer <token>". GET /v1/sessions/{id}/stream also
 	// takes it as the access_token query parameter, because browsers'
@@ -204,6 +209,9 @@ type Server struct {
 
 // New builds a server; nothing listens until Start.
 func New(cfg Config) *Server {
+	if cfg.Kernel != nil && cfg.Store == nil {
+		panic("httpapi: New needs a Store with a Kernel")
+	}
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, log: cfg.Logger, k: cfg.Kernel, streams: map[*int]context.CancelFunc{}}
 	mux := http.NewServeMux()

@@ -220,7 +220,7 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 		// The guide downgrade depends on the run's state when the request
 		// came; a retry of the same request may see another state. The
 		// request is the same when only that resolution differs.
-		if ev, found, ferr := s.k.Store().EventByKey(ctx, id, key); ferr == nil && found && sameRequest(ev, msg) {
+		if ev, found, ferr := s.k.EventByKey(ctx, id, key); ferr == nil && found && sameRequest(ev, msg) {
 			c, err = kernel.Committed{Event: ev, Duplicate: true}, nil
 		}
 	}

@@ -70,8 +70,14 @@ func New(st store.Store, cfg Config) *Kernel {
 	return &Kernel{st: st, cfg: cfg.withDefaults()}
 }
 
-// Store returns the store the kernel writes to, for composing transactions.
-func (k *Kernel) Store() store.Store { return k.st }
+// InTx runs fn in one transaction of the kernel's store, for composing a
+// fenced commit (CommitTx) with other writes of the same transaction (a
+// gate.opened event and its gate row). As with store.Store.InTx, fn may run
+// again on a retryable conflict, so it must touch the database only through
+// tx. InTx does not notify readers; call Notify after it succeeds.
+func (k *Kernel) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	return k.st.InTx(ctx, fn)
+}
 
 // Config returns the effective configuration.
 func (k *Kernel) Config() Config { return k.cfg }

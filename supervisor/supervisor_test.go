@@ -29,6 +29,7 @@ type env struct {
 	t    *testing.T
 	ctx  context.Context
 	k    *kernel.Kernel
+	st   store.Store // the store k is over
 	sup  *supervisor.Supervisor
 	fake *modeltest.OpenAI
 }
@@ -97,7 +98,7 @@ func setup(t *testing.T, o opts) *env {
 		defer cancel()
 		sup.Stop(c)
 	})
-	return &env{t: t, ctx: ctx, k: k, sup: sup, fake: fake}
+	return &env{t: t, ctx: ctx, k: k, st: kst, sup: sup, fake: fake}
 }
 
 func (e *env) input(session, text string, delivery gh.Delivery) int64 {
@@ -795,14 +796,14 @@ func TestTurnCostCountsThePartBeforeAnApproval(t *testing.T) {
 	e.input("s1", "send it", "")
 	var g gh.Gate
 	e.waitFor("the gate", func() bool {
-		gs, _ := e.k.Store().ListGates(e.ctx, "s1", gh.GatePending, 10)
+		gs, _ := e.st.ListGates(e.ctx, "s1", gh.GatePending, 10)
 		if len(gs) == 1 {
 			g = gs[0]
 		}
 		return len(gs) == 1
 	})
 	e.waitFor("the pause", func() bool { r, _, _ := e.k.LatestRun(e.ctx, "s1"); return r.State == gh.RunAwaitingApproval })
-	g, _, err := e.k.Store().DecideGate(e.ctx, store.GateDecision{ID: g.ID, Decision: gh.Decision{State: gh.GateApproved, By: "ana", Surface: "test"}, Now: time.Now()})
+	g, _, err := e.st.DecideGate(e.ctx, store.GateDecision{ID: g.ID, Decision: gh.Decision{State: gh.GateApproved, By: "ana", Surface: "test"}, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

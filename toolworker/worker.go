@@ -439,7 +439,7 @@ func (w *Worker) openGate(ctx context.Context, l gh.Lease, c gh.ToolCall, n int,
 		GateID: g.ID, ToolCallID: c.ID, Tool: c.Name, Arguments: args, ArgsHash: g.ArgsHash, Kind: kind,
 		Question: v.Question, Options: v.Options, ExpiresAt: g.ExpiresAt, Workspace: workspace,
 	})
-	err := w.k.Store().InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	err := w.k.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if _, err := w.k.CommitTx(ctx, tx, l, gh.NewEvent{Kind: gh.KindGateOpened, Payload: payload, Key: gateKey(c.ID, n)}); err != nil {
 			return err
 		}

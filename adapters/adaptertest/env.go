@@ -74,7 +74,7 @@ func NewEnv(t testing.TB, factory Factory, o EnvOptions) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Gates = gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: e.Kernel, Sweep: 50 * time.Millisecond, Logger: log})
+	e.Gates = gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: e.Kernel, Store: st, Sweep: 50 * time.Millisecond, Logger: log})
 	if err := e.Gates.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func NewEnv(t testing.TB, factory Factory, o EnvOptions) *Env {
 	for _, h := range allowed {
 		ids = append(ids, e.Fake.UserID(h))
 	}
-	e.Gateway = gateway.New(gateway.Config{Kernel: e.Kernel, Gates: e.Gates, Adapters: []gateway.Adapter{e.Adapter},
+	e.Gateway = gateway.New(gateway.Config{Kernel: e.Kernel, Store: st, Gates: e.Gates, Adapters: []gateway.Adapter{e.Adapter},
 		Allowed: map[string][]string{e.Adapter.Platform(): ids}, FloodLimit: o.FloodLimit, Poll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second, Logger: log})
 	if !o.NoStart {
 		if err := e.Gateway.Start(ctx); err != nil {

@@ -14,11 +14,12 @@ import (
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/store"
 )
 
 // newGateway builds the chat gateway with an adapter for every platform
 // whose token is set; nil when there is none.
-func newGateway(cfg Config, k *kernel.Kernel, gateSvc *gates.Service, reg prometheus.Registerer, log *slog.Logger) (*gateway.Gateway, error) {
+func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Service, reg prometheus.Registerer, log *slog.Logger) (*gateway.Gateway, error) {
 	adapters, err := newAdapters(cfg, log)
 	if err != nil || len(adapters) == 0 {
 		return nil, err
@@ -34,7 +35,7 @@ func newGateway(cfg Config, k *kernel.Kernel, gateSvc *gates.Service, reg promet
 				"platform", a.Platform(), "set", strings.ToUpper(a.Platform())+"_ALLOWED_USERS")
 		}
 	}
-	return gateway.New(gateway.Config{Kernel: k, Gates: gateSvc, Adapters: adapters, Allowed: allowed, FloodLimit: cfg.FloodLimit,
+	return gateway.New(gateway.Config{Kernel: k, Store: st, Gates: gateSvc, Adapters: adapters, Allowed: allowed, FloodLimit: cfg.FloodLimit,
 		MidTurn: gh.Delivery(cfg.MidTurn), LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, Logger: log, Metrics: reg}), nil
 }
 

@@ -104,13 +104,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	gw, err := newGateway(cfg, k, gateSvc, metrics, log)
+	gw, err := newGateway(cfg, st, k, gateSvc, metrics, log)
 	if err != nil {
 		return err
 	}
 	apiCfg := httpapi.Config{
 		Addr: cfg.Addr, Ready: ready, Logger: log, Gates: gateSvc, Memory: mem,
-		Kernel: k, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
+		Kernel: k, Store: st, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
 		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(), CheckSelection: reg.Validate,
 		Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}),
 

@@ -141,7 +141,7 @@ func newGates(cfg Config, st store.Store, k *kernel.Kernel, log *slog.Logger) (*
 		rdb = goredis.NewClient(opts)
 		reg = gatesredis.New(rdb, st, gatesredis.Config{})
 	}
-	return gates.NewService(gates.Config{Registry: reg, Kernel: k, Logger: log}), rdb, nil
+	return gates.NewService(gates.Config{Registry: reg, Kernel: k, Store: st, Logger: log}), rdb, nil
 }
 
 // secrets are the values tool output must never carry: every token, key

@@ -63,24 +63,26 @@ func NewFixture(t testing.TB, h Harness) *Fixture {
 	f := &Fixture{T: t, Ctx: context.Background(), Store: st, Clock: NewClock(), h: h}
 	f.Kernel = kernel.New(st, kernel.Config{Now: f.Clock.Now})
 	f.Registry = h.NewRegistry(t, st, f.Clock.Now)
-	f.Service = f.NewService(f.Kernel, f.Registry)
+	f.Service = f.NewService(f.Kernel, st, f.Registry)
 	return f
 }
 
-// NewService returns another service on the fixture's clock.
-func (f *Fixture) NewService(k *kernel.Kernel, reg gates.Registry) *gates.Service {
-	return gates.NewService(gates.Config{Registry: reg, Kernel: k, Sweep: 5 * time.Millisecond, Now: f.Clock.Now})
+// NewService returns another service on the fixture's clock; st is the
+// store k is over.
+func (f *Fixture) NewService(k *kernel.Kernel, st store.Store, reg gates.Registry) *gates.Service {
+	return gates.NewService(gates.Config{Registry: reg, Kernel: k, Store: st, Sweep: 5 * time.Millisecond, Now: f.Clock.Now})
 }
 
-// Replica returns a kernel and a registry as another replica would have:
-// over a peer store when the backend has them, each with its own state.
-func (f *Fixture) Replica() (*kernel.Kernel, gates.Registry) {
+// Replica returns a kernel, its store and a registry as another replica
+// would have: over a peer store when the backend has them, each with its
+// own state.
+func (f *Fixture) Replica() (*kernel.Kernel, store.Store, gates.Registry) {
 	st := f.Store
 	if f.h.Peer != nil {
 		st = f.h.Peer(f.T, f.Store)
 		f.T.Cleanup(func() { st.Close() })
 	}
-	return kernel.New(st, kernel.Config{Now: f.Clock.Now}), f.h.NewRegistry(f.T, st, f.Clock.Now)
+	return kernel.New(st, kernel.Config{Now: f.Clock.Now}), st, f.h.NewRegistry(f.T, st, f.Clock.Now)
 }
 
 // GateSpec describes a gate to open.
@@ -526,8 +528,8 @@ func testTwoServicesSweeping(t *testing.T, h Harness) {
 		crashedClaim(f, g, gh.Decision{State: gh.GateApproved, By: "alice-" + g.ID, Surface: "web"})
 	}
 	f.Clock.Advance(2 * time.Minute)
-	k2, reg2 := f.Replica()
-	services := []*gates.Service{f.Service, f.NewService(k2, reg2)}
+	k2, st2, reg2 := f.Replica()
+	services := []*gates.Service{f.Service, f.NewService(k2, st2, reg2)}
 	var wg sync.WaitGroup
 	for _, s := range services {
 		for range 3 {
@@ -577,9 +579,9 @@ func testForget(t *testing.T, h Harness) {
 		t.Fatalf("first press: won=%v %v", won, err)
 	}
 	h.Forget(t, decided.ID) // Redis restarted
-	_, reg2 := f.Replica()
+	_, _, reg2 := f.Replica()
 	for i, reg := range []gates.Registry{f.Registry, reg2} {
-		svc := f.NewService(f.Kernel, reg)
+		svc := f.NewService(f.Kernel, f.Store, reg)
 		got, won, err := svc.Decide(f.Ctx, decided.ID, gh.Decision{State: gh.GateDenied, By: "bob", Surface: "web"})
 		if err != nil || won || got.State != gh.GateApproved || got.DecidedBy != "alice" || got.Surface != "telegram" {
 			t.Fatalf("press %d after the restart: %+v won=%v %v", i, got, won, err)

@@ -79,7 +79,7 @@ func BenchmarkClaims(b *testing.B) {
 			ids[j] = g.ID
 		}
 		reg := redisgates.New(c, cs, redisgates.Config{Prefix: p})
-		svc := gates.NewService(gates.Config{Registry: reg, Kernel: kernel.New(cs, kernel.Config{})})
+		svc := gates.NewService(gates.Config{Registry: reg, Kernel: kernel.New(cs, kernel.Config{}), Store: cs})
 		for _, g := range gs {
 			svc.Opened(ctx, g)
 		}

@@ -202,8 +202,8 @@ func TestStaleHashLosesToSQL(t *testing.T) {
 	if _, won, err := f.Service.Decide(f.Ctx, g.ID, alice); err != nil || !won {
 		t.Fatalf("first press: won=%v %v", won, err)
 	}
-	_, reg2 := f.Replica()
-	for i, svc := range []*gates.Service{f.Service, f.NewService(f.Kernel, reg2)} {
+	_, _, reg2 := f.Replica()
+	for i, svc := range []*gates.Service{f.Service, f.NewService(f.Kernel, f.Store, reg2)} {
 		if err := c.HSet(f.Ctx, reg.Key(g.ID), "state", "pending", "logged", "0").Err(); err != nil {
 			t.Fatal(err)
 		}

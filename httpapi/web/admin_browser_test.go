@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
@@ -26,9 +27,9 @@ func TestBrowserAdmin(t *testing.T) {
 		Fn: func(context.Context, tools.Call) (string, error) { sends.Add(1); return "sent", nil }}
 	script := `[{"match": "please send", "toolCalls": [{"id": "call_1", "name": "send", "arguments": {"to": "x"}}]}, {"text": "Sent it."}]`
 	var gw *gateway.Gateway
-	s := startStack(t, stackOpts{script: script, tools: []tools.Tool{send}, admin: func(k *kernel.Kernel, g *gates.Service) httpapi.Admin {
+	s := startStack(t, stackOpts{script: script, tools: []tools.Tool{send}, admin: func(k *kernel.Kernel, st store.Store, g *gates.Service) httpapi.Admin {
 		a, _ := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
-		gw = gateway.New(gateway.Config{Kernel: k, Gates: g, Adapters: []gateway.Adapter{a}})
+		gw = gateway.New(gateway.Config{Kernel: k, Store: st, Gates: g, Adapters: []gateway.Adapter{a}})
 		return gw
 	}})
 	// A stranger writes on Telegram: nobody is allowed yet.
@@ -56,7 +57,7 @@ func TestBrowserAdmin(t *testing.T) {
 	if n := sends.Load(); n != 1 {
 		t.Fatalf("approving on the admin page ran the effect %d times", n)
 	}
-	gs, err := s.k.Store().ListGates(context.Background(), "", gh.GateApproved, 10)
+	gs, err := s.st.ListGates(context.Background(), "", gh.GateApproved, 10)
 	if err != nil || len(gs) != 1 || gs[0].DecidedBy != "admin" || !strings.Contains(gs[0].Surface, "web") {
 		t.Fatalf("the decision is the admin's, from the web: %+v %v", gs, err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/gatehouse/gatehouse/httpapi/web"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/sqlite"
 	"github.com/gatehouse/gatehouse/supervisor"
 )
@@ -72,6 +73,7 @@ func missing(t *testing.T, why string) {
 type stack struct {
 	url string
 	k   *kernel.Kernel
+	st  store.Store
 }
 
 // stackOpts says what startStack runs.
@@ -81,9 +83,9 @@ type stackOpts struct {
 	token  string // the API token, if any
 	tools  []tools.Tool
 	memory bool
-	// admin, when set, builds the chat gateway over the stack's kernel
-	// and gates for the admin endpoints.
-	admin func(k *kernel.Kernel, g *gates.Service) httpapi.Admin
+	// admin, when set, builds the chat gateway over the stack's kernel,
+	// store and gates for the admin endpoints.
+	admin func(k *kernel.Kernel, st store.Store, g *gates.Service) httpapi.Admin
 }
 
 func startStack(t *testing.T, o stackOpts) *stack {
@@ -135,16 +137,16 @@ func startStack(t *testing.T, o stackOpts) *stack {
 		})
 	}
 
-	gateSvc := gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: k, Logger: log})
+	gateSvc := gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: k, Store: st, Logger: log})
 	if err := gateSvc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gateSvc.Stop(context.Background()) })
 	var admin httpapi.Admin
 	if o.admin != nil {
-		admin = o.admin(k, gateSvc)
+		admin = o.admin(k, st, gateSvc)
 	}
-	srv := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Kernel: k, Web: web.Handler(), Logger: log, APIToken: o.token, Gates: gateSvc, Model: "scripted:demo", Memory: keeper, Admin: admin})
+	srv := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Kernel: k, Store: st, Web: web.Handler(), Logger: log, APIToken: o.token, Gates: gateSvc, Model: "scripted:demo", Memory: keeper, Admin: admin})
 	if err := srv.Start(ctx); err != nil {
 		t.Fatalf("http start: %v", err)
 	}
@@ -155,7 +157,7 @@ func startStack(t *testing.T, o stackOpts) *stack {
 			t.Errorf("http stop: %v", err)
 		}
 	})
-	return &stack{url: "http://" + srv.Addr(), k: k}
+	return &stack{url: "http://" + srv.Addr(), k: k, st: st}
 }
 
 type tlog struct{ t *testing.T }
