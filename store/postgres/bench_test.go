@@ -3,9 +3,10 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/gatehouse/gatehouse/kernel/kerneltest"
 	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
 // BenchmarkEdgeCommit compares a kernel edge commit with a bare insert into
 // an equivalent table over the same connection pool.
-func BenchmarkEdgeCommit(b *testing.B) { storetest.BenchEdgeCommit(b, storetest.PostgresTarget) }
+func BenchmarkEdgeCommit(b *testing.B) { kerneltest.BenchEdgeCommit(b, storetest.PostgresTarget) }

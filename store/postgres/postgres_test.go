@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/kernel/kerneltest"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/storetest"
@@ -25,7 +26,7 @@ func open(t *testing.T, url string) *postgres.Store {
 
 func TestConformance(t *testing.T) {
 	urls := map[store.Store]string{}
-	storetest.Run(t, storetest.Harness{
+	h := storetest.Harness{
 		New: func(t *testing.T) store.Store {
 			u := testenv.PostgresURL(t)
 			st := open(t, u)
@@ -39,5 +40,8 @@ func TestConformance(t *testing.T) {
 		Peer: func(t *testing.T, s store.Store) store.Store {
 			return open(t, urls[s])
 		},
-	})
+	}
+	// The kernel's rules over this backend, then what the store itself keeps.
+	kerneltest.Run(t, h)
+	storetest.Run(t, h)
 }

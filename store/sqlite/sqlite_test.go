@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gatehouse/gatehouse/kernel/kerneltest"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/sqlite"
 	"github.com/gatehouse/gatehouse/store/storetest"
@@ -20,7 +21,7 @@ func open(t *testing.T, path string) *sqlite.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.Harness{
+	h := storetest.Harness{
 		New: func(t *testing.T) store.Store {
 			return open(t, filepath.Join(t.TempDir(), "data", "gatehouse.db"))
 		},
@@ -29,7 +30,10 @@ func TestConformance(t *testing.T) {
 			s.Close()
 			return open(t, path)
 		},
-	})
+	}
+	// The kernel's rules over this backend, then what the store itself keeps.
+	kerneltest.Run(t, h)
+	storetest.Run(t, h)
 }
 
 func sqliteOpen(path string) (*sqlite.Store, error) {
