@@ -189,173 +189,248 @@ func (s *Supervisor) renew(ctx context.Context, cancel context.CancelCauseFunc, 
 	}
 }
 
-// turn is the attempt's work: pre-flight in order, then the model loop.
+// turnPlan is what pre-flight settles before anything is committed. The
+// model loop carries it on: guide input joins inputs and moves cursor.
+type turnPlan struct {
+	// t is the log from the latest compaction, cut at the watermark: input
+	// that arrived after the claim waits for the settle to re-queue it.
+	t       *transcript
+	pending []int64
+	missing []gh.ToolCall
+	// owed: a turn whose tool results are all in but whose model never
+	// answered them (a failure or a crash after the batch) is still owed.
+	owed bool
+	// chain is resolved before anything is committed, so a bad selection
+	// fails the turn before any of it lands; selectErr says why.
+	chain     models.Chain
+	selectErr error
+	inputs    []int64
+	promptSeq int64
+	// cursor starts at the watermark: only input read past it may join
+	// the turn, and reading it is recorded first.
+	cursor int64
+}
+
+// turn is the attempt's work: pre-flight, the batch a predecessor left,
+// then the model loop.
 func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (out outcome, err error) {
 	out = outcome{status: gh.OutcomeDone, summary: gh.RunFinished{Status: "done"}}
-	// 1–2. Load the log from the latest compaction, up to the read
-	// watermark recorded with the claim.
+	p, err := s.preflight(ctx, lease)
+	switch {
+	case err != nil:
+		return out, err
+	case !p.owed:
+		out.summary.StopReason = "nothing-owed"
+		return out, nil
+	case p.selectErr != nil:
+		return s.fail(ctx, lease, p.t, p.pending, p.selectErr, out)
+	}
+	defer func() { out.t, out.inputs, out.promptSeq = p.t, p.inputs, p.promptSeq }()
+	// A predecessor died mid-batch, or the batch waited for a decision
+	// that has come.
+	if len(p.missing) > 0 {
+		if done, err := s.runTools(ctx, lease, p.t, p.missing, p.inputs, p.promptSeq, &out); done || err != nil {
+			return out, err
+		}
+	}
+	err = s.modelLoop(ctx, lease, p, &out)
+	return out, err
+}
+
+// preflight loads the session's log and decides what the turn owes. It
+// reads and never writes.
+func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*turnPlan, error) {
 	events, err := s.k.Load(ctx, lease.SessionID)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	for len(events) > 0 && events[len(events)-1].Seq > lease.ReadWatermark {
 		events = events[:len(events)-1]
 	}
-	// 3. Decode, skipping what cannot be read.
 	t := decode(events, s.log)
-	// 4. Is a turn owed?
-	pending := t.unanswered()
-	missing := t.missingResults()
-	// A turn whose tool results are all in but whose model never answered
-	// them (a failure or a crash after the batch) is still owed.
+	p := &turnPlan{t: t, pending: t.unanswered(), missing: t.missingResults(), cursor: lease.ReadWatermark}
 	continuing := t.awaitsAnswer()
-	if len(pending) == 0 && len(missing) == 0 && !continuing {
-		out.summary.StopReason = "nothing-owed"
-		return out, nil
+	p.owed = len(p.pending) > 0 || len(p.missing) > 0 || continuing
+	if !p.owed {
+		return p, nil
 	}
-	// 5. Resolve the model before anything is committed.
-	chain, err := s.selection(t, pending)
-	if err != nil {
-		return s.fail(ctx, lease, t, pending, err, out)
+	p.chain, p.selectErr = s.selection(t, p.pending)
+	if p.selectErr != nil {
+		return p, nil
 	}
-	turnInputs := pending
-	promptSeq := int64(0)
-	defer func() { out.t, out.inputs, out.promptSeq = t, turnInputs, promptSeq }()
-	if a := t.newestAssistant(); (len(missing) > 0 || continuing) && a != nil {
+	p.inputs = p.pending
+	if a := t.newestAssistant(); (len(p.missing) > 0 || continuing) && a != nil {
 		// The turn that asked for these calls goes on.
-		promptSeq, turnInputs = promptOf(a.GenerationID), append(append([]int64(nil), a.InputSeqs...), pending...)
-	} else if len(pending) > 0 {
-		promptSeq = pending[len(pending)-1]
+		p.promptSeq, p.inputs = promptOf(a.GenerationID), append(append([]int64(nil), a.InputSeqs...), p.pending...)
+	} else if len(p.pending) > 0 {
+		p.promptSeq = p.pending[len(p.pending)-1]
 	}
-	// 6. Fill missing tool results: a predecessor died mid-batch, or the
-	// batch waited for a decision that has come.
-	if len(missing) > 0 {
-		if done, err := s.runTools(ctx, lease, t, missing, turnInputs, promptSeq, &out); done || err != nil {
-			return out, err
-		}
-	}
-	// 7. Unread input is presented last (transcript.messages does it).
-	notes, recalled := s.turnNotes(ctx, t, turnInputs)
-	userKey := UserKey(t.latestInput(turnInputs))
+	return p, nil
+}
+
+// modelLoop asks the model and runs the tools it calls until the turn is
+// answered or has to stop.
+func (s *Supervisor) modelLoop(ctx context.Context, lease gh.Lease, p *turnPlan, out *outcome) error {
+	// Unread input is presented last (transcript.messages does it).
+	notes, recalled := s.turnNotes(ctx, p.t, p.inputs)
+	userKey := UserKey(p.t.latestInput(p.inputs))
 	if ci := callInfoFrom(ctx); ci != nil {
 		ci.userKey = userKey
 	}
-	cursor := lease.ReadWatermark
-	for turn := 0; ; turn++ {
-		if turn >= s.cfg.MaxTurns {
-			if err := s.notice(ctx, lease, fmt.Sprintf("u%d-maxturns", promptSeq), "max-turns",
+	for n := 0; ; n++ {
+		if n >= s.cfg.MaxTurns {
+			if err := s.notice(ctx, lease, fmt.Sprintf("u%d-maxturns", p.promptSeq), "max-turns",
 				fmt.Sprintf("Stopped after %d model requests in one turn.", s.cfg.MaxTurns)); err != nil {
-				return out, err
+				return err
 			}
 			out.summary.StopReason = "max_turns"
-			return out, nil
+			return nil
 		}
-		// Guide input joins the turn at its boundary.
-		var guides []int64
-		cursor, guides, err = s.injectGuides(ctx, lease, t, cursor)
+		msgs, stop, err := s.prepareRequest(ctx, lease, p, userKey, notes, out)
+		if stop || err != nil {
+			return err
+		}
+		gen, err := s.generation(ctx, lease.SessionID, p.t, p.promptSeq)
 		if err != nil {
-			return out, err
+			return err
 		}
-		turnInputs = append(turnInputs, guides...)
-		if stop, err := s.overBudget(ctx, lease, userKey); err != nil || stop != "" {
-			if err != nil {
-				return out, err
-			}
-			if err := s.endTurn(ctx, lease, t, promptSeq, turnInputs, stop, "budget-exhausted"); err != nil {
-				return out, err
-			}
-			out.summary.StopReason = "budget-exhausted"
-			return out, nil
-		}
-		if err := s.maybeCompact(ctx, lease, t, chain, &out.summary); err != nil {
-			return out, err
-		}
-		// This turn's notes only: they are built for the turn and never
-		// stored, so an earlier turn's notes cannot pile up.
-		msgs := append([]models.Message{{Role: models.RoleSystem, Text: s.basePrompt() + "\n\n" + toolworker.FenceInstruction}}, notes...)
-		msgs = append(msgs, t.messages()...)
-		gen, err := s.generation(ctx, lease.SessionID, t, promptSeq)
+		a, spooled, err := s.recoverSpooled(ctx, lease, p, gen, out)
 		if err != nil {
-			return out, err
+			return err
 		}
-		if a, ok := s.unspool(lease.SessionID, gen); ok {
-			// A previous attempt got this answer but could not save it:
-			// save it now rather than ask the model again.
-			seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, gen, a)
-			if err != nil {
-				return out, err
-			}
-			s.dropSpool(lease.SessionID, gen)
-			t.addAssistant(seq, a)
-			out.summary.Turns++
-			out.summary.StopReason = a.StopReason
+		if spooled {
 			if len(a.ToolCalls) == 0 {
-				return out, nil
+				return nil
 			}
-			if done, err := s.runTools(ctx, lease, t, a.ToolCalls, turnInputs, promptSeq, &out); done || err != nil {
-				return out, err
-			}
-			continue
-		}
-		resp, notices, err := s.cfg.Models.Call(ctx, chain, models.Request{Messages: msgs, Tools: s.cfg.Tools.Specs()}, func(delta string) {
-			s.k.PublishPartial(kernel.Partial{SessionID: lease.SessionID, GenerationID: gen, Text: delta})
-		})
-		if ctx.Err() != nil {
-			return out, context.Cause(ctx)
-		}
-		for i, n := range notices {
-			if err := s.notice(ctx, lease, fmt.Sprintf("%s-notice%d", gen, i+1), "model-fallback", n.Text); err != nil {
-				return out, err
-			}
-		}
-		if err != nil {
-			return s.fail(ctx, lease, t, turnInputs, err, out)
-		}
-		out.summary.Turns++
-		out.summary.Tokens.InputTokens += resp.Usage.InputTokens
-		out.summary.Tokens.OutputTokens += resp.Usage.OutputTokens
-		out.summary.Provider, out.summary.Model = resp.Provider, resp.Model
-		out.summary.Context = gh.ContextSize{Messages: len(msgs), Tokens: max(resp.Usage.InputTokens, estimateTokens(msgs))}
-		a := gh.AssistantMessage{
-			GenerationID: gen, Text: resp.Text, InputSeqs: dedupe(turnInputs), StopReason: resp.StopReason,
-			Usage: gh.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}, Provider: resp.Provider, Model: resp.Model,
-			Memories: recalled,
-		}
-		for i, c := range resp.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, gh.ToolCall{ID: callID(gen, i, c.ID), Name: c.Name, Arguments: c.Arguments})
-		}
-		if len(a.ToolCalls) > 0 {
-			a.StopReason = gh.StopToolUse
 		} else {
-			// The final answer gets the safeguards of what was asked (one
-			// paragraph, JSON copied byte for byte); the same on a retry.
-			a.Text = answers.Apply(t.inputText(turnInputs), a.Text)
-		}
-		seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, gen, a)
-		if err != nil {
-			if gh.IsCode(err, gh.CodeUnavailable) && ctx.Err() == nil {
-				// The database refused the save: keep the answer in the
-				// spool for the next attempt rather than lose it.
-				if serr := s.spool(lease.SessionID, a); serr != nil {
-					s.log.Error("answer lost: the database refused it and the spool failed", "session", lease.SessionID, "err", err, "spool_err", serr)
-				} else {
-					s.log.Warn("answer spooled: the database refused it", "session", lease.SessionID, "generation", gen, "err", err)
-				}
+			var failed, final bool
+			if a, failed, err = s.ask(ctx, lease, p, gen, msgs, recalled, out); failed || err != nil {
+				return err
 			}
-			return out, err
-		}
-		t.addAssistant(seq, a)
-		out.summary.StopReason = a.StopReason
-		if len(a.ToolCalls) == 0 {
-			if out.remember, out.userKey = t.turnForMemory(a, promptSeq, s.cfg.Now()); out.remember != nil {
-				out.remember.SessionID = lease.SessionID
+			if final, err = s.settleAnswer(ctx, lease, p, a, out); final || err != nil {
+				return err
 			}
-			return out, nil
 		}
-		if done, err := s.runTools(ctx, lease, t, a.ToolCalls, turnInputs, promptSeq, &out); done || err != nil {
-			return out, err
+		if done, err := s.runTools(ctx, lease, p.t, a.ToolCalls, p.inputs, p.promptSeq, out); done || err != nil {
+			return err
 		}
 	}
+}
+
+// prepareRequest gets the turn ready for its next model request and builds
+// the request's messages. It reports stop when the turn has ended instead.
+func (s *Supervisor) prepareRequest(ctx context.Context, lease gh.Lease, p *turnPlan, userKey string, notes []models.Message, out *outcome) ([]models.Message, bool, error) {
+	// Guide input joins the turn at its boundary.
+	cursor, guides, err := s.injectGuides(ctx, lease, p.t, p.cursor)
+	p.cursor = cursor
+	if err != nil {
+		return nil, true, err
+	}
+	p.inputs = append(p.inputs, guides...)
+	if stop, err := s.overBudget(ctx, lease, userKey); err != nil || stop != "" {
+		if err != nil {
+			return nil, true, err
+		}
+		if err := s.endTurn(ctx, lease, p.t, p.promptSeq, p.inputs, stop, "budget-exhausted"); err != nil {
+			return nil, true, err
+		}
+		out.summary.StopReason = "budget-exhausted"
+		return nil, true, nil
+	}
+	if err := s.maybeCompact(ctx, lease, p.t, p.chain, &out.summary); err != nil {
+		return nil, true, err
+	}
+	// This turn's notes only: they are built for the turn and never
+	// stored, so an earlier turn's notes cannot pile up.
+	msgs := append([]models.Message{{Role: models.RoleSystem, Text: s.basePrompt() + "\n\n" + toolworker.FenceInstruction}}, notes...)
+	return append(msgs, p.t.messages()...), false, nil
+}
+
+// recoverSpooled saves the answer a previous attempt got but could not
+// save, rather than ask the model again; it reports whether there was one.
+func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *turnPlan, gen string, out *outcome) (gh.AssistantMessage, bool, error) {
+	a, ok := s.unspool(lease.SessionID, gen)
+	if !ok {
+		return a, false, nil
+	}
+	seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, gen, a)
+	if err != nil {
+		return a, true, err
+	}
+	s.dropSpool(lease.SessionID, gen)
+	p.t.addAssistant(seq, a)
+	out.summary.Turns++
+	out.summary.StopReason = a.StopReason
+	return a, true, nil
+}
+
+// ask makes one model request and turns the reply into the assistant
+// message to save. It reports failed when the failure became the
+// attempt's outcome.
+func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *turnPlan, gen string, msgs []models.Message, recalled []gh.RecalledMemory, out *outcome) (gh.AssistantMessage, bool, error) {
+	resp, notices, err := s.cfg.Models.Call(ctx, p.chain, models.Request{Messages: msgs, Tools: s.cfg.Tools.Specs()}, func(delta string) {
+		s.k.PublishPartial(kernel.Partial{SessionID: lease.SessionID, GenerationID: gen, Text: delta})
+	})
+	if ctx.Err() != nil {
+		return gh.AssistantMessage{}, true, context.Cause(ctx)
+	}
+	for i, n := range notices {
+		if err := s.notice(ctx, lease, fmt.Sprintf("%s-notice%d", gen, i+1), "model-fallback", n.Text); err != nil {
+			return gh.AssistantMessage{}, true, err
+		}
+	}
+	if err != nil {
+		*out, err = s.fail(ctx, lease, p.t, p.inputs, err, *out)
+		return gh.AssistantMessage{}, true, err
+	}
+	out.summary.Turns++
+	out.summary.Tokens.InputTokens += resp.Usage.InputTokens
+	out.summary.Tokens.OutputTokens += resp.Usage.OutputTokens
+	out.summary.Provider, out.summary.Model = resp.Provider, resp.Model
+	out.summary.Context = gh.ContextSize{Messages: len(msgs), Tokens: max(resp.Usage.InputTokens, estimateTokens(msgs))}
+	a := gh.AssistantMessage{
+		GenerationID: gen, Text: resp.Text, InputSeqs: dedupe(p.inputs), StopReason: resp.StopReason,
+		Usage: gh.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}, Provider: resp.Provider, Model: resp.Model,
+		Memories: recalled,
+	}
+	for i, c := range resp.ToolCalls {
+		a.ToolCalls = append(a.ToolCalls, gh.ToolCall{ID: callID(gen, i, c.ID), Name: c.Name, Arguments: c.Arguments})
+	}
+	return a, false, nil
+}
+
+// settleAnswer saves the model's answer and, when it is the final one,
+// hands the turn to memory; it reports final so the loop stops there.
+func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *turnPlan, a gh.AssistantMessage, out *outcome) (bool, error) {
+	if len(a.ToolCalls) > 0 {
+		a.StopReason = gh.StopToolUse
+	} else {
+		// The final answer gets the safeguards of what was asked (one
+		// paragraph, JSON copied byte for byte); the same on a retry.
+		a.Text = answers.Apply(p.t.inputText(p.inputs), a.Text)
+	}
+	seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, a.GenerationID, a)
+	if err != nil {
+		if gh.IsCode(err, gh.CodeUnavailable) && ctx.Err() == nil {
+			// The database refused the save: keep the answer in the
+			// spool for the next attempt rather than lose it.
+			if serr := s.spool(lease.SessionID, a); serr != nil {
+				s.log.Error("answer lost: the database refused it and the spool failed", "session", lease.SessionID, "err", err, "spool_err", serr)
+			} else {
+				s.log.Warn("answer spooled: the database refused it", "session", lease.SessionID, "generation", a.GenerationID, "err", err)
+			}
+		}
+		return true, err
+	}
+	p.t.addAssistant(seq, a)
+	out.summary.StopReason = a.StopReason
+	if len(a.ToolCalls) > 0 {
+		return false, nil
+	}
+	if out.remember, out.userKey = p.t.turnForMemory(a, p.promptSeq, s.cfg.Now()); out.remember != nil {
+		out.remember.SessionID = lease.SessionID
+	}
+	return true, nil
 }
 
 // endTurn answers the turn's inputs with a message of the gateway's own
