@@ -32,7 +32,7 @@ func scanGate(row pgx.Row) (gh.Gate, error) {
 	return g, nil
 }
 
-func (t *tx) InsertGate(ctx context.Context, g gh.Gate) (bool, error) {
+func (t *executor) InsertGate(ctx context.Context, g gh.Gate) (bool, error) {
 	options, _ := json.Marshal(g.Options)
 	if g.Options == nil {
 		options = []byte("[]")
@@ -46,7 +46,7 @@ func (t *tx) InsertGate(ctx context.Context, g gh.Gate) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
-func (t *tx) GetGate(ctx context.Context, id string) (gh.Gate, error) {
+func (t *executor) GetGate(ctx context.Context, id string) (gh.Gate, error) {
 	g, err := scanGate(t.q.QueryRow(ctx, `SELECT `+gateCols+` FROM gates WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return gh.Gate{}, gh.Errorf(gh.CodeNotFound, "no gate %q", id)
@@ -54,7 +54,7 @@ func (t *tx) GetGate(ctx context.Context, id string) (gh.Gate, error) {
 	return g, dbErr(err, "get gate")
 }
 
-func (t *tx) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate, bool, error) {
+func (t *executor) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate, bool, error) {
 	g, err := scanGate(t.q.QueryRow(ctx, `UPDATE gates SET
 			state = CASE WHEN expires_at <= $1 THEN 'expired' ELSE $2 END,
 			decided_by = CASE WHEN expires_at <= $1 THEN 'timeout' ELSE $3 END,
@@ -75,12 +75,12 @@ func (t *tx) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate, boo
 	return g, false, err
 }
 
-func (t *tx) MarkGateLogged(ctx context.Context, id string) error {
+func (t *executor) MarkGateLogged(ctx context.Context, id string) error {
 	_, err := t.q.Exec(ctx, `UPDATE gates SET logged = TRUE WHERE id = $1`, id)
 	return dbErr(err, "mark gate logged")
 }
 
-func (t *tx) gates(ctx context.Context, what, q string, args ...any) ([]gh.Gate, error) {
+func (t *executor) gates(ctx context.Context, what, q string, args ...any) ([]gh.Gate, error) {
 	rows, err := t.q.Query(ctx, q, args...)
 	if err != nil {
 		return nil, dbErr(err, what)
@@ -89,50 +89,15 @@ func (t *tx) gates(ctx context.Context, what, q string, args ...any) ([]gh.Gate,
 	return out, dbErr(err, what)
 }
 
-func (t *tx) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
+func (t *executor) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
 	return t.gates(ctx, "list gates", `SELECT `+gateCols+` FROM gates WHERE ($1 = '' OR session_id = $1) AND ($2 = '' OR state = $2)
 		ORDER BY created_at DESC, id LIMIT $3`, sessionID, string(state), limit)
 }
 
-func (t *tx) DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error) {
+func (t *executor) DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error) {
 	return t.gates(ctx, "due gates", `SELECT `+gateCols+` FROM gates WHERE state = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, now, limit)
 }
 
-func (t *tx) UnloggedGates(ctx context.Context, limit int) ([]gh.Gate, error) {
+func (t *executor) UnloggedGates(ctx context.Context, limit int) ([]gh.Gate, error) {
 	return t.gates(ctx, "unlogged gates", `SELECT `+gateCols+` FROM gates WHERE state <> 'pending' AND NOT logged ORDER BY decided_at LIMIT $1`, limit)
-}
-
-// InsertGate implements store.Writer.
-func (s *Store) InsertGate(ctx context.Context, g gh.Gate) (bool, error) {
-	return s.auto().InsertGate(ctx, g)
-}
-
-// DecideGate implements store.Writer.
-func (s *Store) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate, bool, error) {
-	return s.auto().DecideGate(ctx, d)
-}
-
-// MarkGateLogged implements store.Writer.
-func (s *Store) MarkGateLogged(ctx context.Context, id string) error {
-	return s.auto().MarkGateLogged(ctx, id)
-}
-
-// GetGate implements store.Reader.
-func (s *Store) GetGate(ctx context.Context, id string) (gh.Gate, error) {
-	return s.auto().GetGate(ctx, id)
-}
-
-// ListGates implements store.Reader.
-func (s *Store) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
-	return s.auto().ListGates(ctx, sessionID, state, limit)
-}
-
-// DueGates implements store.Reader.
-func (s *Store) DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error) {
-	return s.auto().DueGates(ctx, now, limit)
-}
-
-// UnloggedGates implements store.Reader.
-func (s *Store) UnloggedGates(ctx context.Context, limit int) ([]gh.Gate, error) {
-	return s.auto().UnloggedGates(ctx, limit)
 }

@@ -28,7 +28,7 @@ func scanReceive(row pgx.Row) (store.ReceiveEntry, error) {
 	return e, err
 }
 
-func (t *tx) receives(ctx context.Context, what, q string, args ...any) ([]store.ReceiveEntry, error) {
+func (t *executor) receives(ctx context.Context, what, q string, args ...any) ([]store.ReceiveEntry, error) {
 	rows, err := t.q.Query(ctx, q, args...)
 	if err != nil {
 		return nil, dbErr(err, what)
@@ -37,7 +37,7 @@ func (t *tx) receives(ctx context.Context, what, q string, args ...any) ([]store
 	return nilIfEmpty(out), dbErr(err, what)
 }
 
-func (t *tx) optionalReceive(ctx context.Context, what, q string, args ...any) (store.ReceiveEntry, bool, error) {
+func (t *executor) optionalReceive(ctx context.Context, what, q string, args ...any) (store.ReceiveEntry, bool, error) {
 	e, err := scanReceive(t.q.QueryRow(ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.ReceiveEntry{}, false, nil
@@ -48,7 +48,7 @@ func (t *tx) optionalReceive(ctx context.Context, what, q string, args ...any) (
 	return e, true, nil
 }
 
-func (t *tx) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
+func (t *executor) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
 	return t.optionalReceive(ctx, "find update", `SELECT `+receiveCols+` FROM receive_log WHERE platform = $1 AND update_id = $2 AND reason <> 'duplicate'`,
 		platform, updateID)
 }
@@ -88,7 +88,7 @@ func (w *where) sql() string {
 
 func (w *where) limit() string { return " LIMIT $" + strconv.Itoa(len(w.args)+1) }
 
-func (t *tx) ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error) {
+func (t *executor) ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error) {
 	var w where
 	w.eq("platform", f.Platform)
 	w.eq("outcome", f.Outcome)
@@ -100,11 +100,11 @@ func (t *tx) ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.Re
 		append(w.args, f.Limit)...)
 }
 
-func (t *tx) LastReceive(ctx context.Context, platform string) (store.ReceiveEntry, bool, error) {
+func (t *executor) LastReceive(ctx context.Context, platform string) (store.ReceiveEntry, bool, error) {
 	return t.optionalReceive(ctx, "last receive", `SELECT `+receiveCols+` FROM receive_log WHERE platform = $1 ORDER BY id DESC LIMIT 1`, platform)
 }
 
-func (t *tx) CountHandedOn(ctx context.Context, platform, chatID string, since time.Time) (int, error) {
+func (t *executor) CountHandedOn(ctx context.Context, platform, chatID string, since time.Time) (int, error) {
 	var n int
 	err := t.q.QueryRow(ctx, countHandedOnSQL, platform, chatID, since).Scan(&n)
 	return n, dbErr(err, "count handed on")
@@ -114,7 +114,7 @@ func (t *tx) CountHandedOn(ctx context.Context, platform, chatID string, since t
 // (platform, update_id) of non-duplicate rows: ON CONFLICT DO NOTHING
 // without a target covers it. A racing inserter of the same update waits
 // for the first transaction, then does nothing and reads its row.
-func (t *tx) InsertReceive(ctx context.Context, e store.ReceiveEntry) (store.ReceiveEntry, bool, error) {
+func (t *executor) InsertReceive(ctx context.Context, e store.ReceiveEntry) (store.ReceiveEntry, bool, error) {
 	err := t.q.QueryRow(ctx, insertReceiveSQL+` ON CONFLICT DO NOTHING RETURNING id, received_at`, receiveArgs(e)...).Scan(&e.ID, &e.ReceivedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		first, _, err := t.ReceiveByUpdate(ctx, e.Platform, e.UpdateID)
@@ -137,7 +137,7 @@ func scanAddress(row pgx.Row, extra ...any) (store.AddressEntry, error) {
 	return a, err
 }
 
-func (t *tx) AddressBySession(ctx context.Context, sessionID string) (store.AddressEntry, bool, error) {
+func (t *executor) AddressBySession(ctx context.Context, sessionID string) (store.AddressEntry, bool, error) {
 	a, err := scanAddress(t.q.QueryRow(ctx, `SELECT `+addressCols+` FROM chat_addresses WHERE session_id = $1`, sessionID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.AddressEntry{}, false, nil
@@ -148,7 +148,7 @@ func (t *tx) AddressBySession(ctx context.Context, sessionID string) (store.Addr
 	return a, true, nil
 }
 
-func (t *tx) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEntry, error) {
+func (t *executor) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEntry, error) {
 	rows, err := t.q.Query(ctx, `SELECT `+strings.ReplaceAll("a."+addressCols, ", ", ", a.")+`
 		FROM chat_addresses a JOIN sessions s ON s.id = a.session_id WHERE s.last_seq > a.cursor ORDER BY s.updated_at LIMIT $1`, limit)
 	if err != nil {
@@ -163,7 +163,7 @@ func (t *tx) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEnt
 // The insert skips a conflict on any unique index (a concurrent first
 // message of the same chat commits first, and ON CONFLICT with one target
 // would still fail on the other index), and then the update runs again.
-func (t *tx) UpsertAddress(ctx context.Context, e store.AddressEntry) (store.AddressEntry, bool, error) {
+func (t *executor) UpsertAddress(ctx context.Context, e store.AddressEntry) (store.AddressEntry, bool, error) {
 	update := func() (store.AddressEntry, bool, error) {
 		return t.touch(ctx, t.q.QueryRow(ctx, touchChatSQL, e.ReplyTo, e.UserID, e.Updated, e.Platform, e.ChatID, e.ThreadID))
 	}
@@ -186,7 +186,7 @@ func (t *tx) UpsertAddress(ctx context.Context, e store.AddressEntry) (store.Add
 	return a, false, err
 }
 
-func (t *tx) AdvanceCursor(ctx context.Context, sessionID string, seq int64, now time.Time) error {
+func (t *executor) AdvanceCursor(ctx context.Context, sessionID string, seq int64, now time.Time) error {
 	_, err := t.q.Exec(ctx, `UPDATE chat_addresses SET cursor = $1, updated_at = $2 WHERE session_id = $3 AND cursor < $1`, seq, now, sessionID)
 	return dbErr(err, "advance cursor")
 }
@@ -211,7 +211,7 @@ func scanOutbox(row pgx.Row) (store.OutboxEntry, error) {
 	return e, nil
 }
 
-func (t *tx) outbox(ctx context.Context, what, q string, args ...any) ([]store.OutboxEntry, error) {
+func (t *executor) outbox(ctx context.Context, what, q string, args ...any) ([]store.OutboxEntry, error) {
 	rows, err := t.q.Query(ctx, q, args...)
 	if err != nil {
 		return nil, dbErr(err, what)
@@ -220,7 +220,7 @@ func (t *tx) outbox(ctx context.Context, what, q string, args ...any) ([]store.O
 	return nilIfEmpty(out), dbErr(err, what)
 }
 
-func (t *tx) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
+func (t *executor) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
 	payload := string(e.Payload)
 	if payload == "" {
 		payload = "null" // the column is JSONB: no payload is JSON null
@@ -234,7 +234,7 @@ func (t *tx) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, erro
 	return tag.RowsAffected() == 1, nil
 }
 
-func (t *tx) OutboxDue(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
+func (t *executor) OutboxDue(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
 	// The head of each session's queue (its lowest open seq), when that
 	// head is pending and available: a session's rows go out in order.
 	return t.outbox(ctx, "outbox due", `SELECT `+outboxCols+` FROM outbox o WHERE platform = $1 AND state = 'pending' AND available_at <= $2
@@ -242,13 +242,13 @@ func (t *tx) OutboxDue(ctx context.Context, platform string, now time.Time, limi
 		ORDER BY available_at, id LIMIT $3`, platform, now, limit)
 }
 
-func (t *tx) OutboxStuck(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
+func (t *executor) OutboxStuck(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
 	// A sending row without a lease counts as expired, as SQLite's 0 does.
 	return t.outbox(ctx, "outbox stuck", `SELECT `+outboxCols+` FROM outbox WHERE platform = $1 AND state = 'sending' AND (lease_until IS NULL OR lease_until < $2)
 		ORDER BY id LIMIT $3`, platform, now, limit)
 }
 
-func (t *tx) ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error) {
+func (t *executor) ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error) {
 	var w where
 	w.eq("platform", f.Platform)
 	w.eq("state", f.State)
@@ -258,7 +258,7 @@ func (t *tx) ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.Outb
 
 // ClaimOutbox is a compare-and-set: a concurrent claimer waits for the
 // first one's row lock, finds the row no longer pending and gets nothing.
-func (t *tx) ClaimOutbox(ctx context.Context, id int64, owner string, now, until time.Time) (store.OutboxEntry, bool, error) {
+func (t *executor) ClaimOutbox(ctx context.Context, id int64, owner string, now, until time.Time) (store.OutboxEntry, bool, error) {
 	e, err := scanOutbox(t.q.QueryRow(ctx, `UPDATE outbox SET state = 'sending', owner = $1, lease_until = $2, updated_at = $3
 		WHERE id = $4 AND state = 'pending' RETURNING `+outboxCols, owner, nullTime(until), now, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -270,7 +270,7 @@ func (t *tx) ClaimOutbox(ctx context.Context, id int64, owner string, now, until
 	return e, true, nil
 }
 
-func (t *tx) UpdateOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
+func (t *executor) UpdateOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
 	ids, _ := json.Marshal(e.MessageIDs)
 	if e.MessageIDs == nil {
 		ids = []byte("[]")
@@ -285,13 +285,13 @@ func (t *tx) UpdateOutbox(ctx context.Context, e store.OutboxEntry) (bool, error
 	return tag.RowsAffected() == 1, nil
 }
 
-func (t *tx) PutGateCard(ctx context.Context, c store.GateCard) error {
+func (t *executor) PutGateCard(ctx context.Context, c store.GateCard) error {
 	_, err := t.q.Exec(ctx, `INSERT INTO gate_cards (gate_id, session_id, platform, chat_id, thread_id, message_id, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`, c.GateID, c.SessionID, c.Platform, c.ChatID, c.ThreadID, c.MessageID, c.Created)
 	return dbErr(err, "put gate card")
 }
 
-func (t *tx) GateCards(ctx context.Context, gateID string) ([]store.GateCard, error) {
+func (t *executor) GateCards(ctx context.Context, gateID string) ([]store.GateCard, error) {
 	rows, err := t.q.Query(ctx, `SELECT gate_id, session_id, platform, chat_id, thread_id, message_id, created_at FROM gate_cards WHERE gate_id = $1 ORDER BY created_at`, gateID)
 	if err != nil {
 		return nil, dbErr(err, "gate cards")
@@ -305,7 +305,7 @@ func (t *tx) GateCards(ctx context.Context, gateID string) ([]store.GateCard, er
 	return nilIfEmpty(out), dbErr(err, "gate cards")
 }
 
-func (t *tx) GetPlatformLease(ctx context.Context, name string) (store.PlatformLease, bool, error) {
+func (t *executor) GetPlatformLease(ctx context.Context, name string) (store.PlatformLease, bool, error) {
 	var l store.PlatformLease
 	err := t.q.QueryRow(ctx, `SELECT name, owner, expires_at FROM platform_leases WHERE name = $1`, name).Scan(&l.Name, &l.Owner, &l.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -318,7 +318,7 @@ func (t *tx) GetPlatformLease(ctx context.Context, name string) (store.PlatformL
 	return l, true, nil
 }
 
-func (t *tx) AcquirePlatformLease(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
+func (t *executor) AcquirePlatformLease(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
 	tag, err := t.q.Exec(ctx, `INSERT INTO platform_leases (name, owner, expires_at) VALUES ($1, $2, $3)
 		ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
 		WHERE platform_leases.owner = EXCLUDED.owner OR platform_leases.expires_at < $4`, name, owner, until, now)
@@ -328,115 +328,16 @@ func (t *tx) AcquirePlatformLease(ctx context.Context, name, owner string, now, 
 	return tag.RowsAffected() == 1, nil
 }
 
-func (t *tx) ReleasePlatformLease(ctx context.Context, name, owner string) error {
+func (t *executor) ReleasePlatformLease(ctx context.Context, name, owner string) error {
 	_, err := t.q.Exec(ctx, `DELETE FROM platform_leases WHERE name = $1 AND owner = $2`, name, owner)
 	return dbErr(err, "release platform lease")
 }
 
-// Store-level gateway calls: each is one statement on the pool (its own
-// transaction), except InsertReceive's read of the first row after a
-// conflict, which needs no atomicity with the insert that did nothing.
-
-// ReceiveByUpdate implements store.Reader.
-func (s *Store) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
-	return s.auto().ReceiveByUpdate(ctx, platform, updateID)
-}
-
-// ListReceive implements store.Reader.
-func (s *Store) ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error) {
-	return s.auto().ListReceive(ctx, f)
-}
-
-// LastReceive implements store.Reader.
-func (s *Store) LastReceive(ctx context.Context, platform string) (store.ReceiveEntry, bool, error) {
-	return s.auto().LastReceive(ctx, platform)
-}
-
-// CountHandedOn implements store.Reader.
-func (s *Store) CountHandedOn(ctx context.Context, platform, chatID string, since time.Time) (int, error) {
-	return s.auto().CountHandedOn(ctx, platform, chatID, since)
-}
-
-// AddressBySession implements store.Reader.
-func (s *Store) AddressBySession(ctx context.Context, sessionID string) (store.AddressEntry, bool, error) {
-	return s.auto().AddressBySession(ctx, sessionID)
-}
-
-// AddressesBehind implements store.Reader.
-func (s *Store) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEntry, error) {
-	return s.auto().AddressesBehind(ctx, limit)
-}
-
-// OutboxDue implements store.Reader.
-func (s *Store) OutboxDue(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
-	return s.auto().OutboxDue(ctx, platform, now, limit)
-}
-
-// OutboxStuck implements store.Reader.
-func (s *Store) OutboxStuck(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
-	return s.auto().OutboxStuck(ctx, platform, now, limit)
-}
-
-// ListOutbox implements store.Reader.
-func (s *Store) ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error) {
-	return s.auto().ListOutbox(ctx, f)
-}
-
-// GateCards implements store.Reader.
-func (s *Store) GateCards(ctx context.Context, gateID string) ([]store.GateCard, error) {
-	return s.auto().GateCards(ctx, gateID)
-}
-
-// GetPlatformLease implements store.Reader.
-func (s *Store) GetPlatformLease(ctx context.Context, name string) (store.PlatformLease, bool, error) {
-	return s.auto().GetPlatformLease(ctx, name)
-}
-
-// InsertReceive implements store.Writer.
-func (s *Store) InsertReceive(ctx context.Context, e store.ReceiveEntry) (store.ReceiveEntry, bool, error) {
-	return s.auto().InsertReceive(ctx, e)
-}
-
-// UpsertAddress implements store.Writer. Outside a transaction the row's
-// lock lasts only for the statement.
-func (s *Store) UpsertAddress(ctx context.Context, e store.AddressEntry) (store.AddressEntry, bool, error) {
-	return s.auto().UpsertAddress(ctx, e)
-}
-
-// AdvanceCursor implements store.Writer.
-func (s *Store) AdvanceCursor(ctx context.Context, sessionID string, seq int64, now time.Time) error {
-	return s.auto().AdvanceCursor(ctx, sessionID, seq, now)
-}
-
-// EnqueueOutbox implements store.Writer.
-func (s *Store) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
-	return s.auto().EnqueueOutbox(ctx, e)
-}
-
-// ClaimOutbox implements store.Writer.
-func (s *Store) ClaimOutbox(ctx context.Context, id int64, owner string, now, until time.Time) (store.OutboxEntry, bool, error) {
-	return s.auto().ClaimOutbox(ctx, id, owner, now, until)
-}
-
-// UpdateOutbox implements store.Writer.
-func (s *Store) UpdateOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
-	return s.auto().UpdateOutbox(ctx, e)
-}
-
-// PutGateCard implements store.Writer.
-func (s *Store) PutGateCard(ctx context.Context, c store.GateCard) error {
-	return s.auto().PutGateCard(ctx, c)
-}
-
-// AcquirePlatformLease implements store.Writer.
-func (s *Store) AcquirePlatformLease(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
-	return s.auto().AcquirePlatformLease(ctx, name, owner, now, until)
-}
-
-// ReleasePlatformLease implements store.Writer.
-func (s *Store) ReleasePlatformLease(ctx context.Context, name, owner string) error {
-	return s.auto().ReleasePlatformLease(ctx, name, owner)
-}
+// On the Store (the executor on the pool) each gateway write is one
+// statement, its own transaction, except InsertReceive's read of the first
+// row after a conflict, which needs no atomicity with the insert that did
+// nothing, and UpsertAddress, whose row lock outside a transaction lasts
+// only for the statement.
 
 const touchChatSQL = `UPDATE chat_addresses SET
 		reply_to = CASE WHEN $1 = '' THEN reply_to ELSE $1 END,
@@ -469,7 +370,7 @@ func (t *tx) TouchChat(ctx context.Context, e store.AddressEntry, since time.Tim
 	return a, ok, n, nil
 }
 
-func (t *tx) touch(_ context.Context, row pgx.Row) (store.AddressEntry, bool, error) {
+func (t *executor) touch(_ context.Context, row pgx.Row) (store.AddressEntry, bool, error) {
 	a, err := scanAddress(row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, false, nil
@@ -491,7 +392,7 @@ func (t *tx) InsertReceiveAtCommit(ctx context.Context, e store.ReceiveEntry) er
 	return nil
 }
 
-func (t *tx) PruneGateway(ctx context.Context, before time.Time, limit int) (int, error) {
+func (t *executor) PruneGateway(ctx context.Context, before time.Time, limit int) (int, error) {
 	n := 0
 	for _, q := range []string{
 		`DELETE FROM receive_log WHERE id IN (SELECT id FROM receive_log WHERE received_at < $1 ORDER BY id LIMIT $2)`,
@@ -506,18 +407,8 @@ func (t *tx) PruneGateway(ctx context.Context, before time.Time, limit int) (int
 	return n, nil
 }
 
-// PruneGateway implements store.Writer.
-func (s *Store) PruneGateway(ctx context.Context, before time.Time, limit int) (int, error) {
-	return s.auto().PruneGateway(ctx, before, limit)
-}
-
-func (t *tx) CountOutbox(ctx context.Context, platform, state string) (int, error) {
+func (t *executor) CountOutbox(ctx context.Context, platform, state string) (int, error) {
 	var n int
 	err := t.q.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE platform = $1 AND state = $2`, platform, state).Scan(&n)
 	return n, dbErr(err, "count outbox")
-}
-
-// CountOutbox implements store.Reader.
-func (s *Store) CountOutbox(ctx context.Context, platform, state string) (int, error) {
-	return s.auto().CountOutbox(ctx, platform, state)
 }

@@ -26,7 +26,7 @@ func scanFact(row pgx.Row, extra ...any) (store.MemoryFact, error) {
 	return f, err
 }
 
-func (t *tx) facts(ctx context.Context, what, q string, args ...any) ([]store.MemoryFact, error) {
+func (t *executor) facts(ctx context.Context, what, q string, args ...any) ([]store.MemoryFact, error) {
 	rows, err := t.q.Query(ctx, q, args...)
 	if err != nil {
 		return nil, dbErr(err, what)
@@ -70,7 +70,7 @@ func termSet(terms []store.MemoryTerm) (names []string, tfs []int32, list string
 	return names, tfs, strings.Join(names, " "), length, nil
 }
 
-func (t *tx) GetMemoryFact(ctx context.Context, id int64) (store.MemoryFact, error) {
+func (t *executor) GetMemoryFact(ctx context.Context, id int64) (store.MemoryFact, error) {
 	f, err := scanFact(t.q.QueryRow(ctx, `SELECT `+factCols+` FROM memory_facts WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.MemoryFact{}, gh.Errorf(gh.CodeNotFound, "no memory fact %d", id)
@@ -78,7 +78,7 @@ func (t *tx) GetMemoryFact(ctx context.Context, id int64) (store.MemoryFact, err
 	return f, dbErr(err, "get memory fact")
 }
 
-func (t *tx) MemoryFacts(ctx context.Context, userKey, subjectPrefix string, limit int) ([]store.MemoryFact, error) {
+func (t *executor) MemoryFacts(ctx context.Context, userKey, subjectPrefix string, limit int) ([]store.MemoryFact, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -95,14 +95,14 @@ func (t *tx) MemoryFacts(ctx context.Context, userKey, subjectPrefix string, lim
 		AND deleted_at IS NULL ORDER BY observed_at DESC, id DESC LIMIT $4`, userKey, subjectPrefix, end, lim)
 }
 
-func (t *tx) MemoryFactsByID(ctx context.Context, userKey string, ids []int64) ([]store.MemoryFact, error) {
+func (t *executor) MemoryFactsByID(ctx context.Context, userKey string, ids []int64) ([]store.MemoryFact, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	return t.facts(ctx, "memory facts by id", `SELECT `+factCols+` FROM memory_facts WHERE id = ANY($1) AND user_key = $2 AND deleted_at IS NULL`, ids, userKey)
 }
 
-func (t *tx) MemoryTermStats(ctx context.Context, userKey string, terms []string) (store.MemoryStats, error) {
+func (t *executor) MemoryTermStats(ctx context.Context, userKey string, terms []string) (store.MemoryStats, error) {
 	if terms == nil {
 		terms = []string{}
 	}
@@ -128,7 +128,7 @@ func (t *tx) MemoryTermStats(ctx context.Context, userKey string, terms []string
 	return st, dbErr(rows.Err(), "read memory term stats")
 }
 
-func (t *tx) MemoryPostings(ctx context.Context, userKey string, terms, also []string) ([]store.MemoryPosting, error) {
+func (t *executor) MemoryPostings(ctx context.Context, userKey string, terms, also []string) ([]store.MemoryPosting, error) {
 	if len(terms) == 0 {
 		return nil, nil
 	}
@@ -156,7 +156,7 @@ func (t *tx) MemoryPostings(ctx context.Context, userKey string, terms, also []s
 	return out, dbErr(err, "read memory postings")
 }
 
-func (t *tx) MemoryVectors(ctx context.Context, userKey, model string) ([]store.MemoryVector, error) {
+func (t *executor) MemoryVectors(ctx context.Context, userKey, model string) ([]store.MemoryVector, error) {
 	rows, err := t.q.Query(ctx, `SELECT id, text, CASE WHEN embedding_model = $2 THEN embedding END
 		FROM memory_facts WHERE user_key = $1 AND deleted_at IS NULL ORDER BY id`, userKey, model)
 	if err != nil {
@@ -314,7 +314,7 @@ func (t *tx) ForgetMemoryFacts(ctx context.Context, userKey string, ids []int64,
 	return out, nil
 }
 
-func (t *tx) SetMemoryVectors(ctx context.Context, vs []store.MemoryVector) error {
+func (t *executor) SetMemoryVectors(ctx context.Context, vs []store.MemoryVector) error {
 	for _, v := range vs {
 		if _, err := t.q.Exec(ctx, `UPDATE memory_facts SET embedding_model = $1, embedding = $2 WHERE id = $3 AND text = $4 AND deleted_at IS NULL`,
 			v.Model, v.Vector, v.FactID, v.Text); err != nil {
@@ -334,7 +334,7 @@ func scanJob(row pgx.Row) (store.MemoryJob, error) {
 	return j, err
 }
 
-func (t *tx) getJob(ctx context.Context, id int64, suffix string) (store.MemoryJob, error) {
+func (t *executor) getJob(ctx context.Context, id int64, suffix string) (store.MemoryJob, error) {
 	j, err := scanJob(t.q.QueryRow(ctx, `SELECT `+jobCols+` FROM memory_jobs WHERE id = $1`+suffix, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.MemoryJob{}, gh.Errorf(gh.CodeNotFound, "no memory job %d", id)
@@ -342,7 +342,7 @@ func (t *tx) getJob(ctx context.Context, id int64, suffix string) (store.MemoryJ
 	return j, dbErr(err, "get memory job")
 }
 
-func (t *tx) GetMemoryJob(ctx context.Context, id int64) (store.MemoryJob, error) {
+func (t *executor) GetMemoryJob(ctx context.Context, id int64) (store.MemoryJob, error) {
 	return t.getJob(ctx, id, "")
 }
 
@@ -350,7 +350,7 @@ func (t *tx) LockMemoryJob(ctx context.Context, id int64) (store.MemoryJob, erro
 	return t.getJob(ctx, id, " FOR UPDATE")
 }
 
-func (t *tx) ListMemoryJobs(ctx context.Context, userKey, state string, limit int) ([]store.MemoryJob, error) {
+func (t *executor) ListMemoryJobs(ctx context.Context, userKey, state string, limit int) ([]store.MemoryJob, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -364,7 +364,7 @@ func (t *tx) ListMemoryJobs(ctx context.Context, userKey, state string, limit in
 	return out, dbErr(err, "list memory jobs")
 }
 
-func (t *tx) InsertMemoryJob(ctx context.Context, j store.MemoryJob) (store.MemoryJob, bool, error) {
+func (t *executor) InsertMemoryJob(ctx context.Context, j store.MemoryJob) (store.MemoryJob, bool, error) {
 	got, err := scanJob(t.q.QueryRow(ctx, `INSERT INTO memory_jobs (user_key, session_id, seq, observed_at, user_text, answer_text, state, attempts,
 			max_attempts, owner, available_at, last_error, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 		ON CONFLICT DO NOTHING RETURNING `+jobCols,
@@ -397,48 +397,9 @@ func (t *tx) UpdateMemoryJob(ctx context.Context, j store.MemoryJob) error {
 	return dbErr(err, "update memory job")
 }
 
-// Store-level memory calls. A write that takes several statements runs in
-// its own transaction.
-
-// GetMemoryFact implements store.Reader.
-func (s *Store) GetMemoryFact(ctx context.Context, id int64) (store.MemoryFact, error) {
-	return s.auto().GetMemoryFact(ctx, id)
-}
-
-// MemoryFacts implements store.Reader.
-func (s *Store) MemoryFacts(ctx context.Context, userKey, subjectPrefix string, limit int) ([]store.MemoryFact, error) {
-	return s.auto().MemoryFacts(ctx, userKey, subjectPrefix, limit)
-}
-
-// MemoryFactsByID implements store.Reader.
-func (s *Store) MemoryFactsByID(ctx context.Context, userKey string, ids []int64) ([]store.MemoryFact, error) {
-	return s.auto().MemoryFactsByID(ctx, userKey, ids)
-}
-
-// MemoryTermStats implements store.Reader.
-func (s *Store) MemoryTermStats(ctx context.Context, userKey string, terms []string) (store.MemoryStats, error) {
-	return s.auto().MemoryTermStats(ctx, userKey, terms)
-}
-
-// MemoryPostings implements store.Reader.
-func (s *Store) MemoryPostings(ctx context.Context, userKey string, terms, also []string) ([]store.MemoryPosting, error) {
-	return s.auto().MemoryPostings(ctx, userKey, terms, also)
-}
-
-// MemoryVectors implements store.Reader.
-func (s *Store) MemoryVectors(ctx context.Context, userKey, model string) ([]store.MemoryVector, error) {
-	return s.auto().MemoryVectors(ctx, userKey, model)
-}
-
-// GetMemoryJob implements store.Reader.
-func (s *Store) GetMemoryJob(ctx context.Context, id int64) (store.MemoryJob, error) {
-	return s.auto().GetMemoryJob(ctx, id)
-}
-
-// ListMemoryJobs implements store.Reader.
-func (s *Store) ListMemoryJobs(ctx context.Context, userKey, state string, limit int) ([]store.MemoryJob, error) {
-	return s.auto().ListMemoryJobs(ctx, userKey, state, limit)
-}
+// The memory writes that take several statements which must commit
+// together run on the Store in their own transaction; the rest come from
+// the executor.
 
 // PutMemoryFact implements store.Writer.
 func (s *Store) PutMemoryFact(ctx context.Context, f store.MemoryFact, terms []store.MemoryTerm) (out store.MemoryFact, put bool, err error) {
@@ -456,14 +417,4 @@ func (s *Store) ForgetMemoryFacts(ctx context.Context, userKey string, ids []int
 		return err
 	})
 	return out, err
-}
-
-// SetMemoryVectors implements store.Writer.
-func (s *Store) SetMemoryVectors(ctx context.Context, vs []store.MemoryVector) error {
-	return s.auto().SetMemoryVectors(ctx, vs)
-}
-
-// InsertMemoryJob implements store.Writer.
-func (s *Store) InsertMemoryJob(ctx context.Context, j store.MemoryJob) (store.MemoryJob, bool, error) {
-	return s.auto().InsertMemoryJob(ctx, j)
 }

@@ -35,6 +35,10 @@ type Config struct {
 
 // Store is the Postgres backend.
 type Store struct {
+	// executor, on the pool, gives the Store its reads and the writes that
+	// are one statement (or need no atomicity across theirs): each runs
+	// in its own implicit transaction.
+	executor
 	pool    *pgxpool.Pool
 	cfg     Config
 	wake    store.Broadcast
@@ -81,7 +85,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, gh.Wrap(gh.CodeUnavailable, err, "postgres: migrate")
 	}
 	lctx, cancel := context.WithCancel(context.Background())
-	s := &Store{pool: pool, cfg: cfg, stop: cancel, stopped: make(chan struct{})}
+	s := &Store{executor: executor{q: pool, channel: cfg.Channel}, pool: pool, cfg: cfg, stop: cancel, stopped: make(chan struct{})}
 	go s.listen(lctx)
 	return s, nil
 }
@@ -184,7 +188,7 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(ctx context.Context, tx st
 	}
 	defer conn.Release()
 	c := &connTx{conn: conn}
-	t := &tx{q: c, conn: c, channel: s.cfg.Channel}
+	t := &tx{executor: executor{q: c, channel: s.cfg.Channel}, conn: c}
 	if err := fn(ctx, t); err != nil {
 		c.rollback()
 		return false, err
@@ -216,12 +220,8 @@ func retryable(err error) bool {
 	return false
 }
 
-func (s *Store) auto() *tx { return &tx{q: s.pool, channel: s.cfg.Channel} }
-
-// CreateSession implements store.Writer.
-func (s *Store) CreateSession(ctx context.Context, sess gh.Session) (gh.Session, bool, error) {
-	return s.auto().CreateSession(ctx, sess)
-}
+// auto is a tx on the pool for Append, whose wake-up state is per call.
+func (s *Store) auto() *tx { return &tx{executor: s.executor} }
 
 // Append implements store.Writer: one statement, one round trip.
 func (s *Store) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
@@ -234,56 +234,6 @@ func (s *Store) Append(ctx context.Context, p store.AppendParams) (store.AppendR
 		s.wake.Signal()
 	}
 	return res, err
-}
-
-// AddLedger implements store.Writer.
-func (s *Store) AddLedger(ctx context.Context, row gh.LedgerRow) error {
-	return s.auto().AddLedger(ctx, row)
-}
-
-// Usage implements store.Reader.
-func (s *Store) Usage(ctx context.Context, by string, since time.Time, userKey string) ([]gh.UsageRow, error) {
-	return s.auto().Usage(ctx, by, since, userKey)
-}
-
-// HasClaimable implements store.Reader.
-func (s *Store) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
-	return s.auto().HasClaimable(ctx, now)
-}
-
-// Ledger implements store.Reader.
-func (s *Store) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
-	return s.auto().Ledger(ctx, sessionID, limit)
-}
-
-// GetSession implements store.Reader.
-func (s *Store) GetSession(ctx context.Context, id string) (gh.Session, error) {
-	return s.auto().GetSession(ctx, id)
-}
-
-// ListSessions implements store.Reader.
-func (s *Store) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
-	return s.auto().ListSessions(ctx, tenant, limit)
-}
-
-// Events implements store.Reader.
-func (s *Store) Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error) {
-	return s.auto().Events(ctx, sessionID, after, limit)
-}
-
-// EventByKey implements store.Reader.
-func (s *Store) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error) {
-	return s.auto().EventByKey(ctx, sessionID, key)
-}
-
-// GetRun implements store.Reader.
-func (s *Store) GetRun(ctx context.Context, id int64) (gh.Run, error) {
-	return s.auto().GetRun(ctx, id)
-}
-
-// LatestRun implements store.Reader.
-func (s *Store) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
-	return s.auto().LatestRun(ctx, sessionID)
 }
 
 // dbErr classifies a database error. Retryable conflicts keep their

@@ -18,14 +18,21 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// tx implements store.Tx over a pgx transaction, and store.Reader and
-// store.Writer over the pool (each statement its own transaction).
-type tx struct {
-	q querier
-	// conn is the transaction's connection, nil outside a transaction
-	// (store-level calls on the pool).
-	conn    *connTx
+// executor runs the reads and the writes that need no transaction of
+// their own. The Store embeds one on the pool, where each statement is its
+// own transaction, so its methods are the Store's; a tx embeds one on its
+// connection. It holds no per-call state, so one serves every caller.
+type executor struct {
+	q       querier
 	channel string
+}
+
+// tx implements store.Tx over a pgx transaction: the executor's methods on
+// its connection, and the locks and writes that need a transaction.
+type tx struct {
+	executor
+	// conn is the transaction's connection.
+	conn *connTx
 	// wake asks for a local wake-up after commit; notified says the
 	// statement that queued the run already sent the NOTIFY.
 	wake, notified bool
@@ -44,7 +51,7 @@ func scanSession(row pgx.Row) (gh.Session, error) {
 	return s, err
 }
 
-func (t *tx) getSession(ctx context.Context, id, suffix string) (gh.Session, error) {
+func (t *executor) getSession(ctx context.Context, id, suffix string) (gh.Session, error) {
 	s, err := scanSession(t.q.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1`+suffix, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return gh.Session{}, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", id)
@@ -52,7 +59,7 @@ func (t *tx) getSession(ctx context.Context, id, suffix string) (gh.Session, err
 	return s, dbErr(err, "get session")
 }
 
-func (t *tx) GetSession(ctx context.Context, id string) (gh.Session, error) {
+func (t *executor) GetSession(ctx context.Context, id string) (gh.Session, error) {
 	return t.getSession(ctx, id, "")
 }
 
@@ -60,7 +67,7 @@ func (t *tx) LockSession(ctx context.Context, id string) (gh.Session, error) {
 	return t.getSession(ctx, id, " FOR UPDATE")
 }
 
-func (t *tx) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
+func (t *executor) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
 	rows, err := t.q.Query(ctx, `SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 ORDER BY updated_at DESC, id LIMIT $2`, tenant, limit)
 	if err != nil {
 		return nil, dbErr(err, "list sessions")
@@ -69,7 +76,7 @@ func (t *tx) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.S
 	return out, dbErr(err, "list sessions")
 }
 
-func (t *tx) CreateSession(ctx context.Context, s gh.Session) (gh.Session, bool, error) {
+func (t *executor) CreateSession(ctx context.Context, s gh.Session) (gh.Session, bool, error) {
 	tag, err := t.q.Exec(ctx, `INSERT INTO sessions (id, tenant, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) ON CONFLICT (id) DO NOTHING`,
 		s.ID, s.Tenant, s.Title, s.Created)
 	if err != nil {
@@ -89,7 +96,7 @@ func scanEvent(row pgx.Row) (gh.Event, error) {
 	return e, err
 }
 
-func (t *tx) Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error) {
+func (t *executor) Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error) {
 	rows, err := t.q.Query(ctx, `SELECT `+eventCols+` FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, sessionID, after, limit)
 	if err != nil {
 		return nil, dbErr(err, "read events")
@@ -98,7 +105,7 @@ func (t *tx) Events(ctx context.Context, sessionID string, after int64, limit in
 	return out, dbErr(err, "read events")
 }
 
-func (t *tx) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error) {
+func (t *executor) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error) {
 	e, err := scanEvent(t.q.QueryRow(ctx, `SELECT `+eventCols+` FROM events WHERE session_id = $1 AND idem_key = $2`, sessionID, key))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return gh.Event{}, false, nil
@@ -197,7 +204,7 @@ func scanRun(row pgx.Row) (gh.Run, error) {
 	return r, err
 }
 
-func (t *tx) getRun(ctx context.Context, id int64, suffix string) (gh.Run, error) {
+func (t *executor) getRun(ctx context.Context, id int64, suffix string) (gh.Run, error) {
 	r, err := scanRun(t.q.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1`+suffix, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return gh.Run{}, gh.Errorf(gh.CodeNotFound, "no run %d", id)
@@ -205,13 +212,15 @@ func (t *tx) getRun(ctx context.Context, id int64, suffix string) (gh.Run, error
 	return r, dbErr(err, "get run")
 }
 
-func (t *tx) GetRun(ctx context.Context, id int64) (gh.Run, error) { return t.getRun(ctx, id, "") }
+func (t *executor) GetRun(ctx context.Context, id int64) (gh.Run, error) {
+	return t.getRun(ctx, id, "")
+}
 
 func (t *tx) LockRun(ctx context.Context, id int64) (gh.Run, error) {
 	return t.getRun(ctx, id, " FOR UPDATE")
 }
 
-func (t *tx) optionalRun(ctx context.Context, what, sql string, args ...any) (gh.Run, bool, error) {
+func (t *executor) optionalRun(ctx context.Context, what, sql string, args ...any) (gh.Run, bool, error) {
 	r, err := scanRun(t.q.QueryRow(ctx, sql, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return gh.Run{}, false, nil
@@ -219,7 +228,7 @@ func (t *tx) optionalRun(ctx context.Context, what, sql string, args ...any) (gh
 	return r, err == nil, dbErr(err, what)
 }
 
-func (t *tx) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
+func (t *executor) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
 	return t.optionalRun(ctx, "latest run", `SELECT `+runCols+` FROM runs WHERE session_id = $1 ORDER BY id DESC LIMIT 1`, sessionID)
 }
 
@@ -282,13 +291,13 @@ func (t *tx) SetReadWatermark(ctx context.Context, sessionID string, seq int64, 
 	return dbErr(err, "record read watermark")
 }
 
-func (t *tx) AddLedger(ctx context.Context, r gh.LedgerRow) error {
+func (t *executor) AddLedger(ctx context.Context, r gh.LedgerRow) error {
 	_, err := t.q.Exec(ctx, `INSERT INTO ledger (session_id, run_id, user_key, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, r.SessionID, r.RunID, r.UserKey, r.Provider, r.Model, r.Attempt, r.InputTokens, r.OutputTokens, r.CostUSD, r.DurationMs, r.Error, r.Created)
 	return dbErr(err, "add ledger row")
 }
 
-func (t *tx) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
+func (t *executor) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
 	rows, err := t.q.Query(ctx, `SELECT id, session_id, run_id, user_key, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at
 		FROM ledger WHERE session_id = $1 ORDER BY id LIMIT $2`, sessionID, limit)
 	if err != nil {
@@ -303,14 +312,14 @@ func (t *tx) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.Ledg
 	return out, dbErr(err, "read ledger")
 }
 
-func (t *tx) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
+func (t *executor) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
 	var ok bool
 	err := t.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE state = 'running' AND lease_expires_at <= $1)
 		OR EXISTS (SELECT 1 FROM runs WHERE state = 'queued' AND available_at <= $1)`, now).Scan(&ok)
 	return ok, dbErr(err, "check claimable")
 }
 
-func (t *tx) Usage(ctx context.Context, by string, since time.Time, userKey string) ([]gh.UsageRow, error) {
+func (t *executor) Usage(ctx context.Context, by string, since time.Time, userKey string) ([]gh.UsageRow, error) {
 	key := "user_key"
 	if by == "model" {
 		key = "provider || ':' || model"

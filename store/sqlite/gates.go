@@ -28,7 +28,7 @@ func scanGate(row interface{ Scan(...any) error }) (gh.Gate, error) {
 	return g, nil
 }
 
-func (t *tx) InsertGate(ctx context.Context, g gh.Gate) (bool, error) {
+func (t *writer) InsertGate(ctx context.Context, g gh.Gate) (bool, error) {
 	options, _ := json.Marshal(g.Options)
 	if g.Options == nil {
 		options = []byte("[]")
@@ -43,7 +43,7 @@ func (t *tx) InsertGate(ctx context.Context, g gh.Gate) (bool, error) {
 	return n == 1, nil
 }
 
-func (t *tx) GetGate(ctx context.Context, id string) (gh.Gate, error) {
+func (t *reader) GetGate(ctx context.Context, id string) (gh.Gate, error) {
 	g, err := scanGate(t.q.QueryRowContext(ctx, `SELECT `+gateCols+` FROM gates WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return gh.Gate{}, gh.Errorf(gh.CodeNotFound, "no gate %q", id)
@@ -72,64 +72,34 @@ func (t *tx) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate, boo
 	return g, false, err
 }
 
-func (t *tx) MarkGateLogged(ctx context.Context, id string) error {
+func (t *writer) MarkGateLogged(ctx context.Context, id string) error {
 	_, err := t.q.ExecContext(ctx, `UPDATE gates SET logged = 1 WHERE id = ?`, id)
 	return dbErr(err, "mark gate logged")
 }
 
-func (t *tx) gates(ctx context.Context, what, q string, args ...any) ([]gh.Gate, error) {
+func (t *reader) gates(ctx context.Context, what, q string, args ...any) ([]gh.Gate, error) {
 	return queryAll(ctx, t.q, what, scanGate, q, args...)
 }
 
-func (t *tx) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
+func (t *reader) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
 	return t.gates(ctx, "list gates", `SELECT `+gateCols+` FROM gates WHERE (?1 = '' OR session_id = ?1) AND (?2 = '' OR state = ?2)
 		ORDER BY created_at DESC, id LIMIT ?3`, sessionID, string(state), limit)
 }
 
-func (t *tx) DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error) {
+func (t *reader) DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error) {
 	return t.gates(ctx, "due gates", `SELECT `+gateCols+` FROM gates WHERE state = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?`, micros(now), limit)
 }
 
-func (t *tx) UnloggedGates(ctx context.Context, limit int) ([]gh.Gate, error) {
+func (t *reader) UnloggedGates(ctx context.Context, limit int) ([]gh.Gate, error) {
 	return t.gates(ctx, "unlogged gates", `SELECT `+gateCols+` FROM gates WHERE state <> 'pending' AND NOT logged ORDER BY decided_at LIMIT ?`, limit)
 }
 
-// Store-level gate calls: writes in their own transaction, reads on the
-// read pool.
-
-// InsertGate implements store.Writer.
-func (s *Store) InsertGate(ctx context.Context, g gh.Gate) (ok bool, err error) {
-	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { ok, err = t.InsertGate(ctx, g); return err })
-	return ok, err
-}
+// DecideGate runs on the Store in a transaction of its own: after an
+// update that found the gate decided, it reads the gate, and the read
+// must see what the update saw.
 
 // DecideGate implements store.Writer.
 func (s *Store) DecideGate(ctx context.Context, d store.GateDecision) (g gh.Gate, won bool, err error) {
 	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { g, won, err = t.DecideGate(ctx, d); return err })
 	return g, won, err
-}
-
-// MarkGateLogged implements store.Writer.
-func (s *Store) MarkGateLogged(ctx context.Context, id string) error {
-	return s.InTx(ctx, func(ctx context.Context, t store.Tx) error { return t.MarkGateLogged(ctx, id) })
-}
-
-// GetGate implements store.Reader.
-func (s *Store) GetGate(ctx context.Context, id string) (gh.Gate, error) {
-	return s.reader().GetGate(ctx, id)
-}
-
-// ListGates implements store.Reader.
-func (s *Store) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
-	return s.reader().ListGates(ctx, sessionID, state, limit)
-}
-
-// DueGates implements store.Reader.
-func (s *Store) DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error) {
-	return s.reader().DueGates(ctx, now, limit)
-}
-
-// UnloggedGates implements store.Reader.
-func (s *Store) UnloggedGates(ctx context.Context, limit int) ([]gh.Gate, error) {
-	return s.reader().UnloggedGates(ctx, limit)
 }

@@ -27,11 +27,11 @@ func scanReceive(row interface{ Scan(...any) error }) (store.ReceiveEntry, error
 	return e, err
 }
 
-func (t *tx) receives(ctx context.Context, q string, args ...any) ([]store.ReceiveEntry, error) {
+func (t *reader) receives(ctx context.Context, q string, args ...any) ([]store.ReceiveEntry, error) {
 	return queryAll(ctx, t.q, "list receive log", scanReceive, q, args...)
 }
 
-func (t *tx) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
+func (t *reader) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
 	e, err := scanReceive(t.q.QueryRowContext(ctx, `SELECT `+receiveCols+` FROM receive_log WHERE platform = ? AND update_id = ? AND reason <> 'duplicate'`, platform, updateID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, false, nil
@@ -39,7 +39,7 @@ func (t *tx) ReceiveByUpdate(ctx context.Context, platform, updateID string) (st
 	return e, err == nil, dbErr(err, "find update")
 }
 
-func (t *tx) ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error) {
+func (t *reader) ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error) {
 	var where []string
 	var args []any
 	for _, c := range []struct{ col, v string }{{"platform", f.Platform}, {"outcome", f.Outcome}, {"reason", f.Reason}} {
@@ -59,7 +59,7 @@ func (t *tx) ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.Re
 	return t.receives(ctx, q+" ORDER BY id DESC LIMIT ?", append(args, f.Limit)...)
 }
 
-func (t *tx) LastReceive(ctx context.Context, platform string) (store.ReceiveEntry, bool, error) {
+func (t *reader) LastReceive(ctx context.Context, platform string) (store.ReceiveEntry, bool, error) {
 	e, err := scanReceive(t.q.QueryRowContext(ctx, `SELECT `+receiveCols+` FROM receive_log WHERE platform = ? ORDER BY id DESC LIMIT 1`, platform))
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, false, nil
@@ -67,7 +67,7 @@ func (t *tx) LastReceive(ctx context.Context, platform string) (store.ReceiveEnt
 	return e, err == nil, dbErr(err, "last receive")
 }
 
-func (t *tx) CountHandedOn(ctx context.Context, platform, chatID string, since time.Time) (int, error) {
+func (t *reader) CountHandedOn(ctx context.Context, platform, chatID string, since time.Time) (int, error) {
 	var n int
 	err := t.q.QueryRowContext(ctx, `SELECT count(*) FROM receive_log WHERE platform = ? AND chat_id = ? AND received_at >= ? AND outcome = 'handed_on'`,
 		platform, chatID, micros(since)).Scan(&n)
@@ -105,7 +105,7 @@ func scanAddress(row interface{ Scan(...any) error }) (store.AddressEntry, error
 	return a, err
 }
 
-func (t *tx) AddressBySession(ctx context.Context, sessionID string) (store.AddressEntry, bool, error) {
+func (t *reader) AddressBySession(ctx context.Context, sessionID string) (store.AddressEntry, bool, error) {
 	a, err := scanAddress(t.q.QueryRowContext(ctx, `SELECT `+addressCols+` FROM chat_addresses WHERE session_id = ?`, sessionID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, false, nil
@@ -113,7 +113,7 @@ func (t *tx) AddressBySession(ctx context.Context, sessionID string) (store.Addr
 	return a, err == nil, dbErr(err, "get address")
 }
 
-func (t *tx) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEntry, error) {
+func (t *reader) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEntry, error) {
 	return queryAll(ctx, t.q, "addresses behind", scanAddress, `SELECT `+strings.ReplaceAll("a."+addressCols, ", ", ", a.")+`
 		FROM chat_addresses a JOIN sessions s ON s.id = a.session_id WHERE s.last_seq > a.cursor ORDER BY s.updated_at LIMIT ?`, limit)
 }
@@ -141,7 +141,7 @@ func (t *tx) UpsertAddress(ctx context.Context, e store.AddressEntry) (store.Add
 	return a, created == 1, dbErr(err, "upsert address")
 }
 
-func (t *tx) AdvanceCursor(ctx context.Context, sessionID string, seq int64, now time.Time) error {
+func (t *writer) AdvanceCursor(ctx context.Context, sessionID string, seq int64, now time.Time) error {
 	_, err := t.q.ExecContext(ctx, `UPDATE chat_addresses SET cursor = ?, updated_at = ? WHERE session_id = ? AND cursor < ?`, seq, micros(now), sessionID, seq)
 	return dbErr(err, "advance cursor")
 }
@@ -163,11 +163,11 @@ func scanOutbox(row interface{ Scan(...any) error }) (store.OutboxEntry, error) 
 	return e, nil
 }
 
-func (t *tx) outbox(ctx context.Context, q string, args ...any) ([]store.OutboxEntry, error) {
+func (t *reader) outbox(ctx context.Context, q string, args ...any) ([]store.OutboxEntry, error) {
 	return queryAll(ctx, t.q, "list outbox", scanOutbox, q, args...)
 }
 
-func (t *tx) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
+func (t *writer) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
 	res, err := t.q.ExecContext(ctx, `INSERT INTO outbox (session_id, seq, platform, kind, payload, state, available_at, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING`,
 		e.SessionID, e.Seq, e.Platform, e.Kind, string(e.Payload), micros(e.AvailableAt), micros(e.Created), micros(e.Created))
@@ -178,7 +178,7 @@ func (t *tx) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, erro
 	return n == 1, nil
 }
 
-func (t *tx) OutboxDue(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
+func (t *reader) OutboxDue(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
 	// The head of each session's queue (its lowest open seq), when that
 	// head is pending and available: a session's rows go out in order.
 	return t.outbox(ctx, `SELECT `+outboxCols+` FROM outbox o WHERE platform = ? AND state = 'pending' AND available_at <= ?
@@ -186,12 +186,12 @@ func (t *tx) OutboxDue(ctx context.Context, platform string, now time.Time, limi
 		ORDER BY available_at, id LIMIT ?`, platform, micros(now), limit)
 }
 
-func (t *tx) OutboxStuck(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
+func (t *reader) OutboxStuck(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
 	return t.outbox(ctx, `SELECT `+outboxCols+` FROM outbox WHERE platform = ? AND state = 'sending' AND lease_until < ? ORDER BY id LIMIT ?`,
 		platform, micros(now), limit)
 }
 
-func (t *tx) ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error) {
+func (t *reader) ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error) {
 	var where []string
 	var args []any
 	for _, c := range []struct{ col, v string }{{"platform", f.Platform}, {"state", f.State}, {"session_id", f.SessionID}} {
@@ -207,7 +207,7 @@ func (t *tx) ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.Outb
 	return t.outbox(ctx, q+" ORDER BY id DESC LIMIT ?", append(args, f.Limit)...)
 }
 
-func (t *tx) ClaimOutbox(ctx context.Context, id int64, owner string, now, until time.Time) (store.OutboxEntry, bool, error) {
+func (t *writer) ClaimOutbox(ctx context.Context, id int64, owner string, now, until time.Time) (store.OutboxEntry, bool, error) {
 	e, err := scanOutbox(t.q.QueryRowContext(ctx, `UPDATE outbox SET state = 'sending', owner = ?, lease_until = ?, updated_at = ?
 		WHERE id = ? AND state = 'pending' RETURNING `+outboxCols, owner, micros(until), micros(now), id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -216,7 +216,7 @@ func (t *tx) ClaimOutbox(ctx context.Context, id int64, owner string, now, until
 	return e, err == nil, dbErr(err, "claim outbox")
 }
 
-func (t *tx) UpdateOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
+func (t *writer) UpdateOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
 	ids, _ := json.Marshal(e.MessageIDs)
 	if e.MessageIDs == nil {
 		ids = []byte("[]")
@@ -232,13 +232,13 @@ func (t *tx) UpdateOutbox(ctx context.Context, e store.OutboxEntry) (bool, error
 	return n == 1, nil
 }
 
-func (t *tx) PutGateCard(ctx context.Context, c store.GateCard) error {
+func (t *writer) PutGateCard(ctx context.Context, c store.GateCard) error {
 	_, err := t.q.ExecContext(ctx, `INSERT INTO gate_cards (gate_id, session_id, platform, chat_id, thread_id, message_id, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, c.GateID, c.SessionID, c.Platform, c.ChatID, c.ThreadID, c.MessageID, micros(c.Created))
 	return dbErr(err, "put gate card")
 }
 
-func (t *tx) GateCards(ctx context.Context, gateID string) ([]store.GateCard, error) {
+func (t *reader) GateCards(ctx context.Context, gateID string) ([]store.GateCard, error) {
 	return queryAll(ctx, t.q, "gate cards", func(r rowScanner) (store.GateCard, error) {
 		var c store.GateCard
 		var created int64
@@ -248,7 +248,7 @@ func (t *tx) GateCards(ctx context.Context, gateID string) ([]store.GateCard, er
 	}, `SELECT gate_id, session_id, platform, chat_id, thread_id, message_id, created_at FROM gate_cards WHERE gate_id = ? ORDER BY created_at`, gateID)
 }
 
-func (t *tx) GetPlatformLease(ctx context.Context, name string) (store.PlatformLease, bool, error) {
+func (t *reader) GetPlatformLease(ctx context.Context, name string) (store.PlatformLease, bool, error) {
 	var l store.PlatformLease
 	var exp int64
 	err := t.q.QueryRowContext(ctx, `SELECT name, owner, expires_at FROM platform_leases WHERE name = ?`, name).Scan(&l.Name, &l.Owner, &exp)
@@ -259,7 +259,7 @@ func (t *tx) GetPlatformLease(ctx context.Context, name string) (store.PlatformL
 	return l, err == nil, dbErr(err, "get platform lease")
 }
 
-func (t *tx) AcquirePlatformLease(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
+func (t *writer) AcquirePlatformLease(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
 	res, err := t.q.ExecContext(ctx, `INSERT INTO platform_leases (name, owner, expires_at) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
 		WHERE platform_leases.owner = excluded.owner OR platform_leases.expires_at < ?`, name, owner, micros(until), micros(now))
@@ -270,68 +270,15 @@ func (t *tx) AcquirePlatformLease(ctx context.Context, name, owner string, now, 
 	return n == 1, nil
 }
 
-func (t *tx) ReleasePlatformLease(ctx context.Context, name, owner string) error {
+func (t *writer) ReleasePlatformLease(ctx context.Context, name, owner string) error {
 	_, err := t.q.ExecContext(ctx, `DELETE FROM platform_leases WHERE name = ? AND owner = ?`, name, owner)
 	return dbErr(err, "release platform lease")
 }
 
-// Store-level gateway calls: writes in their own transaction, reads on the
-// read pool.
-
-// ReceiveByUpdate implements store.Reader.
-func (s *Store) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
-	return s.reader().ReceiveByUpdate(ctx, platform, updateID)
-}
-
-// ListReceive implements store.Reader.
-func (s *Store) ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error) {
-	return s.reader().ListReceive(ctx, f)
-}
-
-// LastReceive implements store.Reader.
-func (s *Store) LastReceive(ctx context.Context, platform string) (store.ReceiveEntry, bool, error) {
-	return s.reader().LastReceive(ctx, platform)
-}
-
-// CountHandedOn implements store.Reader.
-func (s *Store) CountHandedOn(ctx context.Context, platform, chatID string, since time.Time) (int, error) {
-	return s.reader().CountHandedOn(ctx, platform, chatID, since)
-}
-
-// AddressBySession implements store.Reader.
-func (s *Store) AddressBySession(ctx context.Context, sessionID string) (store.AddressEntry, bool, error) {
-	return s.reader().AddressBySession(ctx, sessionID)
-}
-
-// AddressesBehind implements store.Reader.
-func (s *Store) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEntry, error) {
-	return s.reader().AddressesBehind(ctx, limit)
-}
-
-// OutboxDue implements store.Reader.
-func (s *Store) OutboxDue(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
-	return s.reader().OutboxDue(ctx, platform, now, limit)
-}
-
-// OutboxStuck implements store.Reader.
-func (s *Store) OutboxStuck(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxEntry, error) {
-	return s.reader().OutboxStuck(ctx, platform, now, limit)
-}
-
-// ListOutbox implements store.Reader.
-func (s *Store) ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error) {
-	return s.reader().ListOutbox(ctx, f)
-}
-
-// GateCards implements store.Reader.
-func (s *Store) GateCards(ctx context.Context, gateID string) ([]store.GateCard, error) {
-	return s.reader().GateCards(ctx, gateID)
-}
-
-// GetPlatformLease implements store.Reader.
-func (s *Store) GetPlatformLease(ctx context.Context, name string) (store.PlatformLease, bool, error) {
-	return s.reader().GetPlatformLease(ctx, name)
-}
+// The gateway writes of several statements run on the Store in a
+// transaction of their own: InsertReceive (the read of the first row after
+// a conflict), UpsertAddress (insert, then read or touch) and PruneGateway
+// (two deletes).
 
 // InsertReceive implements store.Writer.
 func (s *Store) InsertReceive(ctx context.Context, e store.ReceiveEntry) (out store.ReceiveEntry, ok bool, err error) {
@@ -343,51 +290,6 @@ func (s *Store) InsertReceive(ctx context.Context, e store.ReceiveEntry) (out st
 func (s *Store) UpsertAddress(ctx context.Context, e store.AddressEntry) (out store.AddressEntry, created bool, err error) {
 	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { out, created, err = t.UpsertAddress(ctx, e); return err })
 	return out, created, err
-}
-
-// AdvanceCursor implements store.Writer.
-func (s *Store) AdvanceCursor(ctx context.Context, sessionID string, seq int64, now time.Time) error {
-	return s.InTx(ctx, func(ctx context.Context, t store.Tx) error { return t.AdvanceCursor(ctx, sessionID, seq, now) })
-}
-
-// EnqueueOutbox implements store.Writer.
-func (s *Store) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (ok bool, err error) {
-	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { ok, err = t.EnqueueOutbox(ctx, e); return err })
-	return ok, err
-}
-
-// ClaimOutbox implements store.Writer.
-func (s *Store) ClaimOutbox(ctx context.Context, id int64, owner string, now, until time.Time) (out store.OutboxEntry, ok bool, err error) {
-	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error {
-		out, ok, err = t.ClaimOutbox(ctx, id, owner, now, until)
-		return err
-	})
-	return out, ok, err
-}
-
-// UpdateOutbox implements store.Writer.
-func (s *Store) UpdateOutbox(ctx context.Context, e store.OutboxEntry) (ok bool, err error) {
-	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error { ok, err = t.UpdateOutbox(ctx, e); return err })
-	return ok, err
-}
-
-// PutGateCard implements store.Writer.
-func (s *Store) PutGateCard(ctx context.Context, c store.GateCard) error {
-	return s.InTx(ctx, func(ctx context.Context, t store.Tx) error { return t.PutGateCard(ctx, c) })
-}
-
-// AcquirePlatformLease implements store.Writer.
-func (s *Store) AcquirePlatformLease(ctx context.Context, name, owner string, now, until time.Time) (ok bool, err error) {
-	err = s.InTx(ctx, func(ctx context.Context, t store.Tx) error {
-		ok, err = t.AcquirePlatformLease(ctx, name, owner, now, until)
-		return err
-	})
-	return ok, err
-}
-
-// ReleasePlatformLease implements store.Writer.
-func (s *Store) ReleasePlatformLease(ctx context.Context, name, owner string) error {
-	return s.InTx(ctx, func(ctx context.Context, t store.Tx) error { return t.ReleasePlatformLease(ctx, name, owner) })
 }
 
 func (t *tx) TouchChat(ctx context.Context, e store.AddressEntry, since time.Time) (store.AddressEntry, bool, int, error) {
@@ -436,13 +338,8 @@ func (s *Store) PruneGateway(ctx context.Context, before time.Time, limit int) (
 	return n, err
 }
 
-func (t *tx) CountOutbox(ctx context.Context, platform, state string) (int, error) {
+func (t *reader) CountOutbox(ctx context.Context, platform, state string) (int, error) {
 	var n int
 	err := t.q.QueryRowContext(ctx, `SELECT count(*) FROM outbox WHERE platform = ? AND state = ?`, platform, state).Scan(&n)
 	return n, dbErr(err, "count outbox")
-}
-
-// CountOutbox implements store.Reader.
-func (s *Store) CountOutbox(ctx context.Context, platform, state string) (int, error) {
-	return s.reader().CountOutbox(ctx, platform, state)
 }

@@ -27,7 +27,7 @@ func scanFact(row interface{ Scan(...any) error }, extra ...any) (store.MemoryFa
 	return f, err
 }
 
-func (t *tx) facts(ctx context.Context, what, q string, args ...any) ([]store.MemoryFact, error) {
+func (t *reader) facts(ctx context.Context, what, q string, args ...any) ([]store.MemoryFact, error) {
 	return queryAll(ctx, t.q, what, func(r rowScanner) (store.MemoryFact, error) { return scanFact(r) }, q, args...)
 }
 
@@ -72,7 +72,7 @@ func termSet(terms []store.MemoryTerm) (obj string, list string, length int, err
 	return string(b), strings.Join(names, " "), length, nil
 }
 
-func (t *tx) GetMemoryFact(ctx context.Context, id int64) (store.MemoryFact, error) {
+func (t *reader) GetMemoryFact(ctx context.Context, id int64) (store.MemoryFact, error) {
 	f, err := scanFact(t.q.QueryRowContext(ctx, `SELECT `+factCols+` FROM memory_facts WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.MemoryFact{}, gh.Errorf(gh.CodeNotFound, "no memory fact %d", id)
@@ -80,7 +80,7 @@ func (t *tx) GetMemoryFact(ctx context.Context, id int64) (store.MemoryFact, err
 	return f, dbErr(err, "get memory fact")
 }
 
-func (t *tx) MemoryFacts(ctx context.Context, userKey, subjectPrefix string, limit int) ([]store.MemoryFact, error) {
+func (t *reader) MemoryFacts(ctx context.Context, userKey, subjectPrefix string, limit int) ([]store.MemoryFact, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -96,7 +96,7 @@ func (t *tx) MemoryFacts(ctx context.Context, userKey, subjectPrefix string, lim
 		ORDER BY observed_at DESC, id DESC LIMIT ?`, userKey, subjectPrefix, end, limit)
 }
 
-func (t *tx) MemoryFactsByID(ctx context.Context, userKey string, ids []int64) ([]store.MemoryFact, error) {
+func (t *reader) MemoryFactsByID(ctx context.Context, userKey string, ids []int64) ([]store.MemoryFact, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -104,7 +104,7 @@ func (t *tx) MemoryFactsByID(ctx context.Context, userKey string, ids []int64) (
 		WHERE id IN (SELECT value FROM json_each(?)) AND user_key = ? AND deleted_at = 0`, jsonArray(ids), userKey)
 }
 
-func (t *tx) MemoryTermStats(ctx context.Context, userKey string, terms []string) (store.MemoryStats, error) {
+func (t *reader) MemoryTermStats(ctx context.Context, userKey string, terms []string) (store.MemoryStats, error) {
 	// One statement, so the counts are one snapshot.
 	rows, err := t.q.QueryContext(ctx, `SELECT u.facts, u.terms, d.term, d.df
 		FROM memory_users u LEFT JOIN memory_dict d ON d.user_key = u.user_key AND d.term IN (SELECT value FROM json_each(?2))
@@ -127,7 +127,7 @@ func (t *tx) MemoryTermStats(ctx context.Context, userKey string, terms []string
 	return st, dbErr(rows.Err(), "read memory term stats")
 }
 
-func (t *tx) MemoryPostings(ctx context.Context, userKey string, terms, also []string) ([]store.MemoryPosting, error) {
+func (t *reader) MemoryPostings(ctx context.Context, userKey string, terms, also []string) ([]store.MemoryPosting, error) {
 	if len(terms) == 0 {
 		return nil, nil
 	}
@@ -158,7 +158,7 @@ func (t *tx) MemoryPostings(ctx context.Context, userKey string, terms, also []s
 	return out, dbErr(rows.Err(), "read memory postings")
 }
 
-func (t *tx) MemoryVectors(ctx context.Context, userKey, model string) ([]store.MemoryVector, error) {
+func (t *reader) MemoryVectors(ctx context.Context, userKey, model string) ([]store.MemoryVector, error) {
 	rows, err := t.q.QueryContext(ctx, `SELECT id, text, CASE WHEN embedding_model = ?2 THEN embedding END
 		FROM memory_facts WHERE user_key = ?1 AND deleted_at = 0 ORDER BY id`, userKey, model)
 	if err != nil {
@@ -328,7 +328,7 @@ func scanJob(row interface{ Scan(...any) error }) (store.MemoryJob, error) {
 	return j, err
 }
 
-func (t *tx) getJob(ctx context.Context, id int64) (store.MemoryJob, error) {
+func (t *reader) getJob(ctx context.Context, id int64) (store.MemoryJob, error) {
 	j, err := scanJob(t.q.QueryRowContext(ctx, `SELECT `+jobCols+` FROM memory_jobs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.MemoryJob{}, gh.Errorf(gh.CodeNotFound, "no memory job %d", id)
@@ -336,7 +336,7 @@ func (t *tx) getJob(ctx context.Context, id int64) (store.MemoryJob, error) {
 	return j, dbErr(err, "get memory job")
 }
 
-func (t *tx) GetMemoryJob(ctx context.Context, id int64) (store.MemoryJob, error) {
+func (t *reader) GetMemoryJob(ctx context.Context, id int64) (store.MemoryJob, error) {
 	return t.getJob(ctx, id)
 }
 
@@ -344,7 +344,7 @@ func (t *tx) LockMemoryJob(ctx context.Context, id int64) (store.MemoryJob, erro
 	return t.getJob(ctx, id)
 }
 
-func (t *tx) ListMemoryJobs(ctx context.Context, userKey, state string, limit int) ([]store.MemoryJob, error) {
+func (t *reader) ListMemoryJobs(ctx context.Context, userKey, state string, limit int) ([]store.MemoryJob, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -386,48 +386,9 @@ func (t *tx) UpdateMemoryJob(ctx context.Context, j store.MemoryJob) error {
 	return dbErr(err, "update memory job")
 }
 
-// Store-level memory calls: writes in their own transaction, reads on the
-// read pool.
-
-// GetMemoryFact implements store.Reader.
-func (s *Store) GetMemoryFact(ctx context.Context, id int64) (store.MemoryFact, error) {
-	return s.reader().GetMemoryFact(ctx, id)
-}
-
-// MemoryFacts implements store.Reader.
-func (s *Store) MemoryFacts(ctx context.Context, userKey, subjectPrefix string, limit int) ([]store.MemoryFact, error) {
-	return s.reader().MemoryFacts(ctx, userKey, subjectPrefix, limit)
-}
-
-// MemoryFactsByID implements store.Reader.
-func (s *Store) MemoryFactsByID(ctx context.Context, userKey string, ids []int64) ([]store.MemoryFact, error) {
-	return s.reader().MemoryFactsByID(ctx, userKey, ids)
-}
-
-// MemoryTermStats implements store.Reader.
-func (s *Store) MemoryTermStats(ctx context.Context, userKey string, terms []string) (store.MemoryStats, error) {
-	return s.reader().MemoryTermStats(ctx, userKey, terms)
-}
-
-// MemoryPostings implements store.Reader.
-func (s *Store) MemoryPostings(ctx context.Context, userKey string, terms, also []string) ([]store.MemoryPosting, error) {
-	return s.reader().MemoryPostings(ctx, userKey, terms, also)
-}
-
-// MemoryVectors implements store.Reader.
-func (s *Store) MemoryVectors(ctx context.Context, userKey, model string) ([]store.MemoryVector, error) {
-	return s.reader().MemoryVectors(ctx, userKey, model)
-}
-
-// GetMemoryJob implements store.Reader.
-func (s *Store) GetMemoryJob(ctx context.Context, id int64) (store.MemoryJob, error) {
-	return s.reader().GetMemoryJob(ctx, id)
-}
-
-// ListMemoryJobs implements store.Reader.
-func (s *Store) ListMemoryJobs(ctx context.Context, userKey, state string, limit int) ([]store.MemoryJob, error) {
-	return s.reader().ListMemoryJobs(ctx, userKey, state, limit)
-}
+// The memory writes run on the Store in a transaction of their own: each
+// takes several statements (SetMemoryVectors one per vector,
+// InsertMemoryJob an insert and a read).
 
 // PutMemoryFact implements store.Writer.
 func (s *Store) PutMemoryFact(ctx context.Context, f store.MemoryFact, terms []store.MemoryTerm) (out store.MemoryFact, put bool, err error) {

@@ -32,6 +32,12 @@ type Config struct {
 
 // Store is the SQLite backend.
 type Store struct {
+	// reader, on the read pool, gives the Store its reads; writer, on the
+	// writer connection outside a transaction, its single-statement writes.
+	// The reader is the shallower, so it is the one whose reads are
+	// promoted.
+	*reader
+	*writer
 	w, r *sql.DB
 	wake store.Broadcast
 	path string
@@ -96,7 +102,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	r.SetMaxOpenConns(cfg.ReadConns)
 	r.SetMaxIdleConns(cfg.ReadConns)
-	return &Store{w: w, r: r, path: cfg.Path}, nil
+	return &Store{reader: &reader{q: r}, writer: &writer{reader{q: w}}, w: w, r: r, path: cfg.Path}, nil
 }
 
 // privateFiles makes the database file, and the -wal and -shm files an
@@ -165,7 +171,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	if err != nil {
 		return gh.Wrap(gh.CodeUnavailable, err, "sqlite: begin")
 	}
-	t := &tx{q: sqlTx}
+	t := &tx{writer: writer{reader{q: sqlTx}}}
 	if err := fn(ctx, t); err != nil {
 		_ = sqlTx.Rollback()
 		return err
@@ -187,7 +193,8 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	return nil
 }
 
-// Writes outside InTx are a transaction each.
+// Writes of several statements run on the Store in a transaction of their
+// own; the single-statement ones come from the embedded writer.
 
 // CreateSession implements store.Writer.
 func (s *Store) CreateSession(ctx context.Context, sess gh.Session) (out gh.Session, created bool, err error) {
@@ -205,60 +212,6 @@ func (s *Store) Append(ctx context.Context, p store.AppendParams) (res store.App
 		return err
 	})
 	return res, err
-}
-
-// AddLedger implements store.Writer.
-func (s *Store) AddLedger(ctx context.Context, row gh.LedgerRow) error {
-	return s.InTx(ctx, func(ctx context.Context, t store.Tx) error { return t.AddLedger(ctx, row) })
-}
-
-// Usage implements store.Reader.
-func (s *Store) Usage(ctx context.Context, by string, since time.Time, userKey string) ([]gh.UsageRow, error) {
-	return s.reader().Usage(ctx, by, since, userKey)
-}
-
-// HasClaimable implements store.Reader.
-func (s *Store) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
-	return s.reader().HasClaimable(ctx, now)
-}
-
-// Ledger implements store.Reader.
-func (s *Store) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
-	return s.reader().Ledger(ctx, sessionID, limit)
-}
-
-// Reads outside InTx use the read pool.
-
-func (s *Store) reader() *tx { return &tx{q: s.r} }
-
-// GetSession implements store.Reader.
-func (s *Store) GetSession(ctx context.Context, id string) (gh.Session, error) {
-	return s.reader().GetSession(ctx, id)
-}
-
-// ListSessions implements store.Reader.
-func (s *Store) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
-	return s.reader().ListSessions(ctx, tenant, limit)
-}
-
-// Events implements store.Reader.
-func (s *Store) Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error) {
-	return s.reader().Events(ctx, sessionID, after, limit)
-}
-
-// EventByKey implements store.Reader.
-func (s *Store) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error) {
-	return s.reader().EventByKey(ctx, sessionID, key)
-}
-
-// GetRun implements store.Reader.
-func (s *Store) GetRun(ctx context.Context, id int64) (gh.Run, error) {
-	return s.reader().GetRun(ctx, id)
-}
-
-// LatestRun implements store.Reader.
-func (s *Store) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
-	return s.reader().LatestRun(ctx, sessionID)
 }
 
 func micros(t time.Time) int64 {

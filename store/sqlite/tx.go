@@ -16,11 +16,32 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// tx implements store.Tx over a transaction, and store.Reader over the read
-// pool. SQLite has no row locks: the single writer connection holds the
-// whole database for the transaction, which is a stronger lock.
+// reader runs the reads. The Store embeds one on the read pool, so its
+// methods are the Store's reads; a tx has one on its transaction.
+type reader struct {
+	q querier
+}
+
+// writer runs the writes that are a single statement, and the reads, on
+// the writer connection. The Store embeds one outside a transaction, where
+// SQLite runs each statement as its own transaction (autocommit), so its
+// methods are the Store's writes; a tx has one on its transaction. The
+// writes that take several statements are tx methods, which the Store runs
+// with InTx.
+type writer struct {
+	reader
+}
+
+var (
+	_ store.Reader = (*reader)(nil)
+	_ store.Reader = (*writer)(nil)
+)
+
+// tx implements store.Tx over a transaction. SQLite has no row locks: the
+// single writer connection holds the whole database for the transaction,
+// which is a stronger lock.
 type tx struct {
-	q    querier
+	writer
 	wake bool
 	// atCommit runs just before COMMIT (InsertReceiveAtCommit).
 	atCommit []func(ctx context.Context) error
@@ -62,7 +83,7 @@ func scanSession(row interface{ Scan(...any) error }) (gh.Session, error) {
 	return s, err
 }
 
-func (t *tx) GetSession(ctx context.Context, id string) (gh.Session, error) {
+func (t *reader) GetSession(ctx context.Context, id string) (gh.Session, error) {
 	s, err := scanSession(t.q.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return gh.Session{}, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", id)
@@ -70,7 +91,7 @@ func (t *tx) GetSession(ctx context.Context, id string) (gh.Session, error) {
 	return s, dbErr(err, "get session")
 }
 
-func (t *tx) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
+func (t *reader) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
 	return queryAll(ctx, t.q, "list sessions", scanSession, `SELECT `+sessionCols+` FROM sessions WHERE tenant = ? ORDER BY updated_at DESC, id LIMIT ?`, tenant, limit)
 }
 
@@ -97,7 +118,7 @@ func scanEvent(row interface{ Scan(...any) error }) (gh.Event, error) {
 	return e, err
 }
 
-func (t *tx) Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error) {
+func (t *reader) Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error) {
 	rows, err := t.q.QueryContext(ctx, `SELECT `+eventCols+` FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
 	if err != nil {
 		return nil, dbErr(err, "read events")
@@ -114,7 +135,7 @@ func (t *tx) Events(ctx context.Context, sessionID string, after int64, limit in
 	return out, dbErr(rows.Err(), "read events")
 }
 
-func (t *tx) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error) {
+func (t *reader) EventByKey(ctx context.Context, sessionID, key string) (gh.Event, bool, error) {
 	e, err := scanEvent(t.q.QueryRowContext(ctx, `SELECT `+eventCols+` FROM events WHERE session_id = ? AND idem_key = ?`, sessionID, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return gh.Event{}, false, nil
@@ -196,7 +217,7 @@ func scanRun(row interface{ Scan(...any) error }) (gh.Run, error) {
 	return r, err
 }
 
-func (t *tx) GetRun(ctx context.Context, id int64) (gh.Run, error) {
+func (t *reader) GetRun(ctx context.Context, id int64) (gh.Run, error) {
 	r, err := scanRun(t.q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return gh.Run{}, gh.Errorf(gh.CodeNotFound, "no run %d", id)
@@ -206,7 +227,7 @@ func (t *tx) GetRun(ctx context.Context, id int64) (gh.Run, error) {
 
 func (t *tx) LockRun(ctx context.Context, id int64) (gh.Run, error) { return t.GetRun(ctx, id) }
 
-func (t *tx) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
+func (t *reader) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
 	r, err := scanRun(t.q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE session_id = ? ORDER BY id DESC LIMIT 1`, sessionID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return gh.Run{}, false, nil
@@ -269,13 +290,13 @@ func (t *tx) SetReadWatermark(ctx context.Context, sessionID string, seq int64, 
 	return dbErr(err, "record read watermark")
 }
 
-func (t *tx) AddLedger(ctx context.Context, r gh.LedgerRow) error {
+func (t *writer) AddLedger(ctx context.Context, r gh.LedgerRow) error {
 	_, err := t.q.ExecContext(ctx, `INSERT INTO ledger (session_id, run_id, user_key, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.SessionID, r.RunID, r.UserKey, r.Provider, r.Model, r.Attempt, r.InputTokens, r.OutputTokens, r.CostUSD, r.DurationMs, r.Error, micros(r.Created))
 	return dbErr(err, "add ledger row")
 }
 
-func (t *tx) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
+func (t *reader) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
 	rows, err := t.q.QueryContext(ctx, `SELECT id, session_id, run_id, user_key, provider, model, attempt, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at
 		FROM ledger WHERE session_id = ? ORDER BY id LIMIT ?`, sessionID, limit)
 	if err != nil {
@@ -295,7 +316,7 @@ func (t *tx) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.Ledg
 	return out, dbErr(rows.Err(), "read ledger")
 }
 
-func (t *tx) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
+func (t *reader) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
 	var one int
 	err := t.q.QueryRowContext(ctx, `SELECT 1 WHERE EXISTS (SELECT 1 FROM runs WHERE state = 'running' AND lease_expires_at <= ?1)
 		OR EXISTS (SELECT 1 FROM runs WHERE state = 'queued' AND available_at <= ?1)`, micros(now)).Scan(&one)
@@ -305,7 +326,7 @@ func (t *tx) HasClaimable(ctx context.Context, now time.Time) (bool, error) {
 	return err == nil, dbErr(err, "check claimable")
 }
 
-func (t *tx) Usage(ctx context.Context, by string, since time.Time, userKey string) ([]gh.UsageRow, error) {
+func (t *reader) Usage(ctx context.Context, by string, since time.Time, userKey string) ([]gh.UsageRow, error) {
 	key := "user_key"
 	if by == "model" {
 		key = "provider || ':' || model"
