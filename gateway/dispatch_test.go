@@ -10,7 +10,9 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -18,10 +20,10 @@ import (
 // Dispatcher behaviour, driven through the real Telegram adapter against
 // the strict Telegram fake.
 
-func telegramEnv(t testing.TB, opts adaptertest.TelegramOptions, eo adaptertest.EnvOptions) (*adaptertest.Env, *adaptertest.TelegramFake) {
-	var fake *adaptertest.TelegramFake
-	e := adaptertest.NewEnv(t, func(tb adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
-		a, f := adaptertest.NewTelegramAdapter(tb, opts)
+func telegramEnv(t testing.TB, opts telegramtest.TelegramOptions, eo stacktest.EnvOptions) (*stacktest.Env, *telegramtest.TelegramFake) {
+	var fake *telegramtest.TelegramFake
+	e := stacktest.NewEnv(t, func(tb adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+		a, f := telegramtest.NewTelegramAdapter(tb, opts)
 		fake = f
 		return a, f
 	}, eo)
@@ -30,7 +32,7 @@ func telegramEnv(t testing.TB, opts adaptertest.TelegramOptions, eo adaptertest.
 
 // session makes chat known to the gateway (address and session) and
 // returns its session id.
-func session(e *adaptertest.Env, chat string) string {
+func session(e *stacktest.Env, chat string) string {
 	e.T.Helper()
 	e.Model.Push(modeltest.Reply{Text: "hello " + chat})
 	upd := e.Fake.Say(chat, "alice", "hi", false)
@@ -47,7 +49,7 @@ func session(e *adaptertest.Env, chat string) string {
 }
 
 // enqueue adds outbox rows the way the follower does, after the log's end.
-func enqueue(e *adaptertest.Env, sessionID string, texts ...string) {
+func enqueue(e *stacktest.Env, sessionID string, texts ...string) {
 	e.T.Helper()
 	for i, text := range texts {
 		p, _ := json.Marshal(map[string]string{"text": text})
@@ -59,7 +61,7 @@ func enqueue(e *adaptertest.Env, sessionID string, texts ...string) {
 	}
 }
 
-func texts(f *adaptertest.TelegramFake, chat string) []string {
+func texts(f *telegramtest.TelegramFake, chat string) []string {
 	var out []string
 	for _, m := range f.Messages(chat) {
 		out = append(out, m.Text)
@@ -68,7 +70,7 @@ func texts(f *adaptertest.TelegramFake, chat string) []string {
 }
 
 func TestLongAnswerIsSplitAtTheLimitAndSentInOrder(t *testing.T) {
-	e, fake := telegramEnv(t, adaptertest.TelegramOptions{}, adaptertest.EnvOptions{})
+	e, fake := telegramEnv(t, telegramtest.TelegramOptions{}, stacktest.EnvOptions{})
 	var b strings.Builder
 	for i := range 120 {
 		fmt.Fprintf(&b, "Paragraph %d says <something> & more, at some length to fill the message up.\n\n", i)
@@ -97,7 +99,7 @@ func TestLongAnswerIsSplitAtTheLimitAndSentInOrder(t *testing.T) {
 func TestRateLimitedSendsArriveOnceAndInOrder(t *testing.T) {
 	// The fake is stricter than the pacing (2 s per chat against our
 	// ~1.1 s): 429s must come, and each must be waited out, not lost.
-	e, fake := telegramEnv(t, adaptertest.TelegramOptions{RateLimit: true, Rates: adaptertest.TelegramRates{PerChat: 2 * time.Second}}, adaptertest.EnvOptions{})
+	e, fake := telegramEnv(t, telegramtest.TelegramOptions{RateLimit: true, Rates: telegramtest.TelegramRates{PerChat: 2 * time.Second}}, stacktest.EnvOptions{})
 	s1 := session(e, "alice")
 	want := []string{"one", "two", "three", "four"}
 	enqueue(e, s1, want...)
@@ -124,7 +126,7 @@ func TestRateLimitedSendsArriveOnceAndInOrder(t *testing.T) {
 }
 
 func TestRefusedSendIsADeadLetterAndTheChatGoesOn(t *testing.T) {
-	e, fake := telegramEnv(t, adaptertest.TelegramOptions{}, adaptertest.EnvOptions{})
+	e, fake := telegramEnv(t, telegramtest.TelegramOptions{}, stacktest.EnvOptions{})
 	s1 := session(e, "alice")
 	// Something Telegram refuses for good: an answer made only of an
 	// unclosed tag is fine escaped, so refuse by sending to a chat the
@@ -155,7 +157,7 @@ func TestRefusedSendIsADeadLetterAndTheChatGoesOn(t *testing.T) {
 }
 
 func TestRowLeftSendingByADeadReplicaIsNotSentAgain(t *testing.T) {
-	e, fake := telegramEnv(t, adaptertest.TelegramOptions{}, adaptertest.EnvOptions{})
+	e, fake := telegramEnv(t, telegramtest.TelegramOptions{}, stacktest.EnvOptions{})
 	s1 := session(e, "alice")
 	// A replica claimed the row and died mid-send: its claim expired.
 	p, _ := json.Marshal(map[string]string{"text": "maybe sent"})
@@ -183,7 +185,7 @@ func TestRowLeftSendingByADeadReplicaIsNotSentAgain(t *testing.T) {
 }
 
 func TestSecondReplicaTakesOverThePlatform(t *testing.T) {
-	e, fake := telegramEnv(t, adaptertest.TelegramOptions{}, adaptertest.EnvOptions{})
+	e, fake := telegramEnv(t, telegramtest.TelegramOptions{}, stacktest.EnvOptions{})
 	session(e, "alice")
 	// A second replica on the same database, configured alike.
 	second := gateway.New(gateway.Config{Kernel: e.Kernel, Store: e.Store, Gates: e.Gates, Adapters: []gateway.Adapter{e.Adapter},

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram"
+	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -65,7 +65,7 @@ func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy b
 	defer st.Close()
 	ctx := context.Background()
 	k := kernel.New(st, kernel.Config{})
-	fake := adaptertest.NewTelegram(b, adaptertest.TelegramOptions{})
+	fake := telegramtest.NewTelegram(b, telegramtest.TelegramOptions{})
 	a, err := telegram.New(telegram.Config{Token: fake.Token, APIURL: fake.URL, WebhookSecret: "bench-secret", Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
@@ -194,7 +194,7 @@ func benchRedelivery(b *testing.B, target storetest.BenchTarget) {
 	defer st.Close()
 	ctx := context.Background()
 	k := kernel.New(st, kernel.Config{})
-	fake := adaptertest.NewTelegram(b, adaptertest.TelegramOptions{})
+	fake := telegramtest.NewTelegram(b, telegramtest.TelegramOptions{})
 	a, err := telegram.New(telegram.Config{Token: fake.Token, APIURL: fake.URL, WebhookSecret: "bench-secret", Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		b.Fatal(err)

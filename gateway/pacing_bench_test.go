@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
+	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -18,7 +19,7 @@ import (
 //	go test -run XXX -bench SendPacing -benchtime 1x ./gateway/
 func BenchmarkTelegramSendPacing(b *testing.B) {
 	for range b.N {
-		e, fake := telegramEnv(b, adaptertest.TelegramOptions{RateLimit: true}, adaptertest.EnvOptions{})
+		e, fake := telegramEnv(b, telegramtest.TelegramOptions{RateLimit: true}, stacktest.EnvOptions{})
 		type chat struct {
 			handle string
 			n      int

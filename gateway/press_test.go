@@ -5,15 +5,16 @@ import (
 	"testing"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
 
 // A press decides only from the chat whose gate it is: a button's data
 // replayed from another chat, by an allowed user, decides nothing.
 func TestPressFromAnotherChatDecidesNothing(t *testing.T) {
-	e, fake := telegramEnv(t, adaptertest.TelegramOptions{}, adaptertest.EnvOptions{Allowed: []string{"alice", "bob"}})
+	e, fake := telegramEnv(t, telegramtest.TelegramOptions{}, stacktest.EnvOptions{Allowed: []string{"alice", "bob"}})
 	session(e, "bob")
 	e.Model.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_1", Name: "post_note", Arguments: `{"text":"x"}`}}}, modeltest.Reply{Text: "Posted."})
 	e.Fake.Say("alice", "alice", "post it", false)

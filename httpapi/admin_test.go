@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram"
+	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -28,7 +28,7 @@ func adminServer(t *testing.T, allowed []string) (*httptest.Server, store.Store)
 	}
 	t.Cleanup(func() { st.Close() })
 	k := kernel.New(st, kernel.Config{})
-	fake := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{})
+	fake := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
 	a, err := telegram.New(telegram.Config{Token: fake.Token, APIURL: fake.URL, WebhookSecret: "hook-secret", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -3,9 +3,10 @@ package adaptertest
 import "github.com/gatehouse/gatehouse/gateway"
 
 // Fake is a platform's fake server as the shared suite drives it. Each
-// platform's fake (telegram.go, discord.go, slack.go in this package) is a
-// real server on loopback speaking the platform's wire protocol, strict
-// about what the real platform refuses; Fake is the suite's handle on it.
+// platform's fake (telegramtest, discordtest and slacktest, beside their
+// adapters) is a real server on loopback speaking the platform's wire
+// protocol, strict about what the real platform refuses; Fake is the
+// suite's handle on it.
 //
 // Users and chats are named by handles ("alice", "room"); the fake maps
 // them to ids of the platform's shape (Telegram's integers, Discord's

@@ -1,7 +1,10 @@
 package adaptertest
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"sync"
 	"time"
 
 	"github.com/gatehouse/gatehouse/gateway"
@@ -39,4 +42,31 @@ func Connect(t TB, a gateway.Adapter, sink gateway.Sink, within time.Duration) {
 			t.Errorf("Connect did not return within %s of its context ending", within)
 		}
 	})
+}
+
+// LogWriter writes log lines to t until the test has ended (testing
+// panics on a log after that, and an adapter's last words may come late).
+func LogWriter(t TB) io.Writer {
+	w := &tbLog{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.done = true
+	})
+	return w
+}
+
+type tbLog struct {
+	mu   sync.Mutex
+	t    TB
+	done bool
+}
+
+func (w *tbLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Logf("%s", bytes.TrimRight(p, "\n"))
+	}
+	return len(p), nil
 }

@@ -15,10 +15,12 @@ import (
 
 // Run is the suite every adapter passes: a whole gateway driven from the
 // platform's fake server, as a person on that platform would use it.
-func Run(t *testing.T, factory Factory) {
+// stack builds that gateway around the adapter and fake the factory
+// makes (internal/stacktest.Stack); this package stays below it.
+func Run(t *testing.T, stack NewStack, factory Factory) {
 	for _, tc := range []struct {
 		name string
-		fn   func(t *testing.T, factory Factory)
+		fn   func(t *testing.T, mk func(StackOptions) *env)
 	}{
 		{"TextAnsweredInSameChat", testAnswered},
 		{"BotAndStrangerDropped", testDropped},
@@ -28,12 +30,54 @@ func Run(t *testing.T, factory Factory) {
 		{"ApprovalCardPressAndSecondPress", testApproval},
 		{"DecisionOnWebUpdatesTheCard", testWebDecision},
 	} {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, factory) })
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, func(o StackOptions) *env { return &env{Stack: stack(t, factory, o), T: t} })
+		})
 	}
 }
 
+// env is one test's stack.
+type env struct {
+	Stack
+	T testing.TB
+}
+
+// Eventually polls cond until it holds or 10 s pass.
+func (e *env) Eventually(what string, cond func() bool) {
+	e.T.Helper()
+	Eventually(e.T, what, cond)
+}
+
+// Receive returns the first receive-log row of an update, waiting for it.
+func (e *env) Receive(update string) store.ReceiveEntry {
+	e.T.Helper()
+	var row store.ReceiveEntry
+	e.Eventually("receive-log row of update "+update, func() bool {
+		r, ok, err := e.Store.ReceiveByUpdate(e.Ctx, e.Adapter.Platform(), update)
+		row = r
+		return err == nil && ok
+	})
+	return row
+}
+
+// UserMessages counts the user.message events of a session.
+func (e *env) UserMessages(session string) int {
+	e.T.Helper()
+	evs, err := e.Kernel.Events(e.Ctx, session, 0, 10000)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	n := 0
+	for _, ev := range evs {
+		if ev.Kind == gh.KindUserMessage {
+			n++
+		}
+	}
+	return n
+}
+
 // reply waits for a bot message in chat whose text contains want.
-func (e *Env) reply(chat, want string) Message {
+func (e *env) reply(chat, want string) Message {
 	e.T.Helper()
 	var got Message
 	e.Eventually(fmt.Sprintf("a message containing %q in %s", want, chat), func() bool {
@@ -48,15 +92,15 @@ func (e *Env) reply(chat, want string) Message {
 	return got
 }
 
-func (e *Env) noFakeErrors() {
+func (e *env) noFakeErrors() {
 	e.T.Helper()
 	if errs := e.Fake.Errors(); len(errs) > 0 {
 		e.T.Fatalf("the fake platform refused requests the real one would refuse too: %q", errs)
 	}
 }
 
-func testAnswered(t *testing.T, factory Factory) {
-	e := NewEnv(t, factory, EnvOptions{})
+func testAnswered(t *testing.T, mk func(StackOptions) *env) {
+	e := mk(StackOptions{})
 	e.Model.Push(modeltest.Reply{Text: "Hello from the agent."})
 	upd := e.Fake.Say("room", "alice", "hi there", false)
 	row := e.Receive(upd)
@@ -81,8 +125,8 @@ func testAnswered(t *testing.T, factory Factory) {
 	e.noFakeErrors()
 }
 
-func testDropped(t *testing.T, factory Factory) {
-	e := NewEnv(t, factory, EnvOptions{})
+func testDropped(t *testing.T, mk func(StackOptions) *env) {
+	e := mk(StackOptions{})
 	bot := e.Fake.Say("room", "otherbot", "I am a bot", true)
 	stranger := e.Fake.Say("room", "mallory", "let me in", false)
 	for upd, reason := range map[string]string{bot: gateway.ReasonFromBot, stranger: gateway.ReasonNotAllowed} {
@@ -106,8 +150,8 @@ func testDropped(t *testing.T, factory Factory) {
 	e.noFakeErrors()
 }
 
-func testFlood(t *testing.T, factory Factory) {
-	e := NewEnv(t, factory, EnvOptions{})
+func testFlood(t *testing.T, mk func(StackOptions) *env) {
+	e := mk(StackOptions{})
 	var ups []string
 	for i := range 31 {
 		ups = append(ups, e.Fake.Say("room", "alice", fmt.Sprintf("message %d", i+1), false))
@@ -136,8 +180,8 @@ func testFlood(t *testing.T, factory Factory) {
 	}
 }
 
-func testRedelivery(t *testing.T, factory Factory) {
-	e := NewEnv(t, factory, EnvOptions{})
+func testRedelivery(t *testing.T, mk func(StackOptions) *env) {
+	e := mk(StackOptions{})
 	e.Model.Push(modeltest.Reply{Text: "Answered once."})
 	upd := e.Fake.Say("room", "alice", "say it once", false)
 	first := e.Receive(upd)
@@ -167,7 +211,7 @@ func testRedelivery(t *testing.T, factory Factory) {
 
 // card waits for an approval card in chat and returns it with its button
 // data for approve and deny.
-func (e *Env) card(chat string) (m Message, approve, deny string) {
+func (e *env) card(chat string) (m Message, approve, deny string) {
 	e.T.Helper()
 	e.Eventually("an approval card in "+chat, func() bool {
 		for _, msg := range e.Fake.Messages(chat) {
@@ -193,7 +237,7 @@ func (e *Env) card(chat string) (m Message, approve, deny string) {
 	return m, approve, deny
 }
 
-func (e *Env) cardNow(chat, id string) Message {
+func (e *env) cardNow(chat, id string) Message {
 	for _, m := range e.Fake.Messages(chat) {
 		if m.ID == id {
 			return m
@@ -203,20 +247,20 @@ func (e *Env) cardNow(chat, id string) Message {
 	return Message{}
 }
 
-func askToPost(e *Env, final string) {
+func askToPost(e *env, final string) {
 	e.Model.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_post", Name: "post_note", Arguments: `{"text":"The report is ready."}`}}},
 		modeltest.Reply{Text: final})
 }
 
-func testApproval(t *testing.T, factory Factory) {
-	e := NewEnv(t, factory, EnvOptions{Allowed: []string{"alice", "bob"}})
+func testApproval(t *testing.T, mk func(StackOptions) *env) {
+	e := mk(StackOptions{Allowed: []string{"alice", "bob"}})
 	askToPost(e, "Posted the note.")
 	e.Fake.Say("room", "alice", "post that the report is ready", false)
 	card, approve, _ := e.card("room")
 	if !strings.Contains(card.Text, "post_note") || !strings.Contains(card.Text, "The report is ready.") {
 		t.Fatalf("the card must say what will run: %q", card.Text)
 	}
-	if e.Posted.Load() != 0 {
+	if e.Posted() != 0 {
 		t.Fatal("the tool ran before anyone approved")
 	}
 	// A stranger's press decides nothing.
@@ -228,7 +272,7 @@ func testApproval(t *testing.T, factory Factory) {
 		t.Fatalf("first press: %q %v", reply, err)
 	}
 	e.reply("room", "Posted the note.")
-	if n := e.Posted.Load(); n != 1 {
+	if n := e.Posted(); n != 1 {
 		t.Fatalf("the approved tool ran %d times", n)
 	}
 	e.Eventually("the card edited to its outcome", func() bool {
@@ -243,14 +287,14 @@ func testApproval(t *testing.T, factory Factory) {
 	if !strings.Contains(second, "alice") && !strings.Contains(second, e.Fake.UserID("alice")) {
 		t.Fatalf("a second press must hear who decided, got %q", second)
 	}
-	if n := e.Posted.Load(); n != 1 {
+	if n := e.Posted(); n != 1 {
 		t.Fatalf("a second press ran the tool again: %d runs", n)
 	}
 	e.noFakeErrors()
 }
 
-func testWebDecision(t *testing.T, factory Factory) {
-	e := NewEnv(t, factory, EnvOptions{})
+func testWebDecision(t *testing.T, mk func(StackOptions) *env) {
+	e := mk(StackOptions{})
 	askToPost(e, "Posted after the web approval.")
 	e.Fake.Say("room", "alice", "post it", false)
 	card, approve, _ := e.card("room")
@@ -268,7 +312,7 @@ func testWebDecision(t *testing.T, factory Factory) {
 	if err != nil || !strings.Contains(reply, "carol") {
 		t.Fatalf("a press after the web decision hears it: %q", reply)
 	}
-	if n := e.Posted.Load(); n != 1 {
+	if n := e.Posted(); n != 1 {
 		t.Fatalf("tool ran %d times", n)
 	}
 	if !slices.ContainsFunc(e.Fake.Messages("room"), func(m Message) bool { return m.ID == card.ID }) {
@@ -282,8 +326,8 @@ func testWebDecision(t *testing.T, factory Factory) {
 // the model by exactly one answered turn. (On Slack each top-level
 // channel message starts a thread, its own session; elsewhere they share
 // the chat's.)
-func testMidTurn(t *testing.T, factory Factory) {
-	e := NewEnv(t, factory, EnvOptions{})
+func testMidTurn(t *testing.T, mk func(StackOptions) *env) {
+	e := mk(StackOptions{})
 	var ups []string
 	for i := range 3 {
 		ups = append(ups, e.Fake.Say("room", "alice", fmt.Sprintf("part %d", i+1), false))

@@ -14,7 +14,9 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/discord"
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/internal/stacktest"
 )
 
 // recSink records what the adapter hands on. receive and press, when
@@ -78,20 +80,20 @@ func (s *recSink) pressed() []gh.Press {
 
 type env struct {
 	a    *discord.Adapter
-	f    *adaptertest.DiscordFake
+	f    *discordtest.DiscordFake
 	sink *recSink
 }
 
 // start makes a fake and an adapter, runs Connect until the test ends
 // (checking it returns nil) and waits for the gateway to be READY.
-func start(t *testing.T, cfg discord.Config, opts ...adaptertest.DiscordOption) *env {
+func start(t *testing.T, cfg discord.Config, opts ...discordtest.DiscordOption) *env {
 	t.Helper()
-	f := adaptertest.NewDiscord(t, opts...)
+	f := discordtest.NewDiscord(t, opts...)
 	cfg.APIURL = f.URL()
 	if cfg.Token == "" {
 		cfg.Token = f.Token()
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(adaptertest.NewDiscordLogWriter(t), nil))
+	cfg.Logger = slog.New(slog.NewTextHandler(discordtest.NewDiscordLogWriter(t), nil))
 	a, err := discord.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -102,14 +104,14 @@ func start(t *testing.T, cfg discord.Config, opts ...adaptertest.DiscordOption) 
 	return e
 }
 
-func noErrors(t *testing.T, f *adaptertest.DiscordFake) {
+func noErrors(t *testing.T, f *discordtest.DiscordFake) {
 	t.Helper()
 	if errs := f.Errors(); len(errs) > 0 {
 		t.Errorf("the fake refused requests Discord would refuse:\n%s", strings.Join(errs, "\n"))
 	}
 }
 
-func addr(f *adaptertest.DiscordFake, chat string) gh.Address {
+func addr(f *discordtest.DiscordFake, chat string) gh.Address {
 	return gh.Address{Platform: gh.PlatformDiscord, ChatID: f.ChannelID(chat)}
 }
 
@@ -290,10 +292,10 @@ func TestSendRefusalsAreSendErrors(t *testing.T) {
 
 func TestWrongTokenIsRefused(t *testing.T) {
 	t.Parallel()
-	f := adaptertest.NewDiscord(t)
+	f := discordtest.NewDiscord(t)
 	a, err := discord.New(discord.Config{
 		Token: "not-the-token", APIURL: f.URL(),
-		Logger: slog.New(slog.NewTextHandler(adaptertest.NewDiscordLogWriter(t), nil)),
+		Logger: slog.New(slog.NewTextHandler(discordtest.NewDiscordLogWriter(t), nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -532,7 +534,7 @@ func TestRateLimitIsASendErrorWithRetryAfter(t *testing.T) {
 
 func TestBucketHeadersAreHonoured(t *testing.T) {
 	t.Parallel()
-	e := start(t, discord.Config{}, adaptertest.DiscordRateLimits(2, 2*time.Second, 0))
+	e := start(t, discord.Config{}, discordtest.DiscordRateLimits(2, 2*time.Second, 0))
 	a := addr(e.f, "room")
 	var limited *gateway.SendError
 	for i := range 3 {
@@ -614,10 +616,10 @@ func TestConfig(t *testing.T) {
 // TestConnectLeavesNothingRunning is not parallel: it looks at every
 // goroutine of the process.
 func TestConnectLeavesNothingRunning(t *testing.T) {
-	f := adaptertest.NewDiscord(t)
+	f := discordtest.NewDiscord(t)
 	a, err := discord.New(discord.Config{
 		Token: f.Token(), APIURL: f.URL(),
-		Logger: slog.New(slog.NewTextHandler(adaptertest.NewDiscordLogWriter(t), nil)),
+		Logger: slog.New(slog.NewTextHandler(discordtest.NewDiscordLogWriter(t), nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -650,4 +652,4 @@ func TestConnectLeavesNothingRunning(t *testing.T) {
 }
 
 // TestSuite runs the whole gateway against the fake Discord.
-func TestSuite(t *testing.T) { adaptertest.Run(t, adaptertest.DiscordFactory) }
+func TestSuite(t *testing.T) { adaptertest.Run(t, stacktest.Stack, discordtest.DiscordFactory) }

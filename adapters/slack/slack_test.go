@@ -14,7 +14,9 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/slack"
+	"github.com/gatehouse/gatehouse/adapters/slack/slacktest"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/internal/stacktest"
 )
 
 // recorder is a Sink that remembers what it was given and answers as the
@@ -101,9 +103,9 @@ var fixedNow = time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // socketPair starts a fake Slack and a Socket Mode adapter connected to
 // it; Connect runs until the test ends and must then return nil.
-func socketPair(t *testing.T, s gateway.Sink, opts ...adaptertest.SlackOption) (*slack.Adapter, *adaptertest.SlackFake) {
+func socketPair(t *testing.T, s gateway.Sink, opts ...slacktest.SlackOption) (*slack.Adapter, *slacktest.SlackFake) {
 	t.Helper()
-	f := adaptertest.NewSlack(t, opts...)
+	f := slacktest.NewSlack(t, opts...)
 	cfg := f.SocketConfig()
 	cfg.Now = func() time.Time { return fixedNow }
 	a, err := slack.New(cfg)
@@ -114,7 +116,7 @@ func socketPair(t *testing.T, s gateway.Sink, opts ...adaptertest.SlackOption) (
 	return a, f
 }
 
-func noErrors(t *testing.T, f *adaptertest.SlackFake) {
+func noErrors(t *testing.T, f *slacktest.SlackFake) {
 	t.Helper()
 	if errs := f.Errors(); len(errs) > 0 {
 		t.Fatalf("fake Slack refused requests: %q", errs)
@@ -211,7 +213,7 @@ func TestReceiveErrorLeavesEventUnackedAndSlackResends(t *testing.T) {
 	rec := newRecorder()
 	rec.failures = 1
 	// A short ack timeout keeps the test quick; Slack's is 3 s.
-	_, f := socketPair(t, rec, adaptertest.SlackAckTimeout(300*time.Millisecond))
+	_, f := socketPair(t, rec, slacktest.SlackAckTimeout(300*time.Millisecond))
 
 	upd := f.Say("room", "alice", "commit me", false)
 	first := rec.next(t)
@@ -244,7 +246,7 @@ func TestRedeliveryRepeatsTheUpdateID(t *testing.T) {
 
 func TestBotMessagesAreMarked(t *testing.T) {
 	rec := newRecorder()
-	a, f := socketPair(t, rec, adaptertest.SlackEchoBotMessages())
+	a, f := socketPair(t, rec, slacktest.SlackEchoBotMessages())
 
 	upd := f.Say("room", "otherbot", "beep", true)
 	in := rec.next(t)
@@ -457,7 +459,7 @@ func TestPressReachesPressAndThePresserHearsTheAnswer(t *testing.T) {
 
 func TestPressOfAButtonThatIsNotOursIsIgnored(t *testing.T) {
 	rec := newRecorder()
-	a, f := socketPair(t, rec, adaptertest.SlackAckTimeout(time.Second))
+	a, f := socketPair(t, rec, slacktest.SlackAckTimeout(time.Second))
 	id, err := a.Send(context.Background(), gateway.Outgoing{
 		Address: gh.Address{ChatID: f.ChatID("room")}, Text: "foreign",
 		Card: &gateway.Card{Text: "foreign", Buttons: []gateway.Button{{Label: "Go", Data: "other-app:go"}}},
@@ -511,7 +513,7 @@ func TestSendErrors(t *testing.T) {
 
 func TestRateLimitBecomesSendErrorWithRetryAfter(t *testing.T) {
 	rec := newRecorder()
-	a, f := socketPair(t, rec, adaptertest.SlackRateLimit(time.Second))
+	a, f := socketPair(t, rec, slacktest.SlackRateLimit(time.Second))
 	ctx := context.Background()
 	out := gateway.Outgoing{Address: gh.Address{ChatID: f.ChatID("room")}, Text: "one"}
 	if _, err := a.Send(ctx, out); err != nil {
@@ -547,7 +549,7 @@ func TestSocketReconnectsWhenSlackAsks(t *testing.T) {
 }
 
 func TestConnectRefusesWrongAppToken(t *testing.T) {
-	f := adaptertest.NewSlack(t)
+	f := slacktest.NewSlack(t)
 	cfg := f.SocketConfig()
 	cfg.AppToken = "xapp-wrong"
 	a, err := slack.New(cfg)
@@ -597,14 +599,14 @@ func TestFormatEscapesMarkup(t *testing.T) {
 // TestSharedSuite runs the whole gateway against the fake Slack, in both
 // modes.
 func TestSharedSuite(t *testing.T) {
-	t.Run("socket", func(t *testing.T) { adaptertest.Run(t, adaptertest.SlackFactory) })
-	t.Run("events", func(t *testing.T) { adaptertest.Run(t, adaptertest.SlackEventsFactory) })
+	t.Run("socket", func(t *testing.T) { adaptertest.Run(t, stacktest.Stack, slacktest.SlackFactory) })
+	t.Run("events", func(t *testing.T) { adaptertest.Run(t, stacktest.Stack, slacktest.SlackEventsFactory) })
 }
 
 func TestConnectLeavesNoGoroutinesBehind(t *testing.T) {
 	before := runtime.NumGoroutine()
 	func() {
-		f := adaptertest.NewSlack(t)
+		f := slacktest.NewSlack(t)
 		defer f.Close()
 		cfg := f.SocketConfig()
 		client := &http.Client{Transport: &http.Transport{}}

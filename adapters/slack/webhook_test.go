@@ -13,6 +13,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/slack/slacktest"
 	"github.com/gatehouse/gatehouse/gateway"
 )
 
@@ -27,7 +28,7 @@ func signedPost(t *testing.T, url, secret string, at time.Time, body []byte) (in
 	req.Header.Set("Content-Type", "application/json")
 	if secret != "" {
 		req.Header.Set("X-Slack-Request-Timestamp", strconv.FormatInt(at.Unix(), 10))
-		req.Header.Set("X-Slack-Signature", adaptertest.SlackSignature(secret, at.Unix(), body))
+		req.Header.Set("X-Slack-Signature", slacktest.SlackSignature(secret, at.Unix(), body))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -49,7 +50,7 @@ func eventBody(eventID, channel, user, text string) []byte {
 
 func TestWebhookAnswers200OnlyAfterCommit(t *testing.T) {
 	rec := newRecorder()
-	_, f := adaptertest.SlackEventsPair(t, rec)
+	_, f := slacktest.SlackEventsPair(t, rec)
 	release := make(chan struct{})
 	rec.setBefore(func(gh.Inbound) { <-release })
 
@@ -72,7 +73,7 @@ func TestWebhookAnswers200OnlyAfterCommit(t *testing.T) {
 func TestWebhookCommitFailureGets500AndTheRetryKeepsTheUpdateID(t *testing.T) {
 	rec := newRecorder()
 	rec.failures = 1
-	_, f := adaptertest.SlackEventsPair(t, rec)
+	_, f := slacktest.SlackEventsPair(t, rec)
 	upd := f.Say("room", "alice", "retry me", false)
 	first, second := rec.next(t), rec.next(t)
 	if first.UpdateID != upd || second.UpdateID != upd {
@@ -87,7 +88,7 @@ func TestWebhookCommitFailureGets500AndTheRetryKeepsTheUpdateID(t *testing.T) {
 
 func TestWebhookRefusesUnsignedForgedAndStaleRequests(t *testing.T) {
 	rec := newRecorder()
-	_, f := adaptertest.SlackEventsPair(t, rec)
+	_, f := slacktest.SlackEventsPair(t, rec)
 	url := f.EventsURL()
 	body := eventBody("Ev0SIGNED", f.ChatID("room"), f.UserID("alice"), "hi")
 	now := time.Now()
@@ -109,7 +110,7 @@ func TestWebhookRefusesUnsignedForgedAndStaleRequests(t *testing.T) {
 	// A body changed after signing.
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(eventBody("Ev0SIGNED", f.ChatID("room"), f.UserID("alice"), "evil")))
 	req.Header.Set("X-Slack-Request-Timestamp", strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set("X-Slack-Signature", adaptertest.SlackSignature(f.SigningSecret, now.Unix(), body))
+	req.Header.Set("X-Slack-Signature", slacktest.SlackSignature(f.SigningSecret, now.Unix(), body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestWebhookRefusesUnsignedForgedAndStaleRequests(t *testing.T) {
 
 func TestWebhookAnswersURLVerification(t *testing.T) {
 	rec := newRecorder()
-	_, f := adaptertest.SlackEventsPair(t, rec)
+	_, f := slacktest.SlackEventsPair(t, rec)
 	body := []byte(`{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`)
 	status, resp := signedPost(t, f.EventsURL(), f.SigningSecret, time.Now(), body)
 	var got struct{ Challenge string }
@@ -148,7 +149,7 @@ func TestWebhookAnswersURLVerification(t *testing.T) {
 
 func TestWebhookPress(t *testing.T) {
 	rec := newRecorder()
-	a, f := adaptertest.SlackEventsPair(t, rec)
+	a, f := slacktest.SlackEventsPair(t, rec)
 	rec.setPress(func(p gh.Press) (gateway.PressResult, error) {
 		return gateway.PressResult{Text: "Already approved by telegram:alice."}, nil
 	})
@@ -169,7 +170,7 @@ func TestWebhookPress(t *testing.T) {
 
 func TestEventsModeConnectOnlyWaits(t *testing.T) {
 	rec := newRecorder()
-	a, f := adaptertest.SlackEventsPair(t, rec)
+	a, f := slacktest.SlackEventsPair(t, rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Connect(ctx, rec) }()

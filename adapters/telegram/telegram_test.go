@@ -17,7 +17,9 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram"
+	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/internal/stacktest"
 )
 
 // sink records what the adapter hands over. Receive and Press can be
@@ -104,7 +106,7 @@ func (s *sink) nextCall(t *testing.T) string {
 	}
 }
 
-func noFakeErrors(t *testing.T, f *adaptertest.TelegramFake) {
+func noFakeErrors(t *testing.T, f *telegramtest.TelegramFake) {
 	t.Helper()
 	if errs := f.Errors(); len(errs) > 0 {
 		t.Fatalf("the fake refused requests: %q", errs)
@@ -112,7 +114,7 @@ func noFakeErrors(t *testing.T, f *adaptertest.TelegramFake) {
 }
 
 func TestTextMessageIsAcknowledgedOnlyAfterReceive(t *testing.T) {
-	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
+	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	s := newSink()
 	s.hold = make(chan struct{})
 	adaptertest.Connect(t, a, s, 5*time.Second)
@@ -147,7 +149,7 @@ func TestTextMessageIsAcknowledgedOnlyAfterReceive(t *testing.T) {
 }
 
 func TestFailedReceiveIsFetchedAgainBeforeLaterUpdates(t *testing.T) {
-	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
+	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	s := newSink()
 	failed := false
 	s.failReceive = func(in gh.Inbound) error {
@@ -171,7 +173,7 @@ func TestFailedReceiveIsFetchedAgainBeforeLaterUpdates(t *testing.T) {
 }
 
 func TestWebhookAnswers200OnlyAfterReceive(t *testing.T) {
-	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{Webhook: true})
+	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{Webhook: true})
 	s := newSink()
 	failed := false
 	s.failReceive = func(gh.Inbound) error {
@@ -195,7 +197,7 @@ func TestWebhookAnswers200OnlyAfterReceive(t *testing.T) {
 }
 
 func TestWebhookRefusesWrongSecret(t *testing.T) {
-	a, err := telegram.New(telegram.Config{Token: adaptertest.TelegramToken, APIURL: "http://127.0.0.1:1", WebhookSecret: "right-secret"})
+	a, err := telegram.New(telegram.Config{Token: telegramtest.TelegramToken, APIURL: "http://127.0.0.1:1", WebhookSecret: "right-secret"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,14 +242,14 @@ func TestWebhookRefusesWrongSecret(t *testing.T) {
 }
 
 func TestHandlerIsNilWhenPolling(t *testing.T) {
-	a, _ := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
+	a, _ := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	if h := a.Handler(newSink()); h != nil {
 		t.Fatal("a polling adapter serves no webhook")
 	}
 }
 
 func TestBotAndGroupAndTopicAndChannel(t *testing.T) {
-	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
+	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	s := newSink()
 	adaptertest.Connect(t, a, s, 5*time.Second)
 
@@ -267,7 +269,7 @@ func TestBotAndGroupAndTopicAndChannel(t *testing.T) {
 }
 
 func TestUnsupportedUpdatesAreNamed(t *testing.T) {
-	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
+	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	s := newSink()
 	adaptertest.Connect(t, a, s, 5*time.Second)
 
@@ -318,7 +320,7 @@ func sendCard(t *testing.T, a gateway.Adapter, addr gh.Address, g string) string
 }
 
 func TestPressReachesSinkAndPresserSeesResult(t *testing.T) {
-	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
+	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	s := newSink()
 	s.pressResult = gateway.PressResult{Won: true, Text: "Approved."}
 	adaptertest.Connect(t, a, s, 5*time.Second)
@@ -359,7 +361,7 @@ func TestPressReachesSinkAndPresserSeesResult(t *testing.T) {
 }
 
 func TestPressOnAButtonNotOursIsAnsweredAndIgnored(t *testing.T) {
-	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
+	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	s := newSink()
 	adaptertest.Connect(t, a, s, 5*time.Second)
 	in := s.received(t, f.Say("alice", "alice", "hi", false))
@@ -376,7 +378,7 @@ func TestPressOnAButtonNotOursIsAnsweredAndIgnored(t *testing.T) {
 }
 
 func TestFailedPressComesAgainAndIsAnsweredOnce(t *testing.T) {
-	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
+	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	s := newSink()
 	long := strings.Repeat("é", 250)
 	s.pressResult = gateway.PressResult{Text: long}
@@ -407,7 +409,7 @@ func TestFailedPressComesAgainAndIsAnsweredOnce(t *testing.T) {
 }
 
 func TestSendInTopicAsReplyWithoutPreview(t *testing.T) {
-	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
+	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	s := newSink()
 	adaptertest.Connect(t, a, s, 5*time.Second)
 	in := s.received(t, f.SayInTopic("forum-dev", 9, "alice", "see https://example.com"))
@@ -442,7 +444,7 @@ func TestSendInTopicAsReplyWithoutPreview(t *testing.T) {
 }
 
 func TestEditCardRemovesButtons(t *testing.T) {
-	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
+	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	s := newSink()
 	adaptertest.Connect(t, a, s, 5*time.Second)
 	in := s.received(t, f.Say("alice", "alice", "hi", false))
@@ -468,7 +470,7 @@ func TestEditCardRemovesButtons(t *testing.T) {
 }
 
 func TestSendRefusals(t *testing.T) {
-	a, f := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{RateLimit: true})
+	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{RateLimit: true})
 	s := newSink()
 	adaptertest.Connect(t, a, s, 5*time.Second)
 	in := s.received(t, f.Say("alice", "alice", "hi", false))
@@ -525,7 +527,7 @@ func TestSendTransportErrorIsNotASendError(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	a, err := telegram.New(telegram.Config{Token: adaptertest.TelegramToken, APIURL: url})
+	a, err := telegram.New(telegram.Config{Token: telegramtest.TelegramToken, APIURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +538,7 @@ func TestSendTransportErrorIsNotASendError(t *testing.T) {
 	if _, ok := gateway.AsSendError(err); ok {
 		t.Fatalf("a transport error is returned as it is, not as a platform refusal: %v", err)
 	}
-	if strings.Contains(err.Error(), adaptertest.TelegramToken) {
+	if strings.Contains(err.Error(), telegramtest.TelegramToken) {
 		t.Fatalf("the token leaks into the error: %v", err)
 	}
 }
@@ -569,7 +571,7 @@ func TestFormattedTextShowsAsWritten(t *testing.T) {
 	// Whatever a model writes, once formatted Telegram parses it, and
 	// text without Markdown markers shows exactly as written.
 	for _, s := range []string{"a<b>c</b>", "<<>>&&;;", "&#60;", "x</>y", "<a href='x'>y</a>", "tab\there"} {
-		got, err := adaptertest.TelegramHTMLText(telegram.Format(s))
+		got, err := telegramtest.TelegramHTMLText(telegram.Format(s))
 		if err != nil || got != s {
 			t.Errorf("%q shows as %q (%v)", s, got, err)
 		}
@@ -582,7 +584,7 @@ func FuzzFormat(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		out := telegram.Format(s)
-		shown, err := adaptertest.TelegramHTMLText(out)
+		shown, err := telegramtest.TelegramHTMLText(out)
 		if err != nil {
 			t.Fatalf("Format(%q) = %q, which Telegram refuses: %v", s, out, err)
 		}
@@ -596,7 +598,7 @@ func FuzzFormat(f *testing.F) {
 }
 
 func TestLimits(t *testing.T) {
-	a, _ := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
+	a, _ := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	want := gateway.Limits{MaxText: 4096, PerChat: time.Second, GroupPerMinute: 20, PerSecond: 30}
 	if got := a.Limits(); got != want {
 		t.Fatalf("limits %+v", got)
@@ -621,7 +623,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 
 func TestConnectStopsPromptlyInBothModes(t *testing.T) {
 	for _, webhook := range []bool{false, true} {
-		a, _ := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{Webhook: webhook, PollTimeout: 30 * time.Second})
+		a, _ := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{Webhook: webhook, PollTimeout: 30 * time.Second})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- a.Connect(ctx, newSink()) }()
@@ -639,14 +641,14 @@ func TestConnectStopsPromptlyInBothModes(t *testing.T) {
 }
 
 func TestSuite(t *testing.T) {
-	t.Run("polling", func(t *testing.T) { adaptertest.Run(t, adaptertest.TelegramFactory) })
-	t.Run("webhook", func(t *testing.T) { adaptertest.Run(t, adaptertest.TelegramWebhookFactory) })
+	t.Run("polling", func(t *testing.T) { adaptertest.Run(t, stacktest.Stack, telegramtest.TelegramFactory) })
+	t.Run("webhook", func(t *testing.T) { adaptertest.Run(t, stacktest.Stack, telegramtest.TelegramWebhookFactory) })
 }
 
 // A webhook body may come from anyone who finds the URL: a body that is
 // not an update is refused without reaching the sink.
 func TestWebhookRefusesNonUpdates(t *testing.T) {
-	a, err := telegram.New(telegram.Config{Token: adaptertest.TelegramToken, WebhookSecret: "s"})
+	a, err := telegram.New(telegram.Config{Token: telegramtest.TelegramToken, WebhookSecret: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}

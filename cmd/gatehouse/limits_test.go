@@ -19,7 +19,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/slack/slacktest"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
 
@@ -209,7 +209,7 @@ func TestIdleAndSlowConnectionsAreShedWhileTheGatewayServes(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("counts open files in /proc")
 	}
-	slack := adaptertest.NewSlack(t)
+	slack := slacktest.NewSlack(t)
 	model := modeltest.NewOpenAI(t, "test-key")
 	model.SetDefault(modeltest.Reply{Text: "Still here."})
 	p := start(t, "GATEHOUSE_MODEL=openai:test-model", "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL="+model.BaseURL(),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
@@ -17,11 +18,11 @@ import (
 // binary long-polls a fake Bot API on loopback and is killed with SIGKILL
 // in the middle of a turn and of an approval.
 
-func telegramEnvs(fake *adaptertest.TelegramFake) []string {
+func telegramEnvs(fake *telegramtest.TelegramFake) []string {
 	return []string{"TELEGRAM_BOT_TOKEN=" + fake.Token, "TELEGRAM_API_URL=" + fake.URL, "TELEGRAM_ALLOWED_USERS=" + fake.UserID("alice")}
 }
 
-func chatTexts(fake *adaptertest.TelegramFake, chat string) []string {
+func chatTexts(fake *telegramtest.TelegramFake, chat string) []string {
 	var out []string
 	for _, m := range fake.Messages(chat) {
 		out = append(out, m.Text)
@@ -40,7 +41,7 @@ func count(list []string, want string) int {
 }
 
 func TestTelegramTurnKilledMidStreamIsAnsweredOnce(t *testing.T) {
-	tg := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{})
+	tg := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
 	model := modeltest.NewOpenAI(t, "test-key")
 	model.Push(modeltest.Reply{Stall: true, Text: "this stream never finishes"})
 	model.SetDefault(modeltest.Reply{Text: "The one answer."})
@@ -66,7 +67,7 @@ func TestTelegramTurnKilledMidStreamIsAnsweredOnce(t *testing.T) {
 }
 
 func TestTelegramApprovalSurvivesAKillAndSendsOneMail(t *testing.T) {
-	tg := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{})
+	tg := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
 	s := newEmailStack(t, telegramEnvs(tg)...)
 	p := start(t, s.envs...)
 	tg.Say("alice", "alice", "Email Sara that the report is ready.", false)
@@ -128,7 +129,7 @@ func TestTelegramApprovalSurvivesAKillAndSendsOneMail(t *testing.T) {
 }
 
 func TestTelegramWebhookModeServesHooksAndRefusesAWrongSecret(t *testing.T) {
-	tg := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{})
+	tg := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
 	model := modeltest.NewOpenAI(t, "test-key")
 	model.SetDefault(modeltest.Reply{Text: "Hello over the webhook."})
 	p := start(t, append([]string{"GATEHOUSE_MODEL=openai:test-model", "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL=" + model.BaseURL(),

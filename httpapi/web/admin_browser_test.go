@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/httpapi"
@@ -28,7 +28,7 @@ func TestBrowserAdmin(t *testing.T) {
 	script := `[{"match": "please send", "toolCalls": [{"id": "call_1", "name": "send", "arguments": {"to": "x"}}]}, {"text": "Sent it."}]`
 	var gw *gateway.Gateway
 	s := startStack(t, stackOpts{script: script, tools: []tools.Tool{send}, admin: func(k *kernel.Kernel, st store.Store, g *gates.Service) httpapi.Admin {
-		a, _ := adaptertest.NewTelegramAdapter(t, adaptertest.TelegramOptions{})
+		a, _ := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 		gw = gateway.New(gateway.Config{Kernel: k, Store: st, Gates: g, Adapters: []gateway.Adapter{a}})
 		return gw
 	}})

@@ -1,4 +1,4 @@
-package adaptertest
+package stacktest
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -33,7 +34,7 @@ type Env struct {
 	Gates   *gates.Service
 	Gateway *gateway.Gateway
 	Adapter gateway.Adapter
-	Fake    Fake
+	Fake    adaptertest.Fake
 	// Posted counts runs of the danger tool post_note.
 	Posted atomic.Int32
 }
@@ -52,7 +53,7 @@ type EnvOptions struct {
 }
 
 // NewEnv starts an Env for the platform the factory makes.
-func NewEnv(t testing.TB, factory Factory, o EnvOptions) *Env {
+func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 	t.Helper()
 	ctx := context.Background()
 	st := o.Store
@@ -65,7 +66,7 @@ func NewEnv(t testing.TB, factory Factory, o EnvOptions) *Env {
 		st = s
 	}
 	e := &Env{T: t, Ctx: ctx, Store: st}
-	log := slog.New(slog.NewTextHandler(tbWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(slog.NewTextHandler(adaptertest.LogWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	e.Kernel = kernel.New(st, kernel.Config{RetryBackoff: time.Millisecond})
 	e.Model = modeltest.NewOpenAI(t, "test-key")
 	e.Model.SetDefault(modeltest.Reply{Text: "ok"})
@@ -122,6 +123,24 @@ func NewEnv(t testing.TB, factory Factory, o EnvOptions) *Env {
 func (e *Env) Eventually(what string, cond func() bool) {
 	e.T.Helper()
 	Eventually(e.T, what, cond)
+}
+
+// Eventually polls cond every 10 ms until it holds; after 10 s the test
+// fails (the timeout only keeps a broken test from hanging). It is
+// adaptertest.Eventually, which the fakes' own tests use below the stack.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	adaptertest.Eventually(t, what, cond)
+}
+
+// Stack is NewEnv as the shared adapter suite takes it:
+//
+//	adaptertest.Run(t, stacktest.Stack, telegramtest.TelegramFactory)
+func Stack(t testing.TB, factory adaptertest.Factory, o adaptertest.StackOptions) adaptertest.Stack {
+	t.Helper()
+	e := NewEnv(t, factory, EnvOptions{Allowed: o.Allowed})
+	return adaptertest.Stack{Ctx: e.Ctx, Store: e.Store, Kernel: e.Kernel, Model: e.Model, Gates: e.Gates,
+		Adapter: e.Adapter, Fake: e.Fake, Posted: func() int32 { return e.Posted.Load() }}
 }
 
 // Receive returns the first receive-log row of an update, waiting for it.

@@ -1,4 +1,4 @@
-package adaptertest
+package discordtest
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package adaptertest_test
+package telegramtest_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
-	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 )
 
 // tgResp is the Bot API envelope.
@@ -28,7 +28,7 @@ type tgResp struct {
 }
 
 // call makes a Bot API call with a JSON body, as any client may.
-func call(t *testing.T, f *adaptertest.TelegramFake, token, method string, params map[string]any) (int, tgResp) {
+func call(t *testing.T, f *telegramtest.TelegramFake, token, method string, params map[string]any) (int, tgResp) {
 	t.Helper()
 	body, _ := json.Marshal(params)
 	resp, err := http.Post(f.URL+"/bot"+token+"/"+method, "application/json", bytes.NewReader(body))
@@ -61,7 +61,7 @@ func updateIDs(t *testing.T, r tgResp) []string {
 	return ids
 }
 
-func newBot(t *testing.T, f *adaptertest.TelegramFake, opts ...bot.Option) *bot.Bot {
+func newBot(t *testing.T, f *telegramtest.TelegramFake, opts ...bot.Option) *bot.Bot {
 	t.Helper()
 	b, err := bot.New(f.Token, append([]bot.Option{bot.WithServerURL(f.URL), bot.WithErrorsHandler(func(error) {})}, opts...)...)
 	if err != nil {
@@ -71,7 +71,7 @@ func newBot(t *testing.T, f *adaptertest.TelegramFake, opts ...bot.Option) *bot.
 }
 
 func TestTelegramFakeRefusesWrongTokenAndUnknownMethod(t *testing.T) {
-	f := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{})
+	f := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
 	if code, r := call(t, f, "1:wrong", "getMe", nil); code != 401 || r.Description != "Unauthorized" {
 		t.Fatalf("wrong token: %d %+v", code, r)
 	}
@@ -86,7 +86,7 @@ func TestTelegramFakeRefusesWrongTokenAndUnknownMethod(t *testing.T) {
 }
 
 func TestTelegramFakeLongPollAndOffsets(t *testing.T) {
-	f := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{})
+	f := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
 
 	// Nothing to return: the request is held for the timeout, not
 	// answered with [] at once (which would make a client spin).
@@ -144,7 +144,7 @@ func TestTelegramFakeLongPollAndOffsets(t *testing.T) {
 }
 
 func TestTelegramFakeOnePollerAtATime(t *testing.T) {
-	f := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{})
+	f := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
 	first := make(chan int, 1)
 	go func() {
 		code, _ := call(t, f, f.Token, "getUpdates", map[string]any{"timeout": 5})
@@ -165,7 +165,7 @@ func TestTelegramFakeOnePollerAtATime(t *testing.T) {
 }
 
 func TestTelegramFakeSendIsStrict(t *testing.T) {
-	f := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{})
+	f := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
 	b := newBot(t, f, bot.WithSkipGetMe())
 	ctx := context.Background()
 	chat, _ := strconv.ParseInt(f.ChatID("group-x"), 10, 64)
@@ -219,7 +219,7 @@ func TestTelegramFakeSendIsStrict(t *testing.T) {
 }
 
 func TestTelegramFakeEditsAndAnswers(t *testing.T) {
-	f := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{AnswerWait: 2 * time.Second})
+	f := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{AnswerWait: 2 * time.Second})
 	b := newBot(t, f, bot.WithSkipGetMe())
 	ctx := context.Background()
 	chat, _ := strconv.ParseInt(f.ChatID("group-x"), 10, 64)
@@ -288,8 +288,8 @@ func TestTelegramFakeEditsAndAnswers(t *testing.T) {
 }
 
 func TestTelegramFakeRateLimits(t *testing.T) {
-	f := adaptertest.NewTelegram(t, adaptertest.TelegramOptions{RateLimit: true,
-		Rates: adaptertest.TelegramRates{PerChat: time.Millisecond, GroupPerMinute: 2, PerSecond: 3}})
+	f := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{RateLimit: true,
+		Rates: telegramtest.TelegramRates{PerChat: time.Millisecond, GroupPerMinute: 2, PerSecond: 3}})
 	send := func(chat string) tgResp {
 		_, r := call(t, f, f.Token, "sendMessage", map[string]any{"chat_id": f.ChatID(chat), "text": "x"})
 		return r
@@ -323,13 +323,13 @@ func TestTelegramHTMLText(t *testing.T) {
 		"a > b":        "a > b",
 		"<B>upper</B>": "upper",
 	} {
-		got, err := adaptertest.TelegramHTMLText(in)
+		got, err := telegramtest.TelegramHTMLText(in)
 		if err != nil || got != want {
 			t.Errorf("%q: %q %v, want %q", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"<", "<b", "</b>", "<span>x</span>", "<a href='x>y</a>", "x <3"} {
-		if _, err := adaptertest.TelegramHTMLText(in); err == nil {
+		if _, err := telegramtest.TelegramHTMLText(in); err == nil {
 			t.Errorf("%q parsed", in)
 		}
 	}

@@ -1,0 +1,37 @@
+package adaptertest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/gatehouse/gatehouse/gates"
+	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/models/modeltest"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// Stack is the whole gateway the suite drives, wired to one adapter and
+// its fake platform. This package does not build it (it never starts
+// turns); internal/stacktest does, and hands it over through NewStack.
+type Stack struct {
+	Ctx     context.Context
+	Store   store.Store
+	Kernel  *kernel.Kernel
+	Model   *modeltest.OpenAI
+	Gates   *gates.Service
+	Adapter gateway.Adapter
+	Fake    Fake
+	// Posted reports how many times the danger tool post_note has run.
+	Posted func() int32
+}
+
+// StackOptions adjust a Stack.
+type StackOptions struct {
+	// Allowed are user handles allowed on the platform. Defaults to alice.
+	Allowed []string
+}
+
+// NewStack starts a whole gateway around the adapter and fake that
+// factory makes, stopped when the test ends (internal/stacktest.Stack).
+type NewStack func(t testing.TB, factory Factory, o StackOptions) Stack

@@ -1,0 +1,814 @@
+package discordtest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/discord"
+	"github.com/gatehouse/gatehouse/gateway"
+)
+
+// DiscordFake is a fake Discord: the REST API under /api/v9 and the
+// gateway websocket, on loopback, strict about what Discord refuses.
+//
+// Chats are channels: a chat handle starting with "dm" is a DM channel,
+// any other handle a text channel of the one guild the bot is in. Users
+// are handles with snowflake ids. The bot's own messages are dispatched
+// back to the gateway as MESSAGE_CREATE, as Discord does, so an adapter
+// that does not recognise itself loops.
+//
+// Events (Say, Redeliver, the echo of the bot's own messages) said
+// while no client is connected are held and dispatched after the next
+// READY, so a test need not wait for the adapter to connect; events of a
+// session whose client dropped are replayed on RESUME, as Discord does.
+//
+// Acknowledgement: Discord's gateway has no per-event ack. The nearest
+// thing on the wire is the heartbeat, which carries the last sequence
+// number the client read; [DiscordFake.Acked] is true once a heartbeat
+// (or a RESUME) covered the event's sequence number. The fake announces
+// a short heartbeat interval so that happens within a second. (It
+// does not ask for heartbeats with op 1 after each dispatch: discordgo
+// answers op 1 through a socket field it reads without its lock, a race
+// the real gateway, which seldom sends op 1, rarely provokes.) It says the client read the
+// event, not that its Receive succeeded: nothing on Discord's wire can
+// say that, and Discord never redelivers an event the client read (see
+// [DiscordFake.RedeliversUnacked]).
+type DiscordFake struct {
+	t   adaptertest.TB
+	srv *httptest.Server
+	cfg discordConfig
+
+	token   string
+	guildID string
+	appID   string
+	bot     *discordUser
+	started time.Time
+
+	mu           sync.Mutex
+	nextID       uint64
+	users        map[string]*discordUser    // by handle
+	channels     map[string]*discordChannel // by handle
+	channelsByID map[string]*discordChannel
+	sessions     map[string]*discordSession
+	session      *discordSession // the newest identified session
+	held         []*discordEvent // events from before any session
+	lastEvent    map[string]*discordEvent
+	interactions map[string]*discordInteraction
+	ixOrder      []string
+	conns        map[*discordConn]struct{}
+	errs         []string
+	rateLimited  int
+	force429     time.Duration
+	buckets      map[string]*discordBucket
+	global       discordBucket
+	closed       bool
+
+	wg sync.WaitGroup // gateway connection goroutines
+}
+
+// DiscordOption configures a [DiscordFake].
+type DiscordOption func(*discordConfig)
+
+type discordConfig struct {
+	heartbeat        time.Duration
+	deadline         time.Duration
+	perChannel       int
+	window           time.Duration
+	globalPerSecond  int
+	withoutIntentMsg bool
+}
+
+// DiscordHeartbeat sets the heartbeat interval the fake announces in
+// HELLO. Defaults to 1 s, so Acked follows a dispatch quickly
+// (Discord says about 41 s). discordgo reconnects when five intervals
+// pass without a heartbeat ACK.
+func DiscordHeartbeat(d time.Duration) DiscordOption {
+	return func(c *discordConfig) { c.heartbeat = d }
+}
+
+// DiscordInteractionDeadline sets how long an interaction may go
+// unanswered before its token is refused. Defaults to Discord's 3 s;
+// a shorter one lets a test see a late answer refused quickly.
+func DiscordInteractionDeadline(d time.Duration) DiscordOption {
+	return func(c *discordConfig) { c.deadline = d }
+}
+
+// DiscordRateLimits makes the fake enforce rate limits the way Discord
+// does: perChannel message creates (and, separately, edits) per window in
+// each channel's bucket, and globalPerSecond requests overall, answering
+// X-RateLimit-* headers on every bucketed response and 429 with
+// retry_after when a bucket is empty. Zero disables a limit; by default
+// nothing is limited and no X-RateLimit headers are sent. Discord's
+// message bucket is about 5 per 5 s per channel and 50/s overall.
+func DiscordRateLimits(perChannel int, window time.Duration, globalPerSecond int) DiscordOption {
+	return func(c *discordConfig) {
+		c.perChannel, c.window, c.globalPerSecond = perChannel, window, globalPerSecond
+	}
+}
+
+type discordUser struct {
+	id, name string
+}
+
+type discordChannel struct {
+	id, handle string
+	guildID    string // "" for a DM
+	msgs       []*discordMsg
+}
+
+type discordMsg struct {
+	id         string
+	channel    *discordChannel
+	author     *discordUser
+	authorBot  bool
+	content    string
+	rows       [][]discordButton
+	shown      map[string]bool // every custom_id the message has shown
+	kind       int             // 0 default, 19 reply
+	refID      string
+	allowed    *[]string // allowed_mentions.parse; nil when none was sent
+	everyone   bool      // the message pinged @everyone/@here
+	created    time.Time
+	edited     *time.Time
+	attachment bool
+}
+
+// show records the message's current buttons as shown.
+func (m *discordMsg) show() {
+	if m.shown == nil {
+		m.shown = map[string]bool{}
+	}
+	for _, row := range m.rows {
+		for _, b := range row {
+			if b.CustomID != "" && !b.Disabled {
+				m.shown[b.CustomID] = true
+			}
+		}
+	}
+}
+
+type discordButton struct {
+	Style    int               `json:"style"`
+	Label    string            `json:"label,omitempty"`
+	CustomID string            `json:"custom_id,omitempty"`
+	URL      string            `json:"url,omitempty"`
+	Emoji    map[string]string `json:"emoji,omitempty"`
+	Disabled bool              `json:"disabled"`
+}
+
+type discordSession struct {
+	id      string
+	intents int // from IDENTIFY; a resume keeps them
+	seq     int64
+	acked   int64
+	events  []*discordEvent
+	conn    *discordConn
+}
+
+type discordEvent struct {
+	seq       int64
+	session   *discordSession
+	t         string
+	d         map[string]any
+	msgID     string // MESSAGE_CREATE only
+	guild     bool
+	fromBot   bool
+	delivered bool
+}
+
+type discordInteraction struct {
+	DiscordInteraction
+	token    string
+	deadline time.Time
+	created  time.Time
+	msg      *discordMsg
+	done     chan struct{} // closed when answered or given up on
+	finished bool
+}
+
+// finish closes done once. f.mu held.
+func (ix *discordInteraction) finish() {
+	if !ix.finished {
+		ix.finished = true
+		close(ix.done)
+	}
+}
+
+// DiscordInteraction is one button press and how the bot answered it.
+type DiscordInteraction struct {
+	ID       string
+	CustomID string
+	UserID   string
+	Answered bool
+	// Type is the response type (4 message, 5 deferred message, 6
+	// deferred update, 7 update message); Flags its data.flags (64 is
+	// ephemeral); Content what the presser saw (for type 7, the updated
+	// message's content).
+	Type    int
+	Flags   int
+	Content string
+	// After is how long after the press the answer came.
+	After time.Duration
+}
+
+// DiscordMessage is a message as the fake holds it, with what only the
+// Discord tests look at.
+type DiscordMessage struct {
+	adaptertest.Message
+	ChannelID string
+	AuthorID  string
+	// Type is 0 for a plain message and 19 for a reply; ReplyTo the
+	// referenced message.
+	Type    int
+	ReplyTo string
+	// AllowedMentions is allowed_mentions.parse as sent, nil when the
+	// request had no allowed_mentions.
+	AllowedMentions []string
+	// PingedEveryone is true when the message notified @everyone/@here.
+	PingedEveryone bool
+	// Styles and Labels of the buttons, in order, like Buttons.
+	Styles []int
+	Labels []string
+	// Rows is how many action rows the message has.
+	Rows int
+}
+
+type discordBucket struct {
+	start time.Time
+	count int
+}
+
+type discordConn struct {
+	ws      *websocket.Conn
+	wmu     sync.Mutex
+	session *discordSession
+	ready   bool
+}
+
+const (
+	discordIntentGuildMessages  = 1 << 9
+	discordIntentDirectMessages = 1 << 12
+	discordIntentMessageContent = 1 << 15
+	discordEpochMS              = 1420070400000
+	discordMaxContent           = 2000
+)
+
+var _ adaptertest.Fake = (*DiscordFake)(nil)
+
+// NewDiscord starts a fake Discord; it stops when the test ends.
+func NewDiscord(t adaptertest.TB, opts ...DiscordOption) *DiscordFake {
+	t.Helper()
+	cfg := discordConfig{heartbeat: time.Second, deadline: 3 * time.Second, window: 5 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	f := &DiscordFake{
+		t:            t,
+		cfg:          cfg,
+		token:        "fake-discord-bot-token",
+		started:      time.Now(),
+		users:        map[string]*discordUser{},
+		channels:     map[string]*discordChannel{},
+		channelsByID: map[string]*discordChannel{},
+		sessions:     map[string]*discordSession{},
+		lastEvent:    map[string]*discordEvent{},
+		interactions: map[string]*discordInteraction{},
+		conns:        map[*discordConn]struct{}{},
+		buckets:      map[string]*discordBucket{},
+	}
+	f.guildID = f.snowflake()
+	f.appID = f.snowflake()
+	f.bot = &discordUser{id: f.appID, name: "gatehouse"}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.close)
+	return f
+}
+
+// URL is the fake's base URL, to be given as the adapter's APIURL.
+func (f *DiscordFake) URL() string { return f.srv.URL }
+
+// Token is the bot token the fake accepts.
+func (f *DiscordFake) Token() string { return f.token }
+
+// BotID is the bot user's id (the READY user).
+func (f *DiscordFake) BotID() string { return f.bot.id }
+
+// RedeliversUnacked reports whether the platform redelivers an update
+// whose Receive failed. Discord does not: an event the client read is
+// gone (a resume replays only what the client did not read).
+func (f *DiscordFake) RedeliversUnacked() bool { return false }
+
+func (f *DiscordFake) close() {
+	f.mu.Lock()
+	f.closed = true
+	for c := range f.conns {
+		_ = c.ws.Close()
+	}
+	for _, ix := range f.interactions {
+		ix.finish()
+	}
+	f.mu.Unlock()
+	f.srv.Close()
+	f.wg.Wait()
+}
+
+// snowflake makes an id of Discord's shape: milliseconds since 2015 in
+// the high bits, a counter in the low ones. Callers hold f.mu or are
+// the constructor.
+func (f *DiscordFake) snowflake() string {
+	f.nextID++
+	ms := uint64(f.started.UnixMilli() - discordEpochMS)
+	return strconv.FormatUint(ms<<22+f.nextID, 10)
+}
+
+func (f *DiscordFake) refuse(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	f.errs = append(f.errs, msg)
+	f.t.Logf("discord fake refused: %s", msg)
+}
+
+// Errors lists what the fake refused, as Discord would have.
+// Rate-limited requests are not errors (see RateLimited).
+func (f *DiscordFake) Errors() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.errs)
+}
+
+// RateLimited counts the requests the fake answered with 429.
+func (f *DiscordFake) RateLimited() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rateLimited
+}
+
+// RateLimitNext makes the next message create or edit fail with 429
+// and retry_after d, with the bucket headers Discord sends with it.
+func (f *DiscordFake) RateLimitNext(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.force429 = d
+}
+
+func (f *DiscordFake) user(handle string) *discordUser {
+	u, ok := f.users[handle]
+	if !ok {
+		u = &discordUser{id: f.snowflake(), name: handle}
+		f.users[handle] = u
+	}
+	return u
+}
+
+func (f *DiscordFake) channel(handle string) *discordChannel {
+	c, ok := f.channels[handle]
+	if !ok {
+		c = &discordChannel{id: f.snowflake(), handle: handle}
+		if !strings.HasPrefix(handle, "dm") {
+			c.guildID = f.guildID
+		}
+		f.channels[handle] = c
+		f.channelsByID[c.id] = c
+	}
+	return c
+}
+
+// UserID is the snowflake of the user with this handle.
+func (f *DiscordFake) UserID(handle string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.user(handle).id
+}
+
+// ChannelID is the snowflake of the chat with this handle, creating the
+// channel if it does not exist yet.
+func (f *DiscordFake) ChannelID(chat string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.channel(chat).id
+}
+
+// Say makes user post text in chat and dispatches MESSAGE_CREATE.
+func (f *DiscordFake) Say(chat, user, text string, bot bool) string {
+	return f.say(chat, user, text, bot, false)
+}
+
+// SayUnsupported makes user post an image with no text.
+func (f *DiscordFake) SayUnsupported(chat, user string) string {
+	return f.say(chat, user, "", false, true)
+}
+
+func (f *DiscordFake) say(chat, user, text string, bot, attachment bool) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := f.channel(chat)
+	m := &discordMsg{
+		id: f.snowflake(), channel: ch, author: f.user(user), authorBot: bot,
+		content: text, created: time.Now(), attachment: attachment,
+	}
+	ch.msgs = append(ch.msgs, m)
+	f.emitMessage("MESSAGE_CREATE", m)
+	return m.id
+}
+
+// Redeliver dispatches a message's MESSAGE_CREATE again, with the same
+// message id, as Discord does when a session resumes from before it.
+func (f *DiscordFake) Redeliver(updateID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ev, ok := f.lastEvent[updateID]
+	if !ok {
+		f.t.Logf("discord fake: Redeliver of unknown message %s", updateID)
+		return
+	}
+	f.emit(&discordEvent{t: ev.t, d: ev.d, msgID: ev.msgID, guild: ev.guild, fromBot: ev.fromBot})
+}
+
+// Acked reports whether a heartbeat covered the sequence number of the
+// message's latest dispatch (see the type's comment).
+func (f *DiscordFake) Acked(updateID string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ev, ok := f.lastEvent[updateID]
+	return ok && ev.delivered && ev.session != nil && ev.seq <= ev.session.acked
+}
+
+// Messages returns the bot's messages in chat, oldest first.
+func (f *DiscordFake) Messages(chat string) []adaptertest.Message {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []adaptertest.Message
+	ch, ok := f.channels[chat]
+	if !ok {
+		return nil
+	}
+	for _, m := range ch.msgs {
+		if m.author == f.bot {
+			out = append(out, f.view(m).Message)
+		}
+	}
+	return out
+}
+
+// Message returns one message in chat (the bot's or anyone's).
+func (f *DiscordFake) Message(chat, id string) (DiscordMessage, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch, ok := f.channels[chat]
+	if !ok {
+		return DiscordMessage{}, false
+	}
+	for _, m := range ch.msgs {
+		if m.id == id {
+			return f.view(m), true
+		}
+	}
+	return DiscordMessage{}, false
+}
+
+func (f *DiscordFake) view(m *discordMsg) DiscordMessage {
+	v := DiscordMessage{
+		Message:   adaptertest.Message{ID: m.id, Text: m.content, Edited: m.edited != nil},
+		ChannelID: m.channel.id, AuthorID: m.author.id, Type: m.kind, ReplyTo: m.refID,
+		PingedEveryone: m.everyone, Rows: len(m.rows),
+	}
+	if m.allowed != nil {
+		v.AllowedMentions = slices.Clone(*m.allowed)
+		if v.AllowedMentions == nil {
+			v.AllowedMentions = []string{}
+		}
+	}
+	for _, row := range m.rows {
+		for _, b := range row {
+			v.Buttons = append(v.Buttons, b.CustomID)
+			v.Styles = append(v.Styles, b.Style)
+			v.Labels = append(v.Labels, b.Label)
+		}
+	}
+	return v
+}
+
+// Interactions lists the presses so far and their answers.
+func (f *DiscordFake) Interactions() []DiscordInteraction {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]DiscordInteraction, 0, len(f.ixOrder))
+	for _, id := range f.ixOrder {
+		out = append(out, f.interactions[id].DiscordInteraction)
+	}
+	return out
+}
+
+// Connected reports whether a gateway client is identified (or resumed)
+// and receiving events.
+func (f *DiscordFake) Connected() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.session != nil && f.session.conn != nil && f.session.conn.ready
+}
+
+// DropConnection cuts the gateway socket without a close frame, as a
+// network failure does; the session stays resumable.
+func (f *DiscordFake) DropConnection() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.session != nil && f.session.conn != nil {
+		_ = f.session.conn.ws.UnderlyingConn().Close()
+		f.session.conn = nil
+	}
+}
+
+// Press presses the button with custom_id data on the bot's message
+// msgID in chat, as user: it dispatches INTERACTION_CREATE and waits up
+// to the interaction deadline (3 s) for the bot's callback. It returns
+// what the presser saw: the response message's content (type 4) or the
+// updated message's content (type 7).
+func (f *DiscordFake) Press(chat, msgID, data, user string) (string, error) {
+	f.mu.Lock()
+	ix, err := f.press(chat, msgID, data, user)
+	f.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	timer := time.NewTimer(time.Until(ix.deadline) + 100*time.Millisecond)
+	defer timer.Stop()
+	select {
+	case <-ix.done:
+	case <-timer.C:
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !ix.Answered {
+		f.refuse("interaction %s (%s) was not answered within %s: the user sees \"This interaction failed\"", ix.ID, data, f.cfg.deadline)
+		ix.finish()
+		return "", fmt.Errorf("discord fake: interaction %s not answered within %s", ix.ID, f.cfg.deadline)
+	}
+	return ix.Content, nil
+}
+
+func (f *DiscordFake) press(chat, msgID, data, user string) (*discordInteraction, error) {
+	ch, ok := f.channels[chat]
+	if !ok {
+		return nil, fmt.Errorf("discord fake: no chat %q", chat)
+	}
+	var msg *discordMsg
+	for _, m := range ch.msgs {
+		if m.id == msgID {
+			msg = m
+		}
+	}
+	if msg == nil || msg.author != f.bot {
+		return nil, fmt.Errorf("discord fake: no bot message %s in %q", msgID, chat)
+	}
+	if !msg.shown[data] {
+		// A Discord client can only press a button the message showed;
+		// one that has not caught up with an edit yet may still show a
+		// button the message has lost since.
+		return nil, fmt.Errorf("discord fake: message %s never had a button %q to press", msgID, data)
+	}
+	if f.session == nil || f.session.conn == nil || !f.session.conn.ready {
+		return nil, errors.New("discord fake: no gateway client is connected to receive the interaction")
+	}
+	u := f.user(user)
+	now := time.Now()
+	ix := &discordInteraction{
+		DiscordInteraction: DiscordInteraction{ID: f.snowflake(), CustomID: data, UserID: u.id},
+		token:              "itok-" + f.snowflake(),
+		created:            now,
+		deadline:           now.Add(f.cfg.deadline),
+		msg:                msg,
+		done:               make(chan struct{}),
+	}
+	f.interactions[ix.ID] = ix
+	f.ixOrder = append(f.ixOrder, ix.ID)
+	d := map[string]any{
+		"id":                             ix.ID,
+		"application_id":                 f.appID,
+		"type":                           3,
+		"token":                          ix.token,
+		"version":                        1,
+		"channel_id":                     ch.id,
+		"channel":                        map[string]any{"id": ch.id, "type": f.channelType(ch)},
+		"message":                        f.messageJSON(msg),
+		"data":                           map[string]any{"custom_id": data, "component_type": 2},
+		"app_permissions":                "2248473465835073",
+		"locale":                         "en-US",
+		"entitlements":                   []any{},
+		"authorizing_integration_owners": map[string]any{"0": f.guildID},
+		"context":                        0,
+	}
+	if ch.guildID != "" {
+		d["guild_id"] = ch.guildID
+		d["guild_locale"] = "en-US"
+		d["member"] = map[string]any{
+			"user": f.userJSON(u, false), "roles": []any{}, "joined_at": f.started.UTC().Format(time.RFC3339Nano),
+			"deaf": false, "mute": false, "flags": 0, "pending": false, "permissions": "2248473465835073",
+		}
+	} else {
+		d["user"] = f.userJSON(u, false)
+		d["context"] = 1
+	}
+	f.emit(&discordEvent{t: "INTERACTION_CREATE", d: d})
+	return ix, nil
+}
+
+func (f *DiscordFake) channelType(ch *discordChannel) int {
+	if ch.guildID == "" {
+		return 1 // DM
+	}
+	return 0 // GUILD_TEXT
+}
+
+func (f *DiscordFake) userJSON(u *discordUser, bot bool) map[string]any {
+	j := map[string]any{
+		"id": u.id, "username": u.name, "discriminator": "0", "global_name": u.name,
+		"avatar": nil, "public_flags": 0,
+	}
+	if bot || u == f.bot {
+		j["bot"] = true
+		j["global_name"] = nil
+	}
+	return j
+}
+
+func (f *DiscordFake) messageJSON(m *discordMsg) map[string]any {
+	rows := make([]any, 0, len(m.rows))
+	for _, r := range m.rows {
+		bs := make([]any, 0, len(r))
+		for _, b := range r {
+			bj := map[string]any{"type": 2, "style": b.Style, "disabled": b.Disabled}
+			if b.Label != "" {
+				bj["label"] = b.Label
+			}
+			if b.CustomID != "" {
+				bj["custom_id"] = b.CustomID
+			}
+			if b.URL != "" {
+				bj["url"] = b.URL
+			}
+			if b.Emoji != nil {
+				bj["emoji"] = b.Emoji
+			}
+			bs = append(bs, bj)
+		}
+		rows = append(rows, map[string]any{"type": 1, "components": bs})
+	}
+	j := map[string]any{
+		"id": m.id, "channel_id": m.channel.id, "type": m.kind,
+		"author": f.userJSON(m.author, m.authorBot), "content": m.content,
+		"timestamp": m.created.UTC().Format(time.RFC3339Nano), "edited_timestamp": nil,
+		"tts": false, "mention_everyone": m.everyone, "mentions": []any{}, "mention_roles": []any{},
+		"attachments": []any{}, "embeds": []any{}, "pinned": false, "flags": 0, "components": rows,
+	}
+	if m.edited != nil {
+		j["edited_timestamp"] = m.edited.UTC().Format(time.RFC3339Nano)
+	}
+	if m.attachment {
+		j["attachments"] = []any{map[string]any{
+			"id": m.id, "filename": "photo.png", "size": 1024, "content_type": "image/png",
+			"url":       "https://cdn.discordapp.com/attachments/" + m.channel.id + "/" + m.id + "/photo.png",
+			"proxy_url": "https://media.discordapp.net/attachments/" + m.channel.id + "/" + m.id + "/photo.png",
+		}}
+	}
+	if m.refID != "" {
+		j["message_reference"] = map[string]any{"type": 0, "message_id": m.refID, "channel_id": m.channel.id}
+	}
+	return j
+}
+
+// emitMessage dispatches a message event with the gateway-only fields
+// (guild_id, member) that REST responses do not carry.
+func (f *DiscordFake) emitMessage(t string, m *discordMsg) {
+	d := f.messageJSON(m)
+	if m.channel.guildID != "" {
+		d["guild_id"] = m.channel.guildID
+		d["member"] = map[string]any{
+			"roles": []any{}, "joined_at": f.started.UTC().Format(time.RFC3339Nano),
+			"deaf": false, "mute": false, "flags": 0, "pending": false,
+		}
+	}
+	ev := &discordEvent{t: t, d: d, guild: m.channel.guildID != "", fromBot: m.author == f.bot}
+	if t == "MESSAGE_CREATE" {
+		ev.msgID = m.id
+	}
+	f.emit(ev)
+}
+
+// emit sequences an event in the current session and writes it to the
+// session's client, or holds it until a client identifies. f.mu held.
+func (f *DiscordFake) emit(ev *discordEvent) {
+	if ev.msgID != "" {
+		f.lastEvent[ev.msgID] = ev
+	}
+	if f.session == nil {
+		f.held = append(f.held, ev)
+		return
+	}
+	s := f.session
+	s.seq++
+	ev.seq, ev.session = s.seq, s
+	s.events = append(s.events, ev)
+	if s.conn != nil && s.conn.ready {
+		f.deliver(s.conn, ev)
+	}
+}
+
+// deliver writes one dispatch, shaped by the client's intents. f.mu held.
+func (f *DiscordFake) deliver(c *discordConn, ev *discordEvent) {
+	ev.delivered = true
+	d := ev.d
+	intents := c.session.intents
+	if strings.HasPrefix(ev.t, "MESSAGE_") {
+		if ev.guild && intents&discordIntentGuildMessages == 0 {
+			return
+		}
+		if !ev.guild && intents&discordIntentDirectMessages == 0 {
+			return
+		}
+		// Without the privileged Message Content intent Discord blanks
+		// guild messages that are not the bot's own.
+		if ev.guild && !ev.fromBot && intents&discordIntentMessageContent == 0 {
+			d = make(map[string]any, len(ev.d))
+			for k, v := range ev.d {
+				d[k] = v
+			}
+			d["content"], d["embeds"], d["attachments"], d["components"] = "", []any{}, []any{}, []any{}
+		}
+	}
+	if err := c.write(map[string]any{"op": 0, "t": ev.t, "s": ev.seq, "d": d}); err != nil {
+		f.t.Logf("discord fake: writing %s to the gateway client: %v", ev.t, err)
+		_ = c.ws.Close()
+		if ev.session.conn == c {
+			ev.session.conn = nil
+		}
+	}
+}
+
+func (c *discordConn) write(v any) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	return c.ws.WriteJSON(v)
+}
+
+func (c *discordConn) closeWith(code int, text string) {
+	c.wmu.Lock()
+	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+	c.wmu.Unlock()
+	_ = c.ws.Close()
+}
+
+// ---- factory ----
+
+// DiscordFactory starts a fake Discord and an adapter aimed at it.
+func DiscordFactory(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+	t.Helper()
+	f := NewDiscord(t)
+	a, err := discord.New(discord.Config{
+		Token:  f.Token(),
+		APIURL: f.URL(),
+		Logger: slog.New(slog.NewTextHandler(NewDiscordLogWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatalf("discord adapter: %v", err)
+	}
+	return a, f
+}
+
+// NewDiscordLogWriter is an io.Writer into t.Logf that goes quiet when
+// the test ends, so a goroutine logging late cannot panic the test.
+func NewDiscordLogWriter(t adaptertest.TB) io.Writer {
+	w := &discordLogWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return w
+}
+
+type discordLogWriter struct {
+	mu   sync.Mutex
+	t    adaptertest.TB
+	done bool
+}
+
+func (w *discordLogWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}

@@ -1,0 +1,7 @@
+// Package discordtest is a fake Discord for tests: DiscordFake serves the
+// REST API under /api/v9 and the gateway websocket on loopback, strict
+// about what Discord refuses (rate limits, interaction deadlines, bad
+// components). It implements adaptertest.Fake; DiscordFactory hands it,
+// with an adapter aimed at it, to the shared suite adaptertest.Run. Its
+// own tests hold it to Discord's rules with raw HTTP and a raw websocket.
+package discordtest

@@ -1,0 +1,541 @@
+package discordtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ---- HTTP ----
+
+func (f *DiscordFake) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/gw" || r.URL.Path == "/gw/" {
+		f.serveGateway(w, r)
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/api/v9/")
+	if !ok {
+		f.mu.Lock()
+		f.refuse("%s %s: not under /api/v9", r.Method, r.URL.Path)
+		f.mu.Unlock()
+		discordJSON(w, http.StatusNotFound, map[string]any{"message": "404: Not Found", "code": 0})
+		return
+	}
+	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	route := r.Method + " " + strings.Join(discordRouteShape(parts), "/")
+
+	// Interaction callbacks are authorised by their token, not the bot's.
+	if route == "POST interactions/:id/:token/callback" {
+		if a := r.Header.Get("Authorization"); a != "" && a != "Bot "+f.token {
+			f.unauthorized(w, r)
+			return
+		}
+		f.callback(w, r, parts[1], parts[2])
+		return
+	}
+	if route == "GET gateway" {
+		discordJSON(w, http.StatusOK, map[string]any{"url": f.wsURL()})
+		return
+	}
+	if r.Header.Get("Authorization") != "Bot "+f.token {
+		f.unauthorized(w, r)
+		return
+	}
+	switch route {
+	case "GET gateway/bot":
+		discordJSON(w, http.StatusOK, map[string]any{
+			"url": f.wsURL(), "shards": 1,
+			"session_start_limit": map[string]any{"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1},
+		})
+	case "GET users/@me":
+		f.mu.Lock()
+		u := f.userJSON(f.bot, true)
+		f.mu.Unlock()
+		discordJSON(w, http.StatusOK, u)
+	case "POST channels/:id/messages":
+		f.createMessage(w, r, parts[1])
+	case "PATCH channels/:id/messages/:id":
+		f.editMessage(w, r, parts[1], parts[3])
+	default:
+		f.mu.Lock()
+		f.refuse("%s %s: no such route", r.Method, r.URL.Path)
+		f.mu.Unlock()
+		discordJSON(w, http.StatusNotFound, map[string]any{"message": "404: Not Found", "code": 0})
+	}
+}
+
+// discordRouteShape replaces ids in a path with ":id" (and the token
+// of an interaction callback with ":token") to match routes.
+func discordRouteShape(parts []string) []string {
+	out := slices.Clone(parts)
+	for i, p := range out {
+		switch {
+		case len(parts) == 4 && parts[0] == "interactions" && i == 2:
+			out[i] = ":token"
+		case p != "" && strings.Trim(p, "0123456789") == "":
+			out[i] = ":id"
+		case len(parts) == 4 && parts[0] == "interactions" && i == 1:
+			out[i] = ":id"
+		}
+	}
+	return out
+}
+
+func (f *DiscordFake) wsURL() string {
+	return "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/gw"
+}
+
+func (f *DiscordFake) unauthorized(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.refuse("%s %s: wrong or missing Authorization (want \"Bot <token>\")", r.Method, r.URL.Path)
+	f.mu.Unlock()
+	discordJSON(w, http.StatusUnauthorized, map[string]any{"message": "401: Unauthorized", "code": 0})
+}
+
+func discordJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// discordFormError is Discord's 50035 "Invalid Form Body" with the
+// offending field's path ("components.0.components.1.custom_id").
+func discordFormError(w http.ResponseWriter, path, code, message string) {
+	var leaf any = map[string]any{"_errors": []any{map[string]any{"code": code, "message": message}}}
+	keys := strings.Split(path, ".")
+	for i := len(keys) - 1; i >= 0; i-- {
+		leaf = map[string]any{keys[i]: leaf}
+	}
+	discordJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035, "errors": leaf})
+}
+
+func (f *DiscordFake) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err == nil && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		err = fmt.Errorf("content type %q", r.Header.Get("Content-Type"))
+	}
+	if err == nil {
+		err = json.Unmarshal(body, v)
+	}
+	if err != nil {
+		f.mu.Lock()
+		f.refuse("%s %s: body is not JSON: %v", r.Method, r.URL.Path, err)
+		f.mu.Unlock()
+		discordJSON(w, http.StatusBadRequest, map[string]any{"message": "The request body contains invalid JSON.", "code": 50109})
+		return false
+	}
+	return true
+}
+
+type discordComponentReq struct {
+	Type       int                   `json:"type"`
+	Components []discordComponentReq `json:"components"`
+	Style      int                   `json:"style"`
+	Label      *string               `json:"label"`
+	CustomID   *string               `json:"custom_id"`
+	URL        string                `json:"url"`
+	Emoji      map[string]string     `json:"emoji"`
+	Disabled   bool                  `json:"disabled"`
+	SKUID      string                `json:"sku_id"`
+}
+
+type discordMessageReq struct {
+	Content         *string                `json:"content"`
+	Components      *[]discordComponentReq `json:"components"`
+	Embeds          []json.RawMessage      `json:"embeds"`
+	StickerIDs      []string               `json:"sticker_ids"`
+	Flags           int                    `json:"flags"`
+	AllowedMentions *struct {
+		Parse []string `json:"parse"`
+	} `json:"allowed_mentions"`
+	MessageReference *struct {
+		MessageID       string `json:"message_id"`
+		ChannelID       string `json:"channel_id"`
+		FailIfNotExists *bool  `json:"fail_if_not_exists"`
+	} `json:"message_reference"`
+}
+
+// checkComponents validates a message's components as Discord does for
+// messages without the components-v2 flag: up to 5 action rows, each
+// of 1–5 buttons, custom_id 1–100 characters and unique, label at most
+// 80. It returns the rows or writes the 400. f.mu held.
+func (f *DiscordFake) checkComponents(w http.ResponseWriter, r *http.Request, comps []discordComponentReq) ([][]discordButton, bool) {
+	bad := func(path, code, msg string) ([][]discordButton, bool) {
+		f.refuse("%s %s: %s: %s", r.Method, r.URL.Path, path, msg)
+		discordFormError(w, path, code, msg)
+		return nil, false
+	}
+	if len(comps) > 5 {
+		return bad("components", "BASE_TYPE_BAD_LENGTH", "Must be between 0 and 5 in length.")
+	}
+	seen := map[string]bool{}
+	rows := make([][]discordButton, 0, len(comps))
+	for i, row := range comps {
+		p := "components." + strconv.Itoa(i)
+		if row.Type != 1 {
+			return bad(p+".type", "UNION_TYPE_CHOICES", "Value of field \"type\" must be one of (1,).")
+		}
+		if len(row.Components) < 1 || len(row.Components) > 5 {
+			return bad(p+".components", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length.")
+		}
+		var bs []discordButton
+		for j, c := range row.Components {
+			q := p + ".components." + strconv.Itoa(j)
+			if c.Type != 2 {
+				return bad(q+".type", "COMPONENT_TYPE_INVALID", "This component type is not supported here (the fake knows buttons).")
+			}
+			label := ""
+			if c.Label != nil {
+				label = *c.Label
+			}
+			if utf8.RuneCountInString(label) > 80 {
+				return bad(q+".label", "BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length.")
+			}
+			if label == "" && c.Emoji == nil {
+				return bad(q+".label", "BUTTON_COMPONENT_LABEL_OR_EMOJI_REQUIRED", "A button needs a label or an emoji.")
+			}
+			b := discordButton{Style: c.Style, Label: label, URL: c.URL, Emoji: c.Emoji, Disabled: c.Disabled}
+			switch {
+			case c.Style >= 1 && c.Style <= 4:
+				if c.CustomID == nil || *c.CustomID == "" {
+					return bad(q+".custom_id", "BASE_TYPE_REQUIRED", "This field is required")
+				}
+				if utf8.RuneCountInString(*c.CustomID) > 100 {
+					return bad(q+".custom_id", "BASE_TYPE_MAX_LENGTH", "Must be 100 or fewer in length.")
+				}
+				if c.URL != "" {
+					return bad(q+".url", "BUTTON_COMPONENT_URL_NOT_ALLOWED", "A button with a custom_id cannot have a url.")
+				}
+				if seen[*c.CustomID] {
+					return bad(q+".custom_id", "COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id cannot be duplicated")
+				}
+				seen[*c.CustomID] = true
+				b.CustomID = *c.CustomID
+			case c.Style == 5:
+				if c.URL == "" || c.CustomID != nil {
+					return bad(q+".url", "BUTTON_COMPONENT_URL_REQUIRED", "A link button needs a url and no custom_id.")
+				}
+			default:
+				return bad(q+".style", "BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3, 4, 5}.")
+			}
+			bs = append(bs, b)
+		}
+		rows = append(rows, bs)
+	}
+	return rows, true
+}
+
+// checkBody validates content, mentions and components common to
+// creates, edits and interaction responses. f.mu held.
+func (f *DiscordFake) checkBody(w http.ResponseWriter, r *http.Request, req *discordMessageReq) (rows [][]discordButton, ok bool) {
+	if req.Content != nil && utf8.RuneCountInString(*req.Content) > discordMaxContent {
+		f.refuse("%s %s: content is %d characters, over Discord's %d", r.Method, r.URL.Path, utf8.RuneCountInString(*req.Content), discordMaxContent)
+		discordFormError(w, "content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.")
+		return nil, false
+	}
+	if req.AllowedMentions != nil {
+		for i, p := range req.AllowedMentions.Parse {
+			if p != "roles" && p != "users" && p != "everyone" {
+				f.refuse("%s %s: allowed_mentions.parse has %q", r.Method, r.URL.Path, p)
+				discordFormError(w, "allowed_mentions.parse."+strconv.Itoa(i), "BASE_TYPE_CHOICES", "Value must be one of ('roles', 'users', 'everyone').")
+				return nil, false
+			}
+		}
+	}
+	if req.Components != nil {
+		return f.checkComponents(w, r, *req.Components)
+	}
+	return nil, true
+}
+
+func (f *DiscordFake) emptyMessage(w http.ResponseWriter, r *http.Request) {
+	f.refuse("%s %s: empty message (no content, components or embeds)", r.Method, r.URL.Path)
+	discordJSON(w, http.StatusBadRequest, map[string]any{"message": "Cannot send an empty message", "code": 50006})
+}
+
+func (f *DiscordFake) unknownChannel(w http.ResponseWriter, r *http.Request) {
+	f.refuse("%s %s: unknown channel", r.Method, r.URL.Path)
+	discordJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Channel", "code": 10003})
+}
+
+// pings reports whether content notifies everyone, given allowed_mentions.
+func discordPings(content string, allowed *[]string) bool {
+	if !strings.Contains(content, "@everyone") && !strings.Contains(content, "@here") {
+		return false
+	}
+	return allowed == nil || slices.Contains(*allowed, "everyone")
+}
+
+func (f *DiscordFake) createMessage(w http.ResponseWriter, r *http.Request, channelID string) {
+	var req discordMessageReq
+	if !f.readJSON(w, r, &req) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rows, ok := f.checkBody(w, r, &req)
+	if !ok {
+		return
+	}
+	content := ""
+	if req.Content != nil {
+		content = *req.Content
+	}
+	if content == "" && len(rows) == 0 && len(req.Embeds) == 0 && len(req.StickerIDs) == 0 {
+		f.emptyMessage(w, r)
+		return
+	}
+	ch, ok := f.channelsByID[channelID]
+	if !ok {
+		f.unknownChannel(w, r)
+		return
+	}
+	if !f.rateLimit(w, "create:"+channelID) {
+		return
+	}
+	m := &discordMsg{id: f.snowflake(), channel: ch, author: f.bot, content: content, rows: rows, created: time.Now()}
+	m.show()
+	if ref := req.MessageReference; ref != nil {
+		exists := false
+		for _, old := range ch.msgs {
+			exists = exists || old.id == ref.MessageID
+		}
+		switch {
+		case ref.ChannelID != "" && ref.ChannelID != channelID:
+			f.refuse("%s %s: message_reference.channel_id %s is not this channel", r.Method, r.URL.Path, ref.ChannelID)
+			discordFormError(w, "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message")
+			return
+		case exists:
+			m.kind, m.refID = 19, ref.MessageID
+		case ref.FailIfNotExists == nil || *ref.FailIfNotExists:
+			f.refuse("%s %s: message_reference to unknown message %s", r.Method, r.URL.Path, ref.MessageID)
+			discordFormError(w, "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message")
+			return
+		}
+	}
+	if req.AllowedMentions != nil {
+		p := slices.Clone(req.AllowedMentions.Parse)
+		m.allowed = &p
+	}
+	m.everyone = discordPings(content, m.allowed)
+	ch.msgs = append(ch.msgs, m)
+	f.emitMessage("MESSAGE_CREATE", m)
+	discordJSON(w, http.StatusOK, f.messageJSON(m))
+}
+
+func (f *DiscordFake) editMessage(w http.ResponseWriter, r *http.Request, channelID, msgID string) {
+	var req discordMessageReq
+	if !f.readJSON(w, r, &req) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rows, ok := f.checkBody(w, r, &req)
+	if !ok {
+		return
+	}
+	ch, ok := f.channelsByID[channelID]
+	if !ok {
+		f.unknownChannel(w, r)
+		return
+	}
+	var m *discordMsg
+	for _, old := range ch.msgs {
+		if old.id == msgID {
+			m = old
+		}
+	}
+	if m == nil {
+		f.refuse("%s %s: unknown message", r.Method, r.URL.Path)
+		discordJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Message", "code": 10008})
+		return
+	}
+	if m.author != f.bot {
+		f.refuse("%s %s: message is not the bot's", r.Method, r.URL.Path)
+		discordJSON(w, http.StatusForbidden, map[string]any{"message": "Cannot edit a message authored by another user", "code": 50005})
+		return
+	}
+	if !f.rateLimit(w, "edit:"+channelID) {
+		return
+	}
+	if !f.applyEdit(w, r, m, &req, rows) {
+		return
+	}
+	discordJSON(w, http.StatusOK, f.messageJSON(m))
+}
+
+// applyEdit changes the fields an edit carries (absent or null fields
+// stay) and dispatches MESSAGE_UPDATE. f.mu held.
+func (f *DiscordFake) applyEdit(w http.ResponseWriter, r *http.Request, m *discordMsg, req *discordMessageReq, rows [][]discordButton) bool {
+	content, newRows := m.content, m.rows
+	if req.Content != nil {
+		content = *req.Content
+	}
+	if req.Components != nil {
+		newRows = rows
+	}
+	if content == "" && len(newRows) == 0 {
+		f.refuse("%s %s: edit would leave an empty message", r.Method, r.URL.Path)
+		discordJSON(w, http.StatusBadRequest, map[string]any{"message": "Cannot send an empty message", "code": 50006})
+		return false
+	}
+	now := time.Now()
+	m.content, m.rows, m.edited = content, newRows, &now
+	m.show()
+	f.emitMessage("MESSAGE_UPDATE", m)
+	return true
+}
+
+// rateLimit applies the global and the bucket's limits (and a forced
+// 429), setting X-RateLimit-* headers. It writes the 429 and returns
+// false when the request is over a limit. f.mu held.
+func (f *DiscordFake) rateLimit(w http.ResponseWriter, bucket string) bool {
+	now := time.Now()
+	h := w.Header()
+	tooMany := func(retry time.Duration, global bool) bool {
+		f.rateLimited++
+		secs := math.Ceil(retry.Seconds()*1000) / 1000
+		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+		h.Set("X-RateLimit-Reset-After", strconv.FormatFloat(secs, 'f', 3, 64))
+		h.Set("X-RateLimit-Reset", strconv.FormatFloat(float64(now.Add(retry).UnixMilli())/1000, 'f', 3, 64))
+		if global {
+			h.Set("X-RateLimit-Global", "true")
+			h.Set("X-RateLimit-Scope", "global")
+		} else {
+			h.Set("X-RateLimit-Scope", "user")
+			h.Set("X-RateLimit-Remaining", "0")
+		}
+		discordJSON(w, http.StatusTooManyRequests, map[string]any{"message": "You are being rate limited.", "retry_after": secs, "global": global})
+		return false
+	}
+	if f.force429 > 0 {
+		d := f.force429
+		f.force429 = 0
+		h.Set("X-RateLimit-Bucket", discordBucketHash(bucket))
+		h.Set("X-RateLimit-Limit", "5")
+		return tooMany(d, false)
+	}
+	if n := f.cfg.globalPerSecond; n > 0 {
+		if now.Sub(f.global.start) >= time.Second {
+			f.global = discordBucket{start: now}
+		}
+		if f.global.count >= n {
+			return tooMany(f.global.start.Add(time.Second).Sub(now), true)
+		}
+		f.global.count++
+	}
+	n := f.cfg.perChannel
+	if n <= 0 {
+		return true
+	}
+	b, ok := f.buckets[bucket]
+	if !ok || now.Sub(b.start) >= f.cfg.window {
+		b = &discordBucket{start: now}
+		f.buckets[bucket] = b
+	}
+	reset := b.start.Add(f.cfg.window)
+	h.Set("X-RateLimit-Bucket", discordBucketHash(bucket))
+	h.Set("X-RateLimit-Limit", strconv.Itoa(n))
+	if b.count >= n {
+		return tooMany(reset.Sub(now), false)
+	}
+	b.count++
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(n-b.count))
+	h.Set("X-RateLimit-Reset", strconv.FormatFloat(float64(reset.UnixMilli())/1000, 'f', 3, 64))
+	h.Set("X-RateLimit-Reset-After", strconv.FormatFloat(reset.Sub(now).Seconds(), 'f', 3, 64))
+	return true
+}
+
+func discordBucketHash(bucket string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(strings.SplitN(bucket, ":", 2)[0]))
+	return strconv.FormatUint(h.Sum64(), 16)
+}
+
+// callback answers POST /interactions/{id}/{token}/callback.
+func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token string) {
+	var req struct {
+		Type int                `json:"type"`
+		Data *discordMessageReq `json:"data"`
+	}
+	if !f.readJSON(w, r, &req) {
+		return
+	}
+	unknown := func(why string) {
+		f.refuse("interaction callback %s: %s", id, why)
+		discordJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown interaction", "code": 10062})
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ix, ok := f.interactions[id]
+	switch {
+	case !ok || ix.token != token:
+		unknown("no such interaction or wrong token")
+		return
+	case ix.Answered:
+		f.refuse("interaction callback %s: answered twice", id)
+		discordJSON(w, http.StatusBadRequest, map[string]any{"message": "Interaction has already been acknowledged.", "code": 40060})
+		return
+	case time.Now().After(ix.deadline):
+		unknown(fmt.Sprintf("answered %s after the press, over the %s deadline", time.Since(ix.created).Round(time.Millisecond), f.cfg.deadline))
+		return
+	}
+	var data discordMessageReq
+	if req.Data != nil {
+		data = *req.Data
+	}
+	rows, ok := f.checkBody(w, r, &data)
+	if !ok {
+		return
+	}
+	content := ""
+	if data.Content != nil {
+		content = *data.Content
+	}
+	switch req.Type {
+	case 4: // CHANNEL_MESSAGE_WITH_SOURCE
+		if req.Data == nil || (content == "" && len(rows) == 0 && len(data.Embeds) == 0) {
+			f.refuse("interaction callback %s: type 4 with an empty message", id)
+			discordJSON(w, http.StatusBadRequest, map[string]any{"message": "Cannot send an empty message", "code": 50006})
+			return
+		}
+		if data.Flags&^(64|4) != 0 {
+			f.refuse("interaction callback %s: flags %d (only 64 ephemeral and 4 suppress embeds)", id, data.Flags)
+			discordFormError(w, "data.flags", "MESSAGE_FLAGS_INVALID", "Invalid flags")
+			return
+		}
+		if data.Flags&64 == 0 {
+			m := &discordMsg{id: f.snowflake(), channel: ix.msg.channel, author: f.bot, content: content, rows: rows, created: time.Now()}
+			m.show()
+			if data.AllowedMentions != nil {
+				p := slices.Clone(data.AllowedMentions.Parse)
+				m.allowed = &p
+			}
+			m.everyone = discordPings(content, m.allowed)
+			ix.msg.channel.msgs = append(ix.msg.channel.msgs, m)
+			f.emitMessage("MESSAGE_CREATE", m)
+		}
+		ix.Content, ix.Flags = content, data.Flags
+	case 5, 6: // deferred: the presser sees nothing yet
+	case 7: // UPDATE_MESSAGE
+		if !f.applyEdit(w, r, ix.msg, &data, rows) {
+			return
+		}
+		ix.Content = ix.msg.content
+	default:
+		f.refuse("interaction callback %s: response type %d is not valid for a component interaction", id, req.Type)
+		discordFormError(w, "type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid")
+		return
+	}
+	ix.Type, ix.Answered, ix.After = req.Type, true, time.Since(ix.created)
+	ix.finish()
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,8 @@
+// Package slacktest is a fake Slack for tests: SlackFake serves the Web
+// API under /api/, a Socket Mode websocket, and posts signed Events API
+// requests to an adapter's handler, strict about what Slack refuses. It
+// implements adaptertest.Fake; SlackFactory (Socket Mode) and
+// SlackEventsFactory (Events API) hand it, with an adapter aimed at it,
+// to the shared suite adaptertest.Run. Its own tests hold it to Slack's
+// rules with the slack-go client and raw HTTP.
+package slacktest

@@ -1,0 +1,378 @@
+package telegramtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ---- state ----
+
+func (f *TelegramFake) user(handle string) *tgUser {
+	u := f.users[handle]
+	if u == nil {
+		f.nextUser++
+		u = &tgUser{id: f.nextUser, handle: handle}
+		f.users[handle] = u
+	}
+	return u
+}
+
+func (f *TelegramFake) chat(handle string) *tgChat {
+	c := f.chats[handle]
+	if c != nil {
+		return c
+	}
+	c = &tgChat{handle: handle, typ: "private", topics: map[int]bool{}, byID: map[int]*tgMessage{}}
+	switch {
+	case strings.HasPrefix(handle, "group"):
+		c.typ = "supergroup"
+	case strings.HasPrefix(handle, "forum"):
+		c.typ, c.forum = "supergroup", true
+	case strings.HasPrefix(handle, "channel"):
+		c.typ = "channel"
+	}
+	if c.typ == "private" {
+		c.id = f.user(handle).id
+	} else {
+		f.nextGroup++
+		c.id = -f.nextGroup
+	}
+	f.chats[handle] = c
+	f.chatsByID[c.id] = c
+	return c
+}
+
+func (f *TelegramFake) chatJSON(c *tgChat) map[string]any {
+	j := map[string]any{"id": c.id, "type": c.typ}
+	if c.typ == "private" {
+		j["first_name"] = firstName(c.handle)
+		j["username"] = c.handle
+	} else {
+		j["title"] = c.handle
+	}
+	if c.forum {
+		j["is_forum"] = true
+	}
+	return j
+}
+
+func (f *TelegramFake) userJSON(u *tgUser, bot bool) map[string]any {
+	return map[string]any{"id": u.id, "is_bot": bot, "first_name": firstName(u.handle), "username": u.handle}
+}
+
+func botUserJSON() map[string]any {
+	return map[string]any{"id": telegramBotID, "is_bot": true, "first_name": "Gatehouse", "username": "gatehouse_bot"}
+}
+
+func firstName(handle string) string {
+	r, n := utf8.DecodeRuneInString(handle)
+	return strings.ToUpper(string(r)) + handle[n:]
+}
+
+// userMessage makes a message from user in c, stored in the chat (so the
+// bot can reply to it), and returns its JSON for the caller to finish.
+func (f *TelegramFake) userMessage(c *tgChat, user string, bot bool, topic int) map[string]any {
+	c.nextMsg++
+	m := &tgMessage{date: time.Now().Unix(), isBot: bot}
+	m.ID = c.nextMsg
+	m.ThreadID = topic
+	j := map[string]any{"message_id": m.ID, "date": m.date, "chat": f.chatJSON(c)}
+	if c.typ == "channel" {
+		j["sender_chat"] = f.chatJSON(c)
+	} else {
+		m.from = f.user(user)
+		j["from"] = f.userJSON(m.from, bot)
+	}
+	if topic != 0 {
+		j["message_thread_id"] = topic
+		j["is_topic_message"] = true
+	}
+	c.msgs = append(c.msgs, m)
+	c.byID[m.ID] = m
+	return j
+}
+
+func (f *TelegramFake) queueMessage(c *tgChat, m map[string]any) string {
+	kind := "message"
+	if c.typ == "channel" {
+		kind = "channel_post"
+	}
+	return strconv.FormatInt(f.queue(kind, map[string]any{kind: m}), 10)
+}
+
+// queue adds an update; f.mu is held.
+func (f *TelegramFake) queue(kind string, update map[string]any) int64 {
+	f.nextUpdate++
+	id := f.nextUpdate
+	update["update_id"] = id
+	body, err := json.Marshal(update)
+	if err != nil {
+		f.t.Fatalf("telegram fake: update: %v", err)
+	}
+	u := &tgUpdate{id: id, kind: kind, body: body}
+	f.updates = append(f.updates, u)
+	f.updateByID[id] = u
+	f.notify()
+	return id
+}
+
+// notify wakes whoever waits for updates; f.mu is held.
+func (f *TelegramFake) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *TelegramFake) messageJSON(c *tgChat, m *tgMessage) map[string]any {
+	j := map[string]any{"message_id": m.ID, "date": m.date, "chat": f.chatJSON(c), "text": m.Text}
+	if m.fromBot {
+		j["from"] = botUserJSON()
+	} else if m.from != nil {
+		j["from"] = f.userJSON(m.from, m.isBot)
+	}
+	if len(m.entities) > 0 {
+		j["entities"] = m.entities
+	}
+	if m.ThreadID != 0 {
+		j["message_thread_id"] = m.ThreadID
+		j["is_topic_message"] = true
+	}
+	if m.ReplyTo != 0 {
+		if r := c.byID[m.ReplyTo]; r != nil {
+			j["reply_to_message"] = map[string]any{"message_id": r.ID, "date": r.date, "chat": f.chatJSON(c), "text": r.Text}
+		}
+	}
+	if len(m.Buttons) > 0 {
+		j["reply_markup"] = map[string]any{"inline_keyboard": m.Buttons}
+	}
+	if m.Edited {
+		j["edit_date"] = time.Now().Unix()
+	}
+	return j
+}
+
+// remember adds the message's buttons to what can be pressed on it.
+func (m *tgMessage) remember() {
+	for _, row := range m.Buttons {
+		for _, b := range row {
+			if b.Data == "" {
+				continue
+			}
+			if m.pressable == nil {
+				m.pressable = map[string]bool{}
+			}
+			m.pressable[b.Data] = true
+		}
+	}
+}
+
+func cloneButtons(rows [][]TelegramButton) [][]TelegramButton {
+	if rows == nil {
+		return nil
+	}
+	out := make([][]TelegramButton, len(rows))
+	for i, r := range rows {
+		out[i] = slices.Clone(r)
+	}
+	return out
+}
+
+// ---- the Bot API ----
+
+func (f *TelegramFake) serve(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
+	slash := strings.LastIndexByte(rest, '/')
+	if !ok || slash < 0 {
+		f.reply(w, "?", nil, &tgErr{code: http.StatusNotFound, desc: "Not Found"})
+		return
+	}
+	token, method := rest[:slash], rest[slash+1:]
+	if token != f.Token {
+		f.reply(w, method, nil, &tgErr{code: http.StatusUnauthorized, desc: "Unauthorized"})
+		return
+	}
+	if r.Method != http.MethodPost && r.Method != http.MethodGet {
+		f.reply(w, method, nil, &tgErr{code: http.StatusMethodNotAllowed, desc: "Method Not Allowed"})
+		return
+	}
+	p, err := readTelegramParams(r)
+	if err != nil {
+		f.reply(w, method, nil, badRequest("%v", err))
+		return
+	}
+	for k, v := range p {
+		if !utf8.ValidString(v) {
+			f.reply(w, method, nil, badRequest("strings must be encoded in UTF-8 (%s)", k))
+			return
+		}
+	}
+	var res any
+	var e *tgErr
+	// Method names are case-insensitive on Telegram.
+	switch strings.ToLower(method) {
+	case "getme":
+		res = botUserJSON()
+	case "getupdates":
+		res, e = f.getUpdates(r, p)
+	case "sendmessage":
+		res, e = f.sendMessage(p)
+	case "editmessagetext":
+		res, e = f.editMessage(p, true)
+	case "editmessagereplymarkup":
+		res, e = f.editMessage(p, false)
+	case "answercallbackquery":
+		res, e = f.answerCallbackQuery(p)
+	case "setwebhook":
+		res, e = f.setWebhook(p)
+	case "deletewebhook":
+		res, e = f.deleteWebhook(p)
+	case "getwebhookinfo":
+		res = f.webhookInfo()
+	default:
+		e = &tgErr{code: http.StatusNotFound, desc: "Not Found"}
+	}
+	f.reply(w, method, res, e)
+}
+
+func (f *TelegramFake) reply(w http.ResponseWriter, method string, res any, e *tgErr) {
+	w.Header().Set("Content-Type", "application/json")
+	if e == nil {
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": res})
+		return
+	}
+	f.mu.Lock()
+	line := fmt.Sprintf("%s: %d %s", method, e.code, e.desc)
+	if e.code == http.StatusTooManyRequests {
+		f.throttled = append(f.throttled, line)
+	} else {
+		f.errs = append(f.errs, line)
+	}
+	f.mu.Unlock()
+	body := map[string]any{"ok": false, "error_code": e.code, "description": e.desc}
+	if e.retryAfter > 0 {
+		body["parameters"] = map[string]any{"retry_after": e.retryAfter}
+	}
+	w.WriteHeader(e.code)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// tgParams are a call's parameters, each as text: a JSON body's strings
+// unquoted and its other values as JSON text, as Telegram reads a form.
+type tgParams map[string]string
+
+// readTelegramParams reads parameters the ways the Bot API takes them: a
+// query string, and a multipart, url-encoded or JSON body.
+func readTelegramParams(r *http.Request) (tgParams, error) {
+	p := tgParams{}
+	for k, v := range r.URL.Query() {
+		p[k] = v[0]
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 10<<20))
+	if err != nil {
+		return nil, fmt.Errorf("unreadable body: %w", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		// getMe and friends: a multipart content type with nothing in it.
+		return p, nil
+	}
+	ct, ctParams, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "multipart/form-data":
+		mr := multipart.NewReader(bytes.NewReader(body), ctParams["boundary"])
+		for {
+			part, err := mr.NextPart()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("bad multipart body: %w", err)
+			}
+			if part.FileName() != "" {
+				return nil, errors.New("file uploads are not modelled by the fake")
+			}
+			v, err := io.ReadAll(part)
+			if err != nil {
+				return nil, fmt.Errorf("bad multipart body: %w", err)
+			}
+			p[part.FormName()] = string(v)
+		}
+	case "application/x-www-form-urlencoded":
+		vals, err := url.ParseQuery(string(body))
+		if err != nil {
+			return nil, fmt.Errorf("bad form body: %w", err)
+		}
+		for k, v := range vals {
+			p[k] = v[0]
+		}
+	case "application/json":
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(body, &obj); err != nil {
+			return nil, fmt.Errorf("bad JSON body: %w", err)
+		}
+		for k, raw := range obj {
+			var s string
+			switch {
+			case string(raw) == "null":
+				continue
+			case json.Unmarshal(raw, &s) == nil:
+				p[k] = s
+			default:
+				p[k] = string(raw)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("unsupported content type %q", ct)
+	}
+	return p, nil
+}
+
+func (p tgParams) int(k string) (int64, bool, *tgErr) {
+	v, ok := p[k]
+	if !ok || v == "" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, true, badRequest("field %q must be of type Integer", k)
+	}
+	return n, true, nil
+}
+
+func (p tgParams) bool(k string) bool {
+	v := strings.ToLower(strings.TrimSpace(p[k]))
+	return v == "true" || v == "1"
+}
+
+// chatParam resolves chat_id to a known chat; f.mu is held.
+func (f *TelegramFake) chatParam(p tgParams) (*tgChat, *tgErr) {
+	v := strings.TrimSpace(p["chat_id"])
+	if v == "" {
+		return nil, badRequest("chat_id is empty")
+	}
+	if name, ok := strings.CutPrefix(v, "@"); ok {
+		if c := f.chats[name]; c != nil && c.typ != "private" {
+			return c, nil
+		}
+		return nil, badRequest("chat not found")
+	}
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil, badRequest("chat not found")
+	}
+	c := f.chatsByID[id]
+	if c == nil {
+		return nil, badRequest("chat not found")
+	}
+	return c, nil
+}
