@@ -172,18 +172,6 @@ func UserKey(platform, userID string) string {
 	return "u_" + hex.EncodeToString(h[:8])
 }
 
-func prefix(platform string) string {
-	switch platform {
-	case gh.PlatformTelegram:
-		return "tg_"
-	case gh.PlatformDiscord:
-		return "dc_"
-	case gh.PlatformSlack:
-		return "sl_"
-	}
-	return "px_"
-}
-
 // Allowed reports whether user may talk to the agent on platform.
 func (g *Gateway) Allowed(platform, userID string) bool {
 	set := g.allowed[platform]

@@ -151,17 +151,10 @@ type Config struct {
 	// MidTurn is how a chat message that arrives mid-turn is delivered:
 	// queue or guide. Defaults to queue.
 	MidTurn string
-	// Telegram: the adapter starts when TelegramToken is set. The API URL
-	// defaults to https://api.telegram.org; a webhook secret switches from
-	// long polling to the webhook at POST /hooks/telegram.
-	TelegramToken, TelegramAPIURL, TelegramWebhookSecret, TelegramWebhookURL, TelegramAllowed string
-	// Discord: starts when DiscordToken is set; the API URL defaults to
-	// https://discord.com.
-	DiscordToken, DiscordAPIURL, DiscordAllowed string
-	// Slack: starts when SlackBotToken is set; Socket Mode with an app
-	// token, else the Events API at POST /hooks/slack with the signing
-	// secret. The API URL defaults to https://slack.com.
-	SlackBotToken, SlackAppToken, SlackSigningSecret, SlackAPIURL, SlackAllowed string
+	// Platform holds the chat platforms' settings (see platforms), by
+	// environment variable name: TELEGRAM_BOT_TOKEN and so on. A platform's
+	// adapter starts when its token is set.
+	Platform map[string]string
 }
 
 // setting is one row of the settings table: its names, default and help,
@@ -210,7 +203,8 @@ func oneOf(dst func(*Config) *string, allowed ...string) func(*Config, string) e
 	}
 }
 
-var settings = []setting{
+// settings are the gateway's own rows, then each platform's.
+var settings = append([]setting{
 	{"GATEHOUSE_ADDR", "addr", "127.0.0.1:8080", "HTTP listen address", str(func(c *Config) *string { return &c.Addr })},
 	{"GATEHOUSE_DATA_DIR", "data_dir", "./data", "directory of the SQLite database and spool files", str(func(c *Config) *string { return &c.DataDir })},
 	{"GATEHOUSE_DATABASE_URL", "database_url", "", "postgres://… selects Postgres; empty selects SQLite at $GATEHOUSE_DATA_DIR/gatehouse.db", func(c *Config, v string) error {
@@ -349,20 +343,7 @@ var settings = []setting{
 	{"GATEHOUSE_RETENTION", "retention", "720h", "how long the receive log and sent or dead outbox rows are kept (must outlast platform redelivery, 24 h on Telegram)", duration(func(c *Config) *time.Duration { return &c.Retention })},
 	{"GATEHOUSE_FLOOD_LIMIT", "flood_limit", "30", "messages one chat may send per minute; more are dropped as flood (and logged)", integer(func(c *Config) *int { return &c.FloodLimit })},
 	{"GATEHOUSE_MIDTURN_DELIVERY", "midturn_delivery", "queue", "a chat message that arrives while its turn runs: queue (answered after it) or guide (joins the running turn)", oneOf(func(c *Config) *string { return &c.MidTurn }, "queue", "guide")},
-	{"TELEGRAM_BOT_TOKEN", "telegram_bot_token", "", "starts the Telegram adapter (long polling unless TELEGRAM_WEBHOOK_SECRET is set)", str(func(c *Config) *string { return &c.TelegramToken })},
-	{"TELEGRAM_API_URL", "telegram_api_url", "https://api.telegram.org", "Bot API server (a self-hosted Bot API server or a test fake)", str(func(c *Config) *string { return &c.TelegramAPIURL })},
-	{"TELEGRAM_WEBHOOK_SECRET", "telegram_webhook_secret", "", "webhook mode: updates arrive at POST /hooks/telegram with this X-Telegram-Bot-Api-Secret-Token (a wrong one gets 401)", str(func(c *Config) *string { return &c.TelegramWebhookSecret })},
-	{"TELEGRAM_WEBHOOK_URL", "telegram_webhook_url", "", "webhook mode: the public https address of /hooks/telegram, registered with setWebhook at start; empty leaves registration to you", str(func(c *Config) *string { return &c.TelegramWebhookURL })},
-	{"TELEGRAM_ALLOWED_USERS", "telegram_allowed_users", "", "comma-separated Telegram user ids allowed to talk to the agent and approve; * is everyone; empty is nobody", str(func(c *Config) *string { return &c.TelegramAllowed })},
-	{"DISCORD_BOT_TOKEN", "discord_bot_token", "", "starts the Discord adapter (gateway connection)", str(func(c *Config) *string { return &c.DiscordToken })},
-	{"DISCORD_API_URL", "discord_api_url", "https://discord.com", "Discord API base (a test fake otherwise)", str(func(c *Config) *string { return &c.DiscordAPIURL })},
-	{"DISCORD_ALLOWED_USERS", "discord_allowed_users", "", "comma-separated Discord user ids allowed; * is everyone; empty is nobody", str(func(c *Config) *string { return &c.DiscordAllowed })},
-	{"SLACK_BOT_TOKEN", "slack_bot_token", "", "starts the Slack adapter (xoxb-…)", str(func(c *Config) *string { return &c.SlackBotToken })},
-	{"SLACK_APP_TOKEN", "slack_app_token", "", "Socket Mode app token (xapp-…); the default mode when set", str(func(c *Config) *string { return &c.SlackAppToken })},
-	{"SLACK_SIGNING_SECRET", "slack_signing_secret", "", "Events API mode (no app token): events arrive at POST /hooks/slack signed with this secret (bad signature or a timestamp 5 minutes off gets 401)", str(func(c *Config) *string { return &c.SlackSigningSecret })},
-	{"SLACK_API_URL", "slack_api_url", "https://slack.com", "Slack Web API base (a test fake otherwise)", str(func(c *Config) *string { return &c.SlackAPIURL })},
-	{"SLACK_ALLOWED_USERS", "slack_allowed_users", "", "comma-separated Slack user ids allowed; * is everyone; empty is nobody", str(func(c *Config) *string { return &c.SlackAllowed })},
-}
+}, platformSettings()...)
 
 // loadConfig applies defaults, then the file (if any), then the
 // environment. Every bad value is reported with the setting's name.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -17,6 +18,53 @@ import (
 	"github.com/gatehouse/gatehouse/store"
 )
 
+// platforms are the chat platforms this binary offers, in the order of
+// their settings in --help. A new platform is its adapter package and one
+// row here.
+var platforms = []gateway.Platform{
+	telegram.Platform,
+	discord.Platform,
+	slack.Platform,
+}
+
+// platformSettings are the settings rows of every platform; their values
+// land in Config.Platform under their environment names.
+func platformSettings() []setting {
+	var out []setting
+	for _, p := range platforms {
+		for _, s := range p.Settings {
+			env := s.Env
+			out = append(out, setting{env: env, key: s.Key, def: s.Default, help: s.Help, set: func(c *Config, v string) error {
+				if c.Platform == nil {
+					c.Platform = map[string]string{}
+				}
+				c.Platform[env] = v
+				return nil
+			}})
+		}
+	}
+	return out
+}
+
+// platformSecrets are the values of the platform settings marked secret,
+// and their secret parts.
+func (c Config) platformSecrets() []string {
+	var out []string
+	for _, p := range platforms {
+		for _, s := range p.Settings {
+			if !s.Secret {
+				continue
+			}
+			v := c.Platform[s.Env]
+			out = append(out, v)
+			if s.SecretParts != nil {
+				out = append(out, s.SecretParts(v)...)
+			}
+		}
+	}
+	return out
+}
+
 // newGateway builds the chat gateway with an adapter for every platform
 // whose token is set; nil when there is none.
 func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Service, reg prometheus.Registerer, log *slog.Logger) (*gateway.Gateway, error) {
@@ -24,15 +72,16 @@ func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Ser
 	if err != nil || len(adapters) == 0 {
 		return nil, err
 	}
-	allowed := map[string][]string{
-		gh.PlatformTelegram: splitList(cfg.TelegramAllowed),
-		gh.PlatformDiscord:  splitList(cfg.DiscordAllowed),
-		gh.PlatformSlack:    splitList(cfg.SlackAllowed),
+	allowed := map[string][]string{}
+	allowedSetting := map[string]string{}
+	for _, p := range platforms {
+		allowed[p.Name] = splitList(cfg.Platform[p.Allowed])
+		allowedSetting[p.Name] = p.Allowed
 	}
 	for _, a := range adapters {
 		if len(allowed[a.Platform()]) == 0 {
 			log.Warn("nobody is allowed on this platform yet: every message is dropped as not_allowed (the receive log shows who wrote)",
-				"platform", a.Platform(), "set", strings.ToUpper(a.Platform())+"_ALLOWED_USERS")
+				"platform", a.Platform(), "set", allowedSetting[a.Platform()])
 		}
 	}
 	return gateway.New(gateway.Config{Kernel: k, Store: st, Gates: gateSvc, Adapters: adapters, Allowed: allowed, FloodLimit: cfg.FloodLimit,
@@ -52,29 +101,13 @@ func splitList(v string) []string {
 // newAdapters builds an adapter for each platform whose token is set.
 func newAdapters(cfg Config, log *slog.Logger) ([]gateway.Adapter, error) {
 	var out []gateway.Adapter
-	if cfg.TelegramToken != "" {
-		a, err := telegram.New(telegram.Config{Token: cfg.TelegramToken, APIURL: cfg.TelegramAPIURL, WebhookSecret: cfg.TelegramWebhookSecret,
-			WebhookURL: cfg.TelegramWebhookURL, Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("telegram: %w", err)
+	for _, p := range platforms {
+		a, err := p.New(cfg.Platform, log)
+		if errors.Is(err, gateway.ErrNotConfigured) {
+			continue
 		}
-		out = append(out, a)
-	}
-	if cfg.DiscordToken != "" {
-		a, err := discord.New(discord.Config{Token: cfg.DiscordToken, APIURL: cfg.DiscordAPIURL, Logger: log})
 		if err != nil {
-			return nil, fmt.Errorf("discord: %w", err)
-		}
-		out = append(out, a)
-	}
-	if cfg.SlackBotToken != "" {
-		if cfg.SlackAppToken == "" && cfg.SlackSigningSecret == "" {
-			return nil, fmt.Errorf("slack: set SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (Events API at /hooks/slack)")
-		}
-		a, err := slack.New(slack.Config{BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken, SigningSecret: cfg.SlackSigningSecret,
-			APIURL: cfg.SlackAPIURL, Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("slack: %w", err)
+			return nil, fmt.Errorf("%s: %w", p.Name, err)
 		}
 		out = append(out, a)
 	}

@@ -149,20 +149,12 @@ func newGates(cfg Config, st store.Store, k *kernel.Kernel, log *slog.Logger) (*
 func (c Config) secrets() []string {
 	out := []string{
 		c.APIToken, c.OpenAIAPIKey, c.AnthropicAPIKey, c.EmbeddingsAPIKey,
-		c.TelegramToken, telegramSecretPart(c.TelegramToken), c.TelegramWebhookSecret, c.DiscordToken,
-		c.SlackBotToken, c.SlackAppToken, c.SlackSigningSecret,
 	}
+	out = append(out, c.platformSecrets()...)
 	for _, u := range []string{c.DatabaseURL, c.RedisURL, c.SMTPURL, c.OpenAIBaseURL, c.AnthropicBaseURL, c.EmbeddingsURL} {
 		out = append(out, toolworker.SecretsOfURL(u)...)
 	}
 	return out
-}
-
-// telegramSecretPart is the part of a bot token after "123456:", which
-// is the secret half (the bot id before it is public).
-func telegramSecretPart(token string) string {
-	_, secret, _ := strings.Cut(token, ":")
-	return secret
 }
 
 // credentialName matches the names of environment entries that hold

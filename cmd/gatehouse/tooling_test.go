@@ -10,7 +10,7 @@ import (
 func TestSecretsCoverEveryConfiguredCredential(t *testing.T) {
 	c := Config{
 		APIToken: "api-token-1", OpenAIAPIKey: "sk-openai-2", AnthropicAPIKey: "sk-ant-3",
-		TelegramToken: "123456:tg-secret-4", SlackSigningSecret: "slack-sign-5",
+		Platform:    map[string]string{"TELEGRAM_BOT_TOKEN": "123456:tg-secret-4", "SLACK_SIGNING_SECRET": "slack-sign-5"},
 		DatabaseURL: "postgres://gh:db-pass-6@127.0.0.1/x", RedisURL: "redis://:redis-pass-7@127.0.0.1:6379",
 		SMTPURL: "smtp://agent:smtp-pass-8@127.0.0.1:587",
 	}

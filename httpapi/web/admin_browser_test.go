@@ -45,6 +45,7 @@ func TestBrowserAdmin(t *testing.T) {
 	do(t, ctx, "open the admin page", chromedp.Navigate(s.url+"/admin"))
 	until(t, ctx, "the dropped message in the receive log", `Array.from(document.querySelectorAll('[data-testid="receive-row"]')).some(r => r.textContent.includes("hello bot") && r.textContent.includes("not_allowed"))`)
 	until(t, ctx, "the hint to allow someone", `document.getElementById("adapters-hint").textContent.includes("TELEGRAM_ALLOWED_USERS")`)
+	until(t, ctx, "the served platform in the receive-log filter", `Array.from(document.querySelectorAll('#receive-filter select[name="platform"] option')).map(o => o.value).join() === ",telegram"`)
 	until(t, ctx, "the pending approval", `Array.from(document.querySelectorAll('[data-testid="gates-row"]')).some(r => r.textContent.includes("send"))`)
 	screenshot(t, ctx, "admin.png")
 	do(t, ctx, "approve from the admin page", chromedp.Click(css(`[data-testid="admin-approve"]`)))

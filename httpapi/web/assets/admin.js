@@ -65,6 +65,24 @@
       cell(tr, a.outboxPending + " pending, " + a.outboxDead + " dead");
     });
     $("adapters-hint").textContent = hints.join(" ");
+    platformOptions((body.adapters || []).map((a) => a.platform));
+  }
+
+  // platformOptions offers the served platforms in the receive-log filter
+  // (after "all"), keeping the one chosen.
+  function platformOptions(names) {
+    const sel = $("receive-filter").elements.platform;
+    const current = sel.value;
+    if (current && !names.includes(current)) names = names.concat(current);
+    const have = Array.from(sel.options).slice(1).map((o) => o.value);
+    if (have.join("\n") === names.join("\n")) return;
+    while (sel.options.length > 1) sel.remove(1);
+    for (const n of names) {
+      const o = document.createElement("option");
+      o.textContent = n;
+      sel.appendChild(o);
+    }
+    sel.value = current;
   }
 
   async function decide(id, decision) {

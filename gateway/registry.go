@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+)
+
+// ErrNotConfigured is what a [Platform]'s New returns when the setting
+// that turns the platform on (its token) is empty: the binary then
+// simply does not offer it.
+var ErrNotConfigured = errors.New("not configured")
+
+// Setting is one configuration value a platform needs: its environment
+// variable, its config file key, its default and its help text (the row
+// `gatehouse serve --help` prints and docs/configuration.md documents).
+type Setting struct {
+	Env, Key, Default, Help string
+	// Secret marks a credential: tool output never carries its value.
+	Secret bool
+	// SecretParts, when set, returns pieces of a secret value that are
+	// secrets on their own too (the half of a Telegram bot token after its
+	// public bot id).
+	SecretParts func(value string) []string
+}
+
+// Platform describes a chat platform to the binary: everything needed to
+// offer it besides its adapter. Each adapter package exports one and
+// registers it (see [Register]).
+type Platform struct {
+	// Name is the platform's name, [Adapter.Platform] of its adapter.
+	Name string
+	// SessionPrefix starts the id of every session of the platform's
+	// chats (see [SessionFor]). Never change it: existing sessions are
+	// found by it.
+	SessionPrefix string
+	// Settings are the platform's configuration values.
+	Settings []Setting
+	// Allowed is the Env of the setting listing the users allowed on the
+	// platform (comma-separated ids, * for everyone).
+	Allowed string
+	// New builds the adapter from the settings' values, keyed by Env. It
+	// returns [ErrNotConfigured] when the platform's token is empty.
+	New func(values map[string]string, log *slog.Logger) (Adapter, error)
+}
+
+// fallbackPrefix starts the sessions of a platform nobody registered.
+const fallbackPrefix = "px_"
+
+var (
+	registryMu sync.RWMutex
+	prefixes   = map[string]string{}
+)
+
+// Register makes p's session prefix known to [SessionFor]. Adapter
+// packages register their platform when they are imported; registering
+// the same platform again is harmless. It panics when a name or a prefix
+// would be shared, since two platforms' sessions must never collide.
+func Register(p Platform) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if p.Name == "" || p.SessionPrefix == "" || p.SessionPrefix == fallbackPrefix {
+		panic(fmt.Sprintf("gateway: platform %q needs a name and its own session prefix, got %q", p.Name, p.SessionPrefix))
+	}
+	if old, ok := prefixes[p.Name]; ok && old != p.SessionPrefix {
+		panic(fmt.Sprintf("gateway: platform %q registered with session prefixes %q and %q", p.Name, old, p.SessionPrefix))
+	}
+	for name, px := range prefixes {
+		if px == p.SessionPrefix && name != p.Name {
+			panic(fmt.Sprintf("gateway: platforms %q and %q share the session prefix %q", name, p.Name, px))
+		}
+	}
+	prefixes[p.Name] = p.SessionPrefix
+}
+
+// prefix is the session prefix of platform: the registered one, else
+// fallbackPrefix.
+func prefix(platform string) string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	if px, ok := prefixes[platform]; ok {
+		return px
+	}
+	return fallbackPrefix
+}
