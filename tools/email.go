@@ -189,18 +189,18 @@ type emailArgs struct {
 // Run implements Tool.
 func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 	if t.err != nil {
-		return errorResult("email_send cannot run: %v", t.err), nil
+		return ErrorResult("email_send cannot run: %v", t.err), nil
 	}
 	var a emailArgs
 	if err := json.Unmarshal(call.Arguments, &a); err != nil {
-		return errorResult("email_send: bad arguments: %v", err), nil
+		return ErrorResult("email_send: bad arguments: %v", err), nil
 	}
 	to, err := netmail.ParseAddressList(a.To)
 	if err != nil || len(to) == 0 {
-		return errorResult("email_send: not sent: %q is not a valid address list (%v); give addresses like sara@example.com", a.To, err), nil
+		return ErrorResult("email_send: not sent: %q is not a valid address list (%v); give addresses like sara@example.com", a.To, err), nil
 	}
 	if strings.ContainsAny(a.Subject, "\r\n") {
-		return errorResult("email_send: not sent: the subject must be one line"), nil
+		return ErrorResult("email_send: not sent: the subject must be one line"), nil
 	}
 
 	msg := mail.NewMsg()
@@ -219,7 +219,7 @@ func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 
 	client, err := t.client()
 	if err != nil {
-		return errorResult("email_send: not sent: %v", err), nil
+		return ErrorResult("email_send: not sent: %v", err), nil
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
 	defer cancel()
@@ -240,7 +240,7 @@ func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 		return Result{Content: out}, nil
 	}
 	if err == nil {
-		return errorResult("email_send: the server did not confirm the mail to %s", rcpt), fmt.Errorf("email_send: %w: no confirmation", ErrOutcomeUnknown)
+		return ErrorResult("email_send: the server did not confirm the mail to %s", rcpt), fmt.Errorf("email_send: %w: no confirmation", ErrOutcomeUnknown)
 	}
 	var se *mail.SendError
 	if errors.As(err, &se) && (se.Reason == mail.ErrWriteContent || (se.Reason == mail.ErrSMTPDataClose && se.ErrorCode() == 0)) {
@@ -249,7 +249,7 @@ func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 			fmt.Errorf("email_send: %w: %v", ErrOutcomeUnknown, err)
 	}
 	if ctx.Err() != nil {
-		return errorResult("email_send: not sent: %v", ctx.Err()), ctx.Err()
+		return ErrorResult("email_send: not sent: %v", ctx.Err()), ctx.Err()
 	}
 	return smtpErrorResult("email_send: not sent to %s: %v", rcpt, err), nil
 }
@@ -258,7 +258,7 @@ func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 // holds the server's reply ("550 5.1.1 …"), words a remote server chose,
 // so it is External and the toolworker fences it.
 func smtpErrorResult(format string, args ...any) Result {
-	r := errorResult(format, args...)
+	r := ErrorResult(format, args...)
 	r.External = true
 	return r
 }

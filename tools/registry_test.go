@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/tools/builtin"
 )
 
 // stubTool is a tool with a given name, schema and runnability, for the
@@ -45,7 +46,7 @@ func checkCode(t *testing.T, err error, code string, mentions ...string) {
 }
 
 func TestRegistryCheck(t *testing.T) {
-	r := tools.NewRegistry(tools.Builtin(tools.Config{})...)
+	r := tools.NewRegistry(builtin.Tools(builtin.Config{})...)
 	r.Register(stubTool{name: "nested", schema: `{"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]}}},"required":["items"]}`})
 
 	checkCode(t, r.Check("launch_rockets", nil), tools.CodeUnknownTool, "launch_rockets", "web_fetch")
@@ -98,29 +99,5 @@ func TestRegistryNamesSpecsReplace(t *testing.T) {
 	}
 	if tl, ok := r.Get("b"); !ok || tl.Description() != "second" {
 		t.Fatal("a later registration did not replace the earlier")
-	}
-}
-
-func TestBuiltinToolsHaveValidSchemasAndTiers(t *testing.T) {
-	want := map[string]tools.Tier{
-		tools.NameEmailSend: tools.Danger, tools.NameWebFetch: tools.Safe,
-		tools.NameWorkspaceList: tools.Safe, tools.NameWorkspaceRead: tools.Safe,
-		tools.NameWorkspaceWrite: tools.Danger, tools.NameShellExec: tools.Danger,
-	}
-	got := tools.Builtin(tools.Config{})
-	if len(got) != len(want) {
-		t.Fatalf("%d built-in tools, want %d", len(got), len(want))
-	}
-	for _, tl := range got {
-		if want[tl.Name()] != tl.Tier() {
-			t.Errorf("%s: tier %s, want %s", tl.Name(), tl.Tier(), want[tl.Name()])
-		}
-		var s map[string]any
-		if err := json.Unmarshal(tl.Schema(), &s); err != nil || s["type"] != "object" {
-			t.Errorf("%s: schema %s: %v", tl.Name(), tl.Schema(), err)
-		}
-		if tl.Description() == "" {
-			t.Errorf("%s: no description", tl.Name())
-		}
 	}
 }

@@ -1,7 +1,9 @@
-// Package tools holds the tool registry and the built-in tools a model may
-// call: email_send (SMTP), web_fetch, workspace_list, workspace_read,
-// workspace_write and shell_exec. The MCP bridge in tools/mcp turns the tools
-// of remote MCP servers into the same Tool interface.
+// Package tools holds the Tool interface, the tool registry and the built-in
+// tools email_send (SMTP), workspace_list, workspace_read and
+// workspace_write. web_fetch lives in tools/webfetch, shell_exec and its
+// sandbox in tools/shell, and tools/builtin gathers every built-in tool. The
+// MCP bridge in tools/mcp turns the tools of remote MCP servers into the
+// same Tool interface.
 //
 // A tool only runs: it never opens a gate, writes a receipt or fences its
 // output. The toolworker does that, in this order: Registry.Check (unknown
@@ -87,7 +89,8 @@ type Spec struct {
 	Schema      json.RawMessage
 }
 
-// errorResult is a Result that reports a failure to the model.
-func errorResult(format string, args ...any) Result {
+// ErrorResult is a Result that reports a failure to the model; the tools
+// in subpackages (tools/shell, tools/webfetch) use it too.
+func ErrorResult(format string, args ...any) Result {
 	return Result{Content: fmt.Sprintf(format, args...), IsError: true}
 }

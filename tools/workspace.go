@@ -65,17 +65,17 @@ func WorkspaceTools(cfg WorkspaceConfig) []Tool {
 // message for the model when the path is refused.
 func openWorkspace(tool string, call Call, rel string) (*os.Root, string, *Result) {
 	if call.Workspace == "" || !filepath.IsAbs(call.Workspace) {
-		r := errorResult("%s: this turn has no workspace directory", tool)
+		r := ErrorResult("%s: this turn has no workspace directory", tool)
 		return nil, "", &r
 	}
 	clean, msg := cleanRelative(rel)
 	if msg != "" {
-		r := errorResult("%s: refused: %s", tool, msg)
+		r := ErrorResult("%s: refused: %s", tool, msg)
 		return nil, "", &r
 	}
 	root, err := os.OpenRoot(call.Workspace)
 	if err != nil {
-		r := errorResult("%s: cannot open the workspace: %v", tool, err)
+		r := ErrorResult("%s: cannot open the workspace: %v", tool, err)
 		return nil, "", &r
 	}
 	return root, clean, nil
@@ -106,13 +106,13 @@ func cleanRelative(p string) (string, string) {
 func describePathError(tool, rel string, err error) Result {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return errorResult("%s: %q does not exist in the workspace", tool, rel)
+		return ErrorResult("%s: %q does not exist in the workspace", tool, rel)
 	case errors.Is(err, fs.ErrPermission):
-		return errorResult("%s: %q: permission denied", tool, rel)
+		return ErrorResult("%s: %q: permission denied", tool, rel)
 	case isEscapeError(err):
-		return errorResult("%s: refused: %q leads outside the workspace (through a symbolic link or ..)", tool, rel)
+		return ErrorResult("%s: refused: %q leads outside the workspace (through a symbolic link or ..)", tool, rel)
 	}
-	return errorResult("%s: %q: %v", tool, rel, err)
+	return ErrorResult("%s: %q: %v", tool, rel, err)
 }
 
 func isEscapeError(err error) bool {
@@ -174,7 +174,7 @@ func fileKind(m fs.FileMode) string {
 // directory: reading or writing one could block forever (a FIFO) or act
 // on hardware (a device), so the workspace tools never do.
 func refuseKind(tool, rel string, m fs.FileMode, want string) Result {
-	return errorResult("%s: refused: %q is a %s, not a %s; the workspace tools only handle regular files and directories", tool, rel, fileKind(m), want)
+	return ErrorResult("%s: refused: %q is a %s, not a %s; the workspace tools only handle regular files and directories", tool, rel, fileKind(m), want)
 }
 
 // isSpecialOpenError reports an open that failed because of what the path
@@ -191,7 +191,7 @@ func describeOpenError(root *os.Root, tool, clean, rel, want string, err error) 
 		if st, serr := root.Stat(clean); serr == nil && !st.Mode().IsRegular() && !st.IsDir() {
 			return refuseKind(tool, rel, st.Mode(), want)
 		}
-		return errorResult("%s: refused: %q is not a regular file (a named pipe, socket or device); the workspace tools only handle regular files and directories", tool, rel)
+		return ErrorResult("%s: refused: %q is not a regular file (a named pipe, socket or device); the workspace tools only handle regular files and directories", tool, rel)
 	}
 	return describePathError(tool, rel, err)
 }
@@ -264,7 +264,7 @@ func (t *WorkspaceList) Idempotent() bool { return true }
 func (t *WorkspaceList) Run(ctx context.Context, call Call) (Result, error) {
 	rel, err := pathArg(call.Arguments)
 	if err != nil {
-		return errorResult("workspace_list: bad arguments: %v", err), nil
+		return ErrorResult("workspace_list: bad arguments: %v", err), nil
 	}
 	root, clean, refused := openWorkspace(NameWorkspaceList, call, rel)
 	if refused != nil {
@@ -272,7 +272,7 @@ func (t *WorkspaceList) Run(ctx context.Context, call Call) (Result, error) {
 	}
 	defer root.Close()
 	if err := ctx.Err(); err != nil {
-		return errorResult("workspace_list: stopped: %v", err), err
+		return ErrorResult("workspace_list: stopped: %v", err), err
 	}
 	// Stat before opening, so a FIFO or a device is not even opened.
 	st, err := root.Stat(clean)
@@ -280,7 +280,7 @@ func (t *WorkspaceList) Run(ctx context.Context, call Call) (Result, error) {
 		return describePathError(NameWorkspaceList, rel, err), nil
 	}
 	if st.Mode().IsRegular() {
-		return errorResult("workspace_list: %q is a file, not a directory; use workspace_read", rel), nil
+		return ErrorResult("workspace_list: %q is a file, not a directory; use workspace_read", rel), nil
 	}
 	if !st.IsDir() {
 		return refuseKind(NameWorkspaceList, rel, st.Mode(), "directory"), nil
@@ -297,7 +297,7 @@ func (t *WorkspaceList) Run(ctx context.Context, call Call) (Result, error) {
 	var entries []fs.DirEntry
 	for {
 		if err := ctx.Err(); err != nil {
-			return errorResult("workspace_list: stopped: %v", err), err
+			return ErrorResult("workspace_list: stopped: %v", err), err
 		}
 		batch, err := dir.ReadDir(1024)
 		entries = append(entries, batch...)
@@ -382,7 +382,7 @@ func (t *WorkspaceRead) Idempotent() bool { return true }
 func (t *WorkspaceRead) Run(ctx context.Context, call Call) (Result, error) {
 	rel, err := pathArg(call.Arguments)
 	if err != nil {
-		return errorResult("workspace_read: bad arguments: %v", err), nil
+		return ErrorResult("workspace_read: bad arguments: %v", err), nil
 	}
 	root, clean, refused := openWorkspace(NameWorkspaceRead, call, rel)
 	if refused != nil {
@@ -390,7 +390,7 @@ func (t *WorkspaceRead) Run(ctx context.Context, call Call) (Result, error) {
 	}
 	defer root.Close()
 	if err := ctx.Err(); err != nil {
-		return errorResult("workspace_read: stopped: %v", err), err
+		return ErrorResult("workspace_read: stopped: %v", err), err
 	}
 	// Stat before opening, so a FIFO or a device is not even opened; the
 	// fstat after the open catches a path swapped in between.
@@ -399,7 +399,7 @@ func (t *WorkspaceRead) Run(ctx context.Context, call Call) (Result, error) {
 		return describePathError(NameWorkspaceRead, rel, err), nil
 	}
 	if st.IsDir() {
-		return errorResult("workspace_read: %q is a directory; use workspace_list", rel), nil
+		return ErrorResult("workspace_read: %q is a directory; use workspace_list", rel), nil
 	}
 	if !st.Mode().IsRegular() {
 		return refuseKind(NameWorkspaceRead, rel, st.Mode(), "regular file"), nil
@@ -410,14 +410,14 @@ func (t *WorkspaceRead) Run(ctx context.Context, call Call) (Result, error) {
 	}
 	defer f.Close()
 	if st.IsDir() {
-		return errorResult("workspace_read: %q is a directory; use workspace_list", rel), nil
+		return ErrorResult("workspace_read: %q is a directory; use workspace_list", rel), nil
 	}
 	if !st.Mode().IsRegular() {
 		return refuseKind(NameWorkspaceRead, rel, st.Mode(), "regular file"), nil
 	}
 	data, err := readLimited(ctx, f, t.cfg.MaxReadBytes+1)
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return errorResult("workspace_read: stopped: %v", ctxErr), ctxErr
+		return ErrorResult("workspace_read: stopped: %v", ctxErr), ctxErr
 	}
 	if err != nil {
 		return describePathError(NameWorkspaceRead, rel, err), nil
@@ -433,7 +433,7 @@ func (t *WorkspaceRead) Run(ctx context.Context, call Call) (Result, error) {
 		}
 	}
 	if slices.Contains(data[:min(len(data), 8000)], 0) {
-		return errorResult("workspace_read: %q looks like a binary file (%d bytes); only text files can be read", rel, st.Size()), nil
+		return ErrorResult("workspace_read: %q looks like a binary file (%d bytes); only text files can be read", rel, st.Size()), nil
 	}
 	content := strings.ToValidUTF8(string(data), "\uFFFD")
 	if truncated {
@@ -511,10 +511,10 @@ func (t *WorkspaceWrite) Run(ctx context.Context, call Call) (Result, error) {
 		Content string `json:"content"`
 	}
 	if err := json.Unmarshal(call.Arguments, &a); err != nil {
-		return errorResult("workspace_write: bad arguments: %v", err), nil
+		return ErrorResult("workspace_write: bad arguments: %v", err), nil
 	}
 	if len(a.Content) > t.cfg.MaxWriteBytes {
-		return errorResult("workspace_write: not written: the content has %d bytes, more than the limit of %d", len(a.Content), t.cfg.MaxWriteBytes), nil
+		return ErrorResult("workspace_write: not written: the content has %d bytes, more than the limit of %d", len(a.Content), t.cfg.MaxWriteBytes), nil
 	}
 	root, clean, refused := openWorkspace(NameWorkspaceWrite, call, a.Path)
 	if refused != nil {
@@ -522,10 +522,10 @@ func (t *WorkspaceWrite) Run(ctx context.Context, call Call) (Result, error) {
 	}
 	defer root.Close()
 	if clean == "." {
-		return errorResult("workspace_write: give a file path, not the workspace itself"), nil
+		return ErrorResult("workspace_write: give a file path, not the workspace itself"), nil
 	}
 	if err := ctx.Err(); err != nil {
-		return errorResult("workspace_write: not written: %v", err), err
+		return ErrorResult("workspace_write: not written: %v", err), err
 	}
 	if dir := filepath.Dir(clean); dir != "." {
 		// The umask can only take bits away from 0700, never add any.
@@ -537,7 +537,7 @@ func (t *WorkspaceWrite) Run(ctx context.Context, call Call) (Result, error) {
 	if st, err := root.Lstat(clean); err == nil {
 		switch {
 		case st.IsDir():
-			return errorResult("workspace_write: %q is a directory", a.Path), nil
+			return ErrorResult("workspace_write: %q is a directory", a.Path), nil
 		case st.Mode()&fs.ModeSymlink != 0:
 			// Write through a link that stays inside the workspace (os.Root
 			// refuses one that leaves it) rather than replace the link.
@@ -577,7 +577,7 @@ func (t *WorkspaceWrite) Run(ctx context.Context, call Call) (Result, error) {
 		// write has happened.
 		if err := ctx.Err(); err != nil {
 			_ = root.Remove(tmp)
-			return errorResult("workspace_write: not written: %v", err), err
+			return ErrorResult("workspace_write: not written: %v", err), err
 		}
 		werr = root.Rename(tmp, clean)
 	}
@@ -603,7 +603,7 @@ func (t *WorkspaceWrite) writeInPlace(ctx context.Context, root *os.Root, clean,
 	}
 	if st.IsDir() {
 		f.Close()
-		return errorResult("workspace_write: %q is a directory", rel), nil
+		return ErrorResult("workspace_write: %q is a directory", rel), nil
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
@@ -611,7 +611,7 @@ func (t *WorkspaceWrite) writeInPlace(ctx context.Context, root *os.Root, clean,
 	}
 	if err := ctx.Err(); err != nil {
 		f.Close()
-		return errorResult("workspace_write: not written: %v", err), err
+		return ErrorResult("workspace_write: not written: %v", err), err
 	}
 	werr := f.Truncate(0)
 	if werr == nil {

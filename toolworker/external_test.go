@@ -11,6 +11,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/tools/webfetch"
 )
 
 // injection is what a hostile page or server says: it tries to close the
@@ -59,13 +60,13 @@ func TestWebFetchErrorResultsAreCommittedFenced(t *testing.T) {
 	}))
 	defer srv.Close()
 	// Loopback is allowed here only because the test server lives there.
-	e := setup(t, nil, tools.NewWebFetch(tools.WebFetchConfig{AllowPrivateNetworks: true}))
+	e := setup(t, nil, webfetch.NewWebFetch(webfetch.WebFetchConfig{AllowPrivateNetworks: true}))
 	l := e.lease("s1")
 	paths := []string{"/redirect", "/binary", "/status"}
 	var calls []gh.ToolCall
 	for i, p := range paths {
 		a, _ := json.Marshal(map[string]string{"url": srv.URL + p})
-		calls = append(calls, call(fmt.Sprintf("c%d", i), tools.NameWebFetch, string(a)))
+		calls = append(calls, call(fmt.Sprintf("c%d", i), webfetch.NameWebFetch, string(a)))
 	}
 	out := e.batch(l, calls...)
 	if len(out.Results) != len(paths) {

@@ -20,7 +20,9 @@ import (
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/supervisor"
 	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/tools/builtin"
 	"github.com/gatehouse/gatehouse/tools/mcp"
+	"github.com/gatehouse/gatehouse/tools/shell"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
 
@@ -44,14 +46,14 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 	if err := privateDir(root); err != nil {
 		return nil, nil, fmt.Errorf("workspace %s: %w", root, err)
 	}
-	builtin := tools.Builtin(tools.Config{
+	builtins := builtin.Tools(builtin.Config{
 		Email: tools.EmailConfig{SMTPURL: cfg.SMTPURL, From: cfg.EmailFrom},
-		Shell: tools.ShellConfig{
-			Mode: tools.ShellMode(cfg.Shell), Bubblewrap: cfg.ShellBubblewrap, Network: cfg.ShellNetwork,
+		Shell: shell.ShellConfig{
+			Mode: shell.ShellMode(cfg.Shell), Bubblewrap: cfg.ShellBubblewrap, Network: cfg.ShellNetwork,
 			Timeout: cfg.ShellTimeout, MaxProcesses: cfg.ShellMaxProcesses,
 		},
 	})
-	reg := tools.NewRegistry(builtin...)
+	reg := tools.NewRegistry(builtins...)
 	for _, t := range mem.Tools(func() string { return supervisor.UserKey(nil) }) {
 		reg.Register(t)
 	}
@@ -79,7 +81,7 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		}
 		// Descriptors the gateway inherited (a supervisor's pipe, a socket)
 		// are not the servers' business.
-		tools.SealInheritedDescriptors()
+		shell.SealInheritedDescriptors()
 		remote, err := mcp.Connect(ctx, mcp.Config{Servers: f.Servers, BaseEnv: base})
 		if err != nil {
 			// A server that is down leaves its tools out; the others work.
@@ -90,15 +92,15 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		}
 		closeMCP = func() { remote.Close() }
 	}
-	for _, t := range builtin {
+	for _, t := range builtins {
 		if err := t.Runnable(); err != nil {
 			level := slog.LevelInfo
-			if t.Name() == tools.NameShellExec && cfg.Shell != "off" {
+			if t.Name() == shell.NameShellExec && cfg.Shell != "off" {
 				// Asked for and not given: the operator must hear it.
 				level = slog.LevelWarn
 			}
 			log.Log(ctx, level, "tool unavailable on this install", "tool", t.Name(), "why", err)
-		} else if sh, ok := t.(*tools.ShellExec); ok {
+		} else if sh, ok := t.(*shell.ShellExec); ok {
 			log.Info("shell_exec enabled", "isolation", sh.Isolation())
 			if cfg.Shell == "host" {
 				log.Warn("shell_exec runs unisolated (GATEHOUSE_SHELL=host): an approved command can read the gateway's keys and data")

@@ -1,6 +1,6 @@
 //go:build linux
 
-package tools
+package shell
 
 import (
 	"bufio"
@@ -18,13 +18,7 @@ import (
 	"time"
 )
 
-// The sandbox is bubblewrap rather than namespaces set up by hand through
-// SysProcAttr: a fresh /proc for a new PID namespace, a tmpfs root with
-// read-only binds and the dropping of capabilities all have to happen in
-// the child between clone and exec, which Go's os/exec cannot run code in.
-// bubblewrap does exactly that, is what Flatpak runs on, and is one Debian
-// package. What it does not do — bound the number of processes — a pids
-// cgroup made per command does.
+// Why bubblewrap: see doc.go.
 
 // sandboxUID is who the command runs as inside its user namespace. It maps
 // to the gateway's own user outside, so the bind-mounted workspace stays

@@ -1,4 +1,4 @@
-package tools
+package shell
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gatehouse/gatehouse/tools"
 )
 
 // NameShellExec is the name of the shell tool.
@@ -133,7 +135,7 @@ func (t *ShellExec) Schema() json.RawMessage {
 }
 
 // Tier implements Tool: a command can do anything the gateway's user can.
-func (t *ShellExec) Tier() Tier { return Danger }
+func (t *ShellExec) Tier() tools.Tier { return tools.Danger }
 
 // Runnable implements Tool. In the isolated mode the first call tries the
 // sandbox once (a `true` inside it): a host without user namespaces or
@@ -156,24 +158,24 @@ func (t *ShellExec) Idempotent() bool { return false }
 
 // Run implements Tool. The output is External: a command prints what files
 // and servers hold.
-func (t *ShellExec) Run(ctx context.Context, call Call) (Result, error) {
+func (t *ShellExec) Run(ctx context.Context, call tools.Call) (tools.Result, error) {
 	if err := t.Runnable(); err != nil {
-		return errorResult("shell_exec cannot run: %v", err), nil
+		return tools.ErrorResult("shell_exec cannot run: %v", err), nil
 	}
 	var a struct {
 		Command string `json:"command"`
 	}
 	if err := json.Unmarshal(call.Arguments, &a); err != nil {
-		return errorResult("shell_exec: bad arguments: %v", err), nil
+		return tools.ErrorResult("shell_exec: bad arguments: %v", err), nil
 	}
 	if strings.TrimSpace(a.Command) == "" {
-		return errorResult("shell_exec: the command is empty"), nil
+		return tools.ErrorResult("shell_exec: the command is empty"), nil
 	}
 	if call.Workspace == "" || !filepath.IsAbs(call.Workspace) {
-		return errorResult("shell_exec: this turn has no workspace directory"), nil
+		return tools.ErrorResult("shell_exec: this turn has no workspace directory"), nil
 	}
 	if err := ctx.Err(); err != nil {
-		return errorResult("shell_exec: not run: %v", err), err
+		return tools.ErrorResult("shell_exec: not run: %v", err), err
 	}
 
 	rctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
@@ -187,7 +189,7 @@ func (t *ShellExec) Run(ctx context.Context, call Call) (Result, error) {
 		var err error
 		cmd, cleanup, err = t.sandboxed(rctx, call.Workspace, a.Command)
 		if err != nil {
-			return errorResult("shell_exec: could not make the sandbox: %v", err), nil
+			return tools.ErrorResult("shell_exec: could not make the sandbox: %v", err), nil
 		}
 	} else {
 		cmd = exec.CommandContext(rctx, t.cfg.Shell, "-c", a.Command)
@@ -219,7 +221,7 @@ func (t *ShellExec) Run(ctx context.Context, call Call) (Result, error) {
 	case cmd.ProcessState != nil:
 		fmt.Fprintf(&b, "exit code: %d\n", cmd.ProcessState.ExitCode())
 	default:
-		return errorResult("shell_exec: could not start %s: %v", cmd.Path, err), nil
+		return tools.ErrorResult("shell_exec: could not start %s: %v", cmd.Path, err), nil
 	}
 	fmt.Fprintf(&b, "duration: %s\n", elapsed)
 	if err != nil && !timedOut && ctx.Err() == nil {
@@ -241,7 +243,7 @@ func (t *ShellExec) Run(ctx context.Context, call Call) (Result, error) {
 	if dropped > 0 {
 		fmt.Fprintf(&b, "[output truncated: %d more bytes not shown]\n", dropped)
 	}
-	res := Result{Content: b.String(), IsError: timedOut || ctx.Err() != nil, External: true}
+	res := tools.Result{Content: b.String(), IsError: timedOut || ctx.Err() != nil, External: true}
 	if ctx.Err() != nil {
 		// Killed half way: what it did before is unknown.
 		return res, ctx.Err()

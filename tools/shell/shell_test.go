@@ -1,4 +1,4 @@
-package tools_test
+package shell_test
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/tools/shell"
 )
 
 func TestShellExecOffByDefault(t *testing.T) {
-	tool := tools.NewShellExec(tools.ShellConfig{})
+	tool := shell.NewShellExec(shell.ShellConfig{})
 	err := tool.Runnable()
 	if err == nil || !strings.Contains(err.Error(), "GATEHOUSE_SHELL=on") {
 		t.Fatalf("Runnable: %v, want switched off", err)
@@ -30,7 +31,7 @@ func TestShellExecOffByDefault(t *testing.T) {
 func TestShellExecOutputAndExitCode(t *testing.T) {
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "here.txt"), nil, 0o644)
-	tool := tools.NewShellExec(tools.ShellConfig{Mode: tools.ShellHost})
+	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost})
 	if tool.Runnable() != nil || tool.Tier() != tools.Danger || tool.Idempotent() {
 		t.Fatal("an enabled shell is runnable, danger, not idempotent")
 	}
@@ -53,7 +54,7 @@ func TestShellExecOutputAndExitCode(t *testing.T) {
 }
 
 func TestShellExecOutputCap(t *testing.T) {
-	tool := tools.NewShellExec(tools.ShellConfig{Mode: tools.ShellHost, MaxOutputBytes: 100})
+	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost, MaxOutputBytes: 100})
 	res := runTool(t, tool, t.TempDir(), map[string]string{"command": "head -c 1000 /dev/zero | tr '\\0' x"})
 	if !strings.Contains(res.Content, strings.Repeat("x", 100)) || strings.Contains(res.Content, strings.Repeat("x", 101)) || !strings.Contains(res.Content, "900 more bytes") {
 		t.Fatalf("capped output:\n%s", res.Content)
@@ -63,7 +64,7 @@ func TestShellExecOutputCap(t *testing.T) {
 func TestShellExecTimeoutKillsIt(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
-	tool := tools.NewShellExec(tools.ShellConfig{Mode: tools.ShellHost, Timeout: 300 * time.Millisecond})
+	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost, Timeout: 300 * time.Millisecond})
 	start := time.Now()
 	// A background child holding the output pipe must die too.
 	res := runTool(t, tool, ws, map[string]string{"command": "echo started; (sleep 2; touch late) & sleep 2; touch late2"})
@@ -82,7 +83,7 @@ func TestShellExecTimeoutKillsIt(t *testing.T) {
 }
 
 func TestShellExecCancelledContext(t *testing.T) {
-	tool := tools.NewShellExec(tools.ShellConfig{Mode: tools.ShellHost})
+	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	res, err := tool.Run(ctx, tools.Call{Arguments: args(t, map[string]string{"command": "sleep 5"}), Workspace: t.TempDir()})
@@ -93,7 +94,7 @@ func TestShellExecCancelledContext(t *testing.T) {
 
 func TestHostShellBackgroundChildDiesWithTheCommand(t *testing.T) {
 	ws := t.TempDir()
-	tool := tools.NewShellExec(tools.ShellConfig{Mode: tools.ShellHost})
+	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost})
 	// The child does not hold the output pipe, so the command returns at once.
 	res := runTool(t, tool, ws, map[string]string{"command": "(sleep 1; touch late) >/dev/null 2>&1 & echo started"})
 	if !strings.Contains(res.Content, "exit code: 0") {

@@ -1,4 +1,4 @@
-package tools
+package webfetch
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/gatehouse/gatehouse/tools"
 )
 
 // NameWebFetch is the name of the web fetch tool.
@@ -496,7 +498,7 @@ func (t *WebFetch) Schema() json.RawMessage {
 }
 
 // Tier implements Tool: a GET only reads.
-func (t *WebFetch) Tier() Tier { return Safe }
+func (t *WebFetch) Tier() tools.Tier { return tools.Safe }
 
 // Runnable implements Tool.
 func (t *WebFetch) Runnable() error { return nil }
@@ -511,31 +513,31 @@ func (t *WebFetch) Idempotent() bool { return true }
 // that quotes the server) is External, error results included, so the
 // toolworker fences it. Results made only of our words and the model's own
 // URL are not.
-func (t *WebFetch) Run(ctx context.Context, call Call) (Result, error) {
+func (t *WebFetch) Run(ctx context.Context, call tools.Call) (tools.Result, error) {
 	var a struct {
 		URL string `json:"url"`
 	}
 	if err := json.Unmarshal(call.Arguments, &a); err != nil {
-		return errorResult("web_fetch: bad arguments: %v", err), nil
+		return tools.ErrorResult("web_fetch: bad arguments: %v", err), nil
 	}
 	u, err := url.Parse(strings.TrimSpace(a.URL))
 	if err != nil {
-		return errorResult("web_fetch: %q is not a URL: %v", a.URL, err), nil
+		return tools.ErrorResult("web_fetch: %q is not a URL: %v", a.URL, err), nil
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return errorResult("web_fetch: refused: only http and https URLs can be fetched, not %q", u.Scheme+":"), nil
+		return tools.ErrorResult("web_fetch: refused: only http and https URLs can be fetched, not %q", u.Scheme+":"), nil
 	}
 	if u.Host == "" {
-		return errorResult("web_fetch: %q has no host", a.URL), nil
+		return tools.ErrorResult("web_fetch: %q has no host", a.URL), nil
 	}
 	if oddNumericHost(u.Hostname()) {
 		// Before any lookup, whatever AllowPrivateNetworks says: the form
 		// is ambiguous, not merely private.
-		return errorResult("web_fetch: %s: %v", u, &refusedHostError{host: u.Hostname()}), nil
+		return tools.ErrorResult("web_fetch: %s: %v", u, &refusedHostError{host: u.Hostname()}), nil
 	}
 	if !t.cfg.AllowPrivateNetworks {
 		if why := specialUseName(u.Hostname()); why != "" {
-			return errorResult("web_fetch: %s: %v", u, &refusedNameError{host: u.Hostname(), why: why}), nil
+			return tools.ErrorResult("web_fetch: %s: %v", u, &refusedNameError{host: u.Hostname(), why: why}), nil
 		}
 	}
 
@@ -543,7 +545,7 @@ func (t *WebFetch) Run(ctx context.Context, call Call) (Result, error) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(fctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return errorResult("web_fetch: %v", err), nil
+		return tools.ErrorResult("web_fetch: %v", err), nil
 	}
 	req.Header.Set("User-Agent", t.cfg.UserAgent)
 	req.Header.Set("Accept", "text/html, text/plain;q=0.9, application/json;q=0.8, */*;q=0.5")
@@ -575,7 +577,7 @@ func (t *WebFetch) Run(ctx context.Context, call Call) (Result, error) {
 	}
 	mt, _, _ := mime.ParseMediaType(ctype)
 	if !isTextual(mt) {
-		r := errorResult("web_fetch: %s answered with Content-Type %q, which is not text", resp.Request.URL, ctype)
+		r := tools.ErrorResult("web_fetch: %s answered with Content-Type %q, which is not text", resp.Request.URL, ctype)
 		r.External = true // the final URL and the Content-Type are the server's words
 		return r, nil
 	}
@@ -590,15 +592,15 @@ func (t *WebFetch) Run(ctx context.Context, call Call) (Result, error) {
 	if truncated {
 		fmt.Fprintf(&b, "\n\n[truncated: the response is longer than %d bytes; only the first %d were read]", t.cfg.MaxBytes, t.cfg.MaxBytes)
 	}
-	return Result{Content: b.String(), IsError: resp.StatusCode >= 400, External: true}, nil
+	return tools.Result{Content: b.String(), IsError: resp.StatusCode >= 400, External: true}, nil
 }
 
-func (t *WebFetch) failure(parent, fctx context.Context, u *url.URL, err error) (Result, error) {
+func (t *WebFetch) failure(parent, fctx context.Context, u *url.URL, err error) (tools.Result, error) {
 	if parent.Err() != nil {
-		return errorResult("web_fetch: %s: %v", u, parent.Err()), parent.Err()
+		return tools.ErrorResult("web_fetch: %s: %v", u, parent.Err()), parent.Err()
 	}
 	if errors.Is(fctx.Err(), context.DeadlineExceeded) {
-		return errorResult("web_fetch: %s did not answer within the time limit of %s", u, t.cfg.Timeout), nil
+		return tools.ErrorResult("web_fetch: %s did not answer within the time limit of %s", u, t.cfg.Timeout), nil
 	}
 	// A redirect makes the failing URL the server's choice. (The client
 	// names the first URL with its password as "***".)
@@ -624,13 +626,13 @@ func (t *WebFetch) failure(parent, fctx context.Context, u *url.URL, err error) 
 	}
 	switch {
 	case refused != nil && hop == "":
-		return errorResult("web_fetch: %s: %v", u, refused), nil
+		return tools.ErrorResult("web_fetch: %s: %v", u, refused), nil
 	case refused != nil:
-		return Result{Content: fmt.Sprintf("web_fetch: %s redirected to %s: %v", u, hop, refused), IsError: true, External: true}, nil
+		return tools.Result{Content: fmt.Sprintf("web_fetch: %s redirected to %s: %v", u, hop, refused), IsError: true, External: true}, nil
 	}
 	// Any other error may quote the server: a malformed response, a
 	// certificate's names, a redirect's target.
-	return Result{Content: fmt.Sprintf("web_fetch: %s: %v", u, err), IsError: true, External: true}, nil
+	return tools.Result{Content: fmt.Sprintf("web_fetch: %s: %v", u, err), IsError: true, External: true}, nil
 }
 
 func isTextual(mt string) bool {

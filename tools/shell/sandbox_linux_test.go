@@ -1,6 +1,6 @@
 //go:build linux
 
-package tools_test
+package shell_test
 
 import (
 	"context"
@@ -14,13 +14,14 @@ import (
 
 	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/tools/shell"
 )
 
-func isolated(t *testing.T, cfg tools.ShellConfig) *tools.ShellExec {
+func isolated(t *testing.T, cfg shell.ShellConfig) *shell.ShellExec {
 	t.Helper()
 	testenv.Bubblewrap(t)
-	cfg.Mode = tools.ShellIsolated
-	tool := tools.NewShellExec(cfg)
+	cfg.Mode = shell.ShellIsolated
+	tool := shell.NewShellExec(cfg)
 	if err := tool.Runnable(); err != nil {
 		if testenv.RequireServices() {
 			t.Fatalf("isolation is required here: %v", err)
@@ -60,7 +61,7 @@ func eventuallyGone(t *testing.T, marker string) {
 // parent's environ, its own env, the process list, and a background child
 // left behind. Inside the sandbox none of it reaches the gateway.
 func TestIsolatedShellCannotReachTheGateway(t *testing.T) {
-	tool := isolated(t, tools.ShellConfig{})
+	tool := isolated(t, shell.ShellConfig{})
 	const secret = "sk-test-gateway-key-41f7"
 	t.Setenv("GATEHOUSE_API_TOKEN", secret)
 	ws := t.TempDir()
@@ -109,7 +110,7 @@ func TestIsolatedShellCannotReachTheGateway(t *testing.T) {
 
 func TestIsolatedShellTimeoutKillsTheWholeTree(t *testing.T) {
 	t.Parallel()
-	tool := isolated(t, tools.ShellConfig{Timeout: 500 * time.Millisecond})
+	tool := isolated(t, shell.ShellConfig{Timeout: 500 * time.Millisecond})
 	ws := t.TempDir()
 	marker := "987652"
 	res := runTool(t, tool, ws, map[string]string{"command": "echo started; (sleep " + marker + "; touch late) & sleep 30"})
@@ -121,7 +122,7 @@ func TestIsolatedShellTimeoutKillsTheWholeTree(t *testing.T) {
 
 func TestIsolatedShellCancelFreesTheTurn(t *testing.T) {
 	t.Parallel()
-	tool := isolated(t, tools.ShellConfig{})
+	tool := isolated(t, shell.ShellConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
 	marker := "987653"
 	time.AfterFunc(300*time.Millisecond, cancel)
@@ -147,7 +148,7 @@ func TestIsolatedShellCancelFreesTheTurn(t *testing.T) {
 
 func TestIsolatedShellBoundsProcesses(t *testing.T) {
 	t.Parallel()
-	tool := isolated(t, tools.ShellConfig{MaxProcesses: 20, Timeout: 3 * time.Second})
+	tool := isolated(t, shell.ShellConfig{MaxProcesses: 20, Timeout: 3 * time.Second})
 	if !strings.Contains(tool.Isolation(), "pids cgroup") {
 		if testenv.RequireServices() {
 			t.Fatalf("no pids cgroup on the CI host: %s", tool.Isolation())
@@ -164,7 +165,7 @@ func TestIsolatedShellBoundsProcesses(t *testing.T) {
 
 func TestIsolatedShellHasNoNetworkByDefault(t *testing.T) {
 	t.Parallel()
-	tool := isolated(t, tools.ShellConfig{})
+	tool := isolated(t, shell.ShellConfig{})
 	// Only the namespace's own loopback, and it is down: the gateway's
 	// API on the host's loopback cannot be reached.
 	res := runTool(t, tool, t.TempDir(), map[string]string{"command": "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"})
@@ -177,7 +178,7 @@ func TestIsolatedShellHasNoNetworkByDefault(t *testing.T) {
 // does not exist: the tool is then unrunnable, with the reason, and a call
 // does nothing.
 func TestIsolationUnavailableRefusesTheTool(t *testing.T) {
-	tool := tools.NewShellExec(tools.ShellConfig{Mode: tools.ShellIsolated, Bubblewrap: "/nonexistent/bwrap"})
+	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellIsolated, Bubblewrap: "/nonexistent/bwrap"})
 	err := tool.Runnable()
 	if err == nil || !strings.Contains(err.Error(), "isolation is unavailable") || !strings.Contains(err.Error(), "GATEHOUSE_SHELL=host") {
 		t.Fatalf("Runnable: %v", err)
@@ -199,7 +200,7 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 // there to run as the gateway. After it, the workspace is private again,
 // set-id bits are gone, and what it made was private from the start.
 func TestIsolatedShellCannotOpenTheWorkspaceToOthers(t *testing.T) {
-	tool := isolated(t, tools.ShellConfig{})
+	tool := isolated(t, shell.ShellConfig{})
 	ws := filepath.Join(t.TempDir(), "ws")
 	os.Mkdir(ws, 0o700)
 	res := runTool(t, tool, ws, map[string]string{"command": "mkdir d; cp /bin/true d/suid; chmod 4755 d/suid; chmod 2755 d; echo x > made.txt; chmod 777 /workspace; ls -ld /workspace"})

@@ -1,4 +1,4 @@
-package tools_test
+package webfetch_test
 
 import (
 	"context"
@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/tools/webfetch"
 )
 
-func fetch(t *testing.T, tool *tools.WebFetch, url string) tools.Result {
+func fetch(t *testing.T, tool *webfetch.WebFetch, url string) tools.Result {
 	t.Helper()
 	res, err := tool.Run(context.Background(), tools.Call{ID: "c", Arguments: args(t, map[string]string{"url": url})})
 	if err != nil {
@@ -42,7 +43,7 @@ func TestWebFetchReturnsTextAsExternal(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	tool := tools.NewWebFetch(tools.WebFetchConfig{AllowPrivateNetworks: true})
+	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{AllowPrivateNetworks: true})
 	if tool.Tier() != tools.Safe || tool.Runnable() != nil {
 		t.Fatal("web_fetch should be safe and runnable")
 	}
@@ -79,7 +80,7 @@ func TestWebFetchSizeCapTruncates(t *testing.T) {
 		fmt.Fprint(w, strings.Repeat("é", 5000)) // 10000 bytes
 	}))
 	defer srv.Close()
-	tool := tools.NewWebFetch(tools.WebFetchConfig{AllowPrivateNetworks: true, MaxBytes: 1001})
+	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{AllowPrivateNetworks: true, MaxBytes: 1001})
 	res := fetch(t, tool, srv.URL)
 	if res.IsError || !strings.Contains(res.Content, "[truncated") {
 		t.Fatalf("result %+v, want a truncated page", res)
@@ -91,7 +92,7 @@ func TestWebFetchSizeCapTruncates(t *testing.T) {
 }
 
 func TestWebFetchRefusesOtherSchemes(t *testing.T) {
-	tool := tools.NewWebFetch(tools.WebFetchConfig{})
+	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{})
 	for _, u := range []string{"file:///etc/passwd", "ftp://example.com/x", "gopher://example.com", "javascript:alert(1)", "/relative"} {
 		res := fetch(t, tool, u)
 		if !res.IsError {
@@ -121,7 +122,7 @@ func TestWebFetchRefusesPrivateAddressesByDefault(t *testing.T) {
 		"mapped.example": {netip.MustParseAddr("::ffff:127.0.0.1")},
 		"loop.example":   {netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.255.255.254")},
 	}}
-	tool := tools.NewWebFetch(tools.WebFetchConfig{Resolver: res})
+	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{Resolver: res})
 	urls := []string{srv.URL, fmt.Sprintf("http://[::1]:%d/", port), fmt.Sprintf("http://[::ffff:127.0.0.1]:%d/", port)}
 	for name := range res.hosts {
 		urls = append(urls, fmt.Sprintf("http://%s:%d/admin", name, port))
@@ -174,7 +175,7 @@ func TestWebFetchUsesTheInjectedResolver(t *testing.T) {
 	defer srv.Close()
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	res := &fakeResolver{t: t, hosts: map[string][]netip.Addr{"app.test": {netip.MustParseAddr("127.0.0.1")}}}
-	tool := tools.NewWebFetch(tools.WebFetchConfig{Resolver: res, AllowPrivateNetworks: true})
+	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{Resolver: res, AllowPrivateNetworks: true})
 	r := fetch(t, tool, fmt.Sprintf("http://app.test:%d/", port))
 	if r.IsError || !strings.Contains(r.Content, "hello from app.test") {
 		t.Fatalf("%+v, want the page of app.test as the injected resolver placed it", r)
@@ -203,7 +204,7 @@ func TestWebFetchRefusesNumericHostFormsBeforeLookup(t *testing.T) {
 	// Private networks allowed, so that nothing but the numeric rule can
 	// stop these: every form below means 127.0.0.1 (or 127.0.0.x) to
 	// inet_aton, and the server listens there.
-	tool := tools.NewWebFetch(tools.WebFetchConfig{Resolver: res, AllowPrivateNetworks: true})
+	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{Resolver: res, AllowPrivateNetworks: true})
 	for _, host := range []string{
 		"2130706433",   // decimal integer
 		"0x7f000001",   // hex integer
@@ -251,7 +252,7 @@ func TestWebFetchRefusesNumericHostFormsBeforeLookup(t *testing.T) {
 // they are looked up like any name (TestWebFetchUsesTheInjectedResolver).
 func TestWebFetchRefusesSpecialUseNamesBeforeLookup(t *testing.T) {
 	res := &fakeResolver{t: t, hosts: map[string][]netip.Addr{}}
-	tool := tools.NewWebFetch(tools.WebFetchConfig{Resolver: res})
+	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{Resolver: res})
 	for _, host := range []string{
 		"localhost", "LOCALHOST.", "ip6-localhost", "ip6-loopback", "x.localhost", "example.invalid", "foo.test",
 		"printer.local", "metadata.google.internal", "router.home.arpa", "nas.localdomain", "localhost.localdomain",
@@ -279,7 +280,7 @@ func TestWebFetchTimeLimit(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	tool := tools.NewWebFetch(tools.WebFetchConfig{AllowPrivateNetworks: true, Timeout: 200 * time.Millisecond})
+	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{AllowPrivateNetworks: true, Timeout: 200 * time.Millisecond})
 	start := time.Now()
 	res := fetch(t, tool, srv.URL)
 	if d := time.Since(start); d > 5*time.Second {
@@ -302,7 +303,7 @@ func TestWebFetchTimeLimitCoversTheBody(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	tool := tools.NewWebFetch(tools.WebFetchConfig{AllowPrivateNetworks: true, Timeout: 200 * time.Millisecond})
+	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{AllowPrivateNetworks: true, Timeout: 200 * time.Millisecond})
 	res := fetch(t, tool, srv.URL)
 	if !res.IsError || !strings.Contains(res.Content, "time limit") {
 		t.Fatalf("result %+v, want a time-limit error", res)
@@ -350,7 +351,7 @@ func injectingServer(t *testing.T) *httptest.Server {
 
 func TestWebFetchMarksEveryServerChosenStringExternal(t *testing.T) {
 	srv := injectingServer(t)
-	tool := tools.NewWebFetch(tools.WebFetchConfig{AllowPrivateNetworks: true})
+	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{AllowPrivateNetworks: true})
 	for _, path := range []string{"/redirect", "/binary", "/status", "/malformed"} {
 		res := fetch(t, tool, srv.URL+path)
 		if !res.IsError || !res.External || !strings.Contains(res.Content, "ignore previous instructions") {
@@ -359,7 +360,7 @@ func TestWebFetchMarksEveryServerChosenStringExternal(t *testing.T) {
 	}
 	// Our own refusals hold no words of a server: they stay unfenced, so
 	// the model reads them as what the gateway says.
-	if res := fetch(t, tools.NewWebFetch(tools.WebFetchConfig{}), srv.URL); !res.IsError || res.External {
+	if res := fetch(t, webfetch.NewWebFetch(webfetch.WebFetchConfig{}), srv.URL); !res.IsError || res.External {
 		t.Errorf("refusal: %+v, want an error result in our words, not External", res)
 	}
 }
