@@ -471,6 +471,10 @@ func TestBrowserStreamingQueue(t *testing.T) {
 		GenerationID: "u2-a2", Text: "There are three folders.", InputSeqs: []int64{2}, StopReason: gh.StopEndTurn,
 	})
 	until(t, ctx, "the tool work", `(document.querySelector('[data-testid="tool-work"] summary') || {}).textContent === 'Used workspace.list'`)
+	// Click only once the whole turn is shown: the notice and the answer
+	// arriving re-render the turn, and a click between the two found a
+	// node that was already gone.
+	until(t, ctx, "the turn's answer", `document.body.innerText.includes('There are three folders.') && !!document.querySelector('[data-testid="notice"]')`)
 	do(t, ctx, "open the tool work", chromedp.Click(css(`[data-testid="tool-work"] summary`)))
 	until(t, ctx, "the tool result", `(document.querySelector('[data-testid="tool-result"]') || {}).textContent === 'src/ web/ docs/'`)
 	until(t, ctx, "the notice", `(document.querySelector('[data-testid="notice"]') || {}).textContent === 'scripted:a failed (model-timeout); answered by scripted:b'`)
