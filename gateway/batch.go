@@ -94,6 +94,19 @@ func (b *receiveBatcher) wait(ctx context.Context) error {
 	}
 }
 
+// endIfIdle counts the calling committer out when nothing is queued, under
+// the same lock submit checks the count with, so a receive queued at that
+// moment always finds a committer to run it.
+func (b *receiveBatcher) endIfIdle() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) > 0 {
+		return false
+	}
+	b.running--
+	return true
+}
+
 func (b *receiveBatcher) run() {
 	idle := time.NewTimer(batchIdle)
 	defer idle.Stop()
@@ -104,22 +117,14 @@ func (b *receiveBatcher) run() {
 		case <-b.quit:
 			// Stopping: end now if nothing is queued (a committer started
 			// later, by a late receive, ends the same way).
-			b.mu.Lock()
-			if len(b.queue) == 0 {
-				b.running--
-				b.mu.Unlock()
+			if b.endIfIdle() {
 				return
 			}
-			b.mu.Unlock()
 			continue
 		case <-idle.C:
-			b.mu.Lock()
-			if len(b.queue) == 0 {
-				b.running--
-				b.mu.Unlock()
+			if b.endIfIdle() {
 				return
 			}
-			b.mu.Unlock()
 			idle.Reset(batchIdle)
 			continue
 		}

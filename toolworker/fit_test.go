@@ -3,13 +3,10 @@ package toolworker_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/kernel"
-	"github.com/gatehouse/gatehouse/store/sqlite"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
@@ -19,26 +16,13 @@ import (
 // and committed, instead of being refused on this run and every later
 // one of the session. An outside result keeps its closing fence.
 func TestOversizeEncodedResultIsCutToFit(t *testing.T) {
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "g.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	k := kernel.New(st, kernel.Config{})
 	big := strings.Repeat("\x01", 256<<10)
 	reg := tools.NewRegistry(
 		toolworker.FuncTool{ToolName: "ctl", Fn: func(context.Context, tools.Call) (string, error) { return big, nil }},
 		bigPage{text: big},
 	)
-	w := toolworker.New(toolworker.Config{Kernel: k, Tools: reg})
-	k.CreateSession(ctx, gh.Session{ID: "s1"})
-	k.EdgeCommit(ctx, kernel.EdgeInput{SessionID: "s1", Event: gh.NewEvent{Kind: gh.KindUserMessage, Payload: json.RawMessage(`{"text":"go"}`)}})
-	l, ok, err := k.Claim(ctx, "w")
-	if err != nil || !ok {
-		t.Fatalf("claim: %v %v", ok, err)
-	}
-	out, err := w.RunBatch(ctx, l, []gh.ToolCall{{ID: "c1", Name: "ctl", Arguments: json.RawMessage(`{}`)}, {ID: "c2", Name: "page", Arguments: json.RawMessage(`{}`)}})
+	_, out, err := runBatchOnce(t, toolworker.Config{Tools: reg},
+		gh.ToolCall{ID: "c1", Name: "ctl", Arguments: json.RawMessage(`{}`)}, gh.ToolCall{ID: "c2", Name: "page", Arguments: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatalf("the batch failed: %v", err)
 	}

@@ -142,13 +142,6 @@ func TestRedactorCatchesEncodedForms(t *testing.T) {
 // command reading a file) has it replaced before the result is committed:
 // neither the model nor the log ever holds it.
 func TestToolResultsAreCommittedWithSecretsRedacted(t *testing.T) {
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "g.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	k := kernel.New(st, kernel.Config{})
 	const secret = "gh-api-token-5ecr3t"
 	leak := toolworker.FuncTool{ToolName: "leak", Fn: func(context.Context, tools.Call) (string, error) {
 		return "environ: GATEHOUSE_API_TOKEN=" + secret, nil
@@ -156,20 +149,12 @@ func TestToolResultsAreCommittedWithSecretsRedacted(t *testing.T) {
 	fail := toolworker.FuncTool{ToolName: "fail", Fn: func(context.Context, tools.Call) (string, error) {
 		return "", &echoErr{secret}
 	}}
-	w := toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry(leak, fail), ApprovalTimeout: time.Minute, Secrets: []string{secret}})
-	k.CreateSession(ctx, gh.Session{ID: "s1"})
-	if _, err := k.EdgeCommit(ctx, kernel.EdgeInput{SessionID: "s1", Event: gh.NewEvent{Kind: gh.KindUserMessage, Payload: json.RawMessage(`{"text":"go"}`)}}); err != nil {
-		t.Fatal(err)
-	}
-	l, ok, err := k.Claim(ctx, "w")
-	if err != nil || !ok {
-		t.Fatalf("claim: %v %v", ok, err)
-	}
-	out, err := w.RunBatch(ctx, l, []gh.ToolCall{{ID: "c1", Name: "leak", Arguments: json.RawMessage(`{}`)}, {ID: "c2", Name: "fail", Arguments: json.RawMessage(`{}`)}})
+	k, out, err := runBatchOnce(t, toolworker.Config{Tools: tools.NewRegistry(leak, fail), ApprovalTimeout: time.Minute, Secrets: []string{secret}},
+		gh.ToolCall{ID: "c1", Name: "leak", Arguments: json.RawMessage(`{}`)}, gh.ToolCall{ID: "c2", Name: "fail", Arguments: json.RawMessage(`{}`)})
 	if err != nil || len(out.Results) != 2 {
 		t.Fatalf("batch: %v %+v", err, out)
 	}
-	evs, err := k.Events(ctx, "s1", 0, 100)
+	evs, err := k.Events(context.Background(), "s1", 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,6 +183,23 @@ func (e *echoErr) Error() string { return "server said: bad key " + e.s }
 // bytes shown, instead of failing the commit and leaving the call without
 // a result.
 func TestToolOutputWithNULCommits(t *testing.T) {
+	nul := toolworker.FuncTool{ToolName: "environ", Fn: func(context.Context, tools.Call) (string, error) {
+		return "PATH=/bin\x00HOME=/w\x00", nil
+	}}
+	_, out, err := runBatchOnce(t, toolworker.Config{Tools: tools.NewRegistry(nul)}, gh.ToolCall{ID: "c1", Name: "environ", Arguments: json.RawMessage(`{}`)})
+	if err != nil || len(out.Results) != 1 {
+		t.Fatalf("batch: %v %+v", err, out)
+	}
+	if got := out.Results[0].Result.Content; got != `PATH=/bin\x00HOME=/w\x00` {
+		t.Fatalf("committed %q", got)
+	}
+}
+
+// runBatchOnce runs one tool batch through a worker built from cfg, over a
+// fresh SQLite store, in a claimed run of a session "s1" that has one
+// input. It returns the kernel, to read what was committed.
+func runBatchOnce(t *testing.T, cfg toolworker.Config, calls ...gh.ToolCall) (*kernel.Kernel, toolworker.Outcome, error) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "g.db")})
 	if err != nil {
@@ -205,21 +207,18 @@ func TestToolOutputWithNULCommits(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	k := kernel.New(st, kernel.Config{})
-	nul := toolworker.FuncTool{ToolName: "environ", Fn: func(context.Context, tools.Call) (string, error) {
-		return "PATH=/bin\x00HOME=/w\x00", nil
-	}}
-	w := toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry(nul)})
-	k.CreateSession(ctx, gh.Session{ID: "s1"})
-	k.EdgeCommit(ctx, kernel.EdgeInput{SessionID: "s1", Event: gh.NewEvent{Kind: gh.KindUserMessage, Payload: json.RawMessage(`{"text":"go"}`)}})
+	cfg.Kernel = k
+	w := toolworker.New(cfg)
+	if _, _, err := k.CreateSession(ctx, gh.Session{ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.EdgeCommit(ctx, kernel.EdgeInput{SessionID: "s1", Event: gh.NewEvent{Kind: gh.KindUserMessage, Payload: json.RawMessage(`{"text":"go"}`)}}); err != nil {
+		t.Fatal(err)
+	}
 	l, ok, err := k.Claim(ctx, "w")
 	if err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)
 	}
-	out, err := w.RunBatch(ctx, l, []gh.ToolCall{{ID: "c1", Name: "environ", Arguments: json.RawMessage(`{}`)}})
-	if err != nil || len(out.Results) != 1 {
-		t.Fatalf("batch: %v %+v", err, out)
-	}
-	if got := out.Results[0].Result.Content; got != `PATH=/bin\x00HOME=/w\x00` {
-		t.Fatalf("committed %q", got)
-	}
+	out, err := w.RunBatch(ctx, l, calls)
+	return k, out, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/store"
 )
 
 // Eventually polls cond every 10 ms until it holds. After 10 s the test
@@ -21,6 +22,19 @@ func Eventually(t TB, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// WaitReceive returns the first receive-log row of a platform update,
+// waiting for it: the suite and the whole-stack harness both ask this.
+func WaitReceive(t TB, ctx context.Context, st store.Store, platform, update string) store.ReceiveEntry {
+	t.Helper()
+	var row store.ReceiveEntry
+	Eventually(t, "receive-log row of update "+update, func() bool {
+		r, ok, err := st.ReceiveByUpdate(ctx, platform, update)
+		row = r
+		return err == nil && ok
+	})
+	return row
 }
 
 // Connect runs a.Connect with sink until the test ends, and fails the

@@ -51,13 +51,7 @@ func (e *env) Eventually(what string, cond func() bool) {
 // Receive returns the first receive-log row of an update, waiting for it.
 func (e *env) Receive(update string) store.ReceiveEntry {
 	e.T.Helper()
-	var row store.ReceiveEntry
-	e.Eventually("receive-log row of update "+update, func() bool {
-		r, ok, err := e.Store.ReceiveByUpdate(e.Ctx, e.Adapter.Platform(), update)
-		row = r
-		return err == nil && ok
-	})
-	return row
+	return WaitReceive(e.T, e.Ctx, e.Store, e.Adapter.Platform(), update)
 }
 
 // UserMessages counts the user.message events of a session.

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -369,37 +368,7 @@ func TestLowFileLimitLowersTheConnectionCap(t *testing.T) {
 // limit (soft and hard) of files.
 func startLimited(t *testing.T, files int, extraEnv ...string) *proc {
 	t.Helper()
-	addr := freeAddr(t)
-	cmd := exec.Command("sh", "-c", `ulimit -n "$1" && exec "$2" serve`, "sh", strconv.Itoa(files), binary(t))
-	cmd.Env = append(os.Environ(), "GATEHOUSE_ADDR="+addr, "GATEHOUSE_DATA_DIR="+filepath.Join(t.TempDir(), "data"))
-	cmd.Env = append(cmd.Env, extraEnv...)
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, out: out, addr: addr, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("gatehouse output:\n%s", out.String())
-		}
-	})
-	waitUntil(t, "the gateway answering /healthz", func() bool {
-		select {
-		case err := <-p.done:
-			t.Fatalf("gatehouse exited before answering: %v\n%s", err, out.String())
-		default:
-		}
-		resp, err := noKeepAlive.Get("http://" + addr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-	return p
+	return launch(t, exec.Command("sh", "-c", `ulimit -n "$1" && exec "$2" serve`, "sh", strconv.Itoa(files), binary(t)), extraEnv...)
 }
 
 // The limits' settings have the documented defaults, take values from the

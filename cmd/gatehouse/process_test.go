@@ -78,8 +78,15 @@ type proc struct {
 
 func start(t *testing.T, extraEnv ...string) *proc {
 	t.Helper()
+	return launch(t, exec.Command(binary(t), "serve"), extraEnv...)
+}
+
+// launch runs cmd (the gateway, or a wrapper that execs it) on a free
+// loopback address and a fresh data directory, and waits until it answers
+// /healthz. The process is killed when the test ends.
+func launch(t *testing.T, cmd *exec.Cmd, extraEnv ...string) *proc {
+	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.Command(binary(t), "serve")
 	cmd.Env = append(os.Environ(), "GATEHOUSE_ADDR="+addr, "GATEHOUSE_DATA_DIR="+filepath.Join(t.TempDir(), "data"))
 	cmd.Env = append(cmd.Env, extraEnv...)
 	out := &syncBuffer{}
@@ -95,25 +102,22 @@ func start(t *testing.T, extraEnv ...string) *proc {
 			t.Logf("gatehouse output:\n%s", out.String())
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
-		}
+	waitUntil(t, "the gateway answering /healthz", func() bool {
 		select {
 		case err := <-p.done:
 			t.Fatalf("gatehouse exited before answering: %v\n%s", err, out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gatehouse did not answer /healthz\n%s", out.String())
+		// No keep-alive: an idle probe connection would hold one of the
+		// gateway's files, which the limit tests count.
+		resp, err := noKeepAlive.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return p
 }
 
 func get(t *testing.T, url string) (int, map[string]string) {

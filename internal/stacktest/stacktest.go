@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway"
@@ -146,27 +145,5 @@ func Stack(t testing.TB, factory adaptertest.Factory, o adaptertest.StackOptions
 // Receive returns the first receive-log row of an update, waiting for it.
 func (e *Env) Receive(update string) store.ReceiveEntry {
 	e.T.Helper()
-	var row store.ReceiveEntry
-	e.Eventually("receive-log row of update "+update, func() bool {
-		r, ok, err := e.Store.ReceiveByUpdate(e.Ctx, e.Adapter.Platform(), update)
-		row = r
-		return err == nil && ok
-	})
-	return row
-}
-
-// UserMessages counts the user.message events of a session.
-func (e *Env) UserMessages(session string) int {
-	e.T.Helper()
-	evs, err := e.Kernel.Events(e.Ctx, session, 0, 10000)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	n := 0
-	for _, ev := range evs {
-		if ev.Kind == gh.KindUserMessage {
-			n++
-		}
-	}
-	return n
+	return adaptertest.WaitReceive(e.T, e.Ctx, e.Store, e.Adapter.Platform(), update)
 }
