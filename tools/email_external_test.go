@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"context"
+	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"io"
 	"net"
 	"strings"
@@ -53,7 +54,7 @@ func TestEmailSendMarksTheServersRepliesExternal(t *testing.T) {
 
 	send := func(to string) tools.Result {
 		t.Helper()
-		res, err := tool.Run(context.Background(), tools.Call{Arguments: args(t, map[string]string{"to": to, "subject": "s", "body": "b"}), IdempotencyKey: "k-" + to})
+		res, err := tool.Run(context.Background(), tools.Call{Arguments: toolstest.Args(t, map[string]string{"to": to, "subject": "s", "body": "b"}), IdempotencyKey: "k-" + to})
 		if err != nil {
 			t.Fatalf("Run(%s): %v", to, err)
 		}

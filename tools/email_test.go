@@ -9,8 +9,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"errors"
+	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"io"
 	"math/big"
 	"net"
@@ -175,15 +175,6 @@ func (l *testLogger) Println(v ...any) {
 	}
 }
 
-func args(t *testing.T, v any) json.RawMessage {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestEmailSendDeliversOnceWithIdempotencyKey(t *testing.T) {
 	be := &smtpRecorder{}
 	addr := startSMTP(t, be, nil)
@@ -200,7 +191,7 @@ func TestEmailSendDeliversOnceWithIdempotencyKey(t *testing.T) {
 	}
 	res, err := tool.Run(context.Background(), tools.Call{
 		ID:             "call_1",
-		Arguments:      args(t, map[string]string{"to": "Sara <sara@example.com>", "subject": "Report", "body": "The report is ready.\n"}),
+		Arguments:      toolstest.Args(t, map[string]string{"to": "Sara <sara@example.com>", "subject": "Report", "body": "The report is ready.\n"}),
 		IdempotencyKey: "rcpt_01HXYZ",
 	})
 	if err != nil || res.IsError {
@@ -231,7 +222,7 @@ func TestEmailSendMessageIDEncodesOddKeys(t *testing.T) {
 	tool := tools.NewEmailSend(tools.EmailConfig{SMTPURL: "smtp://" + addr + "?tls=none", From: "bot@example.com"})
 	for _, key := range []string{"sess:1/call 2", "sess%3A1%2Fcall%202"} {
 		res, err := tool.Run(context.Background(), tools.Call{
-			Arguments:      args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"}),
+			Arguments:      toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"}),
 			IdempotencyKey: key,
 		})
 		if err != nil || res.IsError {
@@ -259,7 +250,7 @@ func TestEmailSendBadAddressIsAnErrorResultNotASend(t *testing.T) {
 	tool := tools.NewEmailSend(tools.EmailConfig{SMTPURL: "smtp://" + addr + "?tls=none", From: "bot@example.com"})
 	for _, to := range []string{"sara", "sara@", "Sara <sara@example.com", ""} {
 		res, err := tool.Run(context.Background(), tools.Call{
-			Arguments:      args(t, map[string]string{"to": to, "subject": "s", "body": "b"}),
+			Arguments:      toolstest.Args(t, map[string]string{"to": to, "subject": "s", "body": "b"}),
 			IdempotencyKey: "k",
 		})
 		if err != nil {
@@ -270,7 +261,7 @@ func TestEmailSendBadAddressIsAnErrorResultNotASend(t *testing.T) {
 		}
 	}
 	res, _ := tool.Run(context.Background(), tools.Call{
-		Arguments: args(t, map[string]string{"to": "a@example.com", "subject": "a\r\nBcc: x@example.com", "body": "b"}),
+		Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "a\r\nBcc: x@example.com", "body": "b"}),
 	})
 	if !res.IsError {
 		t.Errorf("a subject with a line break was sent: %+v", res)
@@ -293,7 +284,7 @@ func TestEmailSendNotRunnableWithoutSMTP(t *testing.T) {
 		}
 		r := tools.NewRegistry(tool)
 		var ce *tools.CheckError
-		if err := r.Check(tools.NameEmailSend, args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})); !errors.As(err, &ce) || ce.Code != tools.CodeToolUnavailable {
+		if err := r.Check(tools.NameEmailSend, toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})); !errors.As(err, &ce) || ce.Code != tools.CodeToolUnavailable {
 			t.Errorf("Check: %v, want tool-unavailable", err)
 		}
 	}
@@ -319,7 +310,7 @@ func TestEmailSendSTARTTLSAndAuth(t *testing.T) {
 		Timeout:   5 * time.Second,
 	}
 	res, err := tools.NewEmailSend(cfg).Run(context.Background(), tools.Call{
-		Arguments:      args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"}),
+		Arguments:      toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"}),
 		IdempotencyKey: "k1",
 	})
 	if err != nil || res.IsError {
@@ -333,7 +324,7 @@ func TestEmailSendSTARTTLSAndAuth(t *testing.T) {
 	// Wrong password: refused, nothing sent, an error result (not outcome unknown).
 	cfg.SMTPURL = "smtp://bot:wrong@" + addr + "?tls=mandatory"
 	res, err = tools.NewEmailSend(cfg).Run(context.Background(), tools.Call{
-		Arguments: args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"}),
+		Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"}),
 	})
 	if err != nil || !res.IsError {
 		t.Fatalf("wrong password: %v %+v", err, res)
@@ -354,7 +345,7 @@ func TestEmailSendImplicitTLS(t *testing.T) {
 		Timeout:   5 * time.Second,
 	})
 	res, err := tool.Run(context.Background(), tools.Call{
-		Arguments:      args(t, map[string]string{"to": "a@example.com, Bo <bo@example.com>", "subject": "s", "body": "b"}),
+		Arguments:      toolstest.Args(t, map[string]string{"to": "a@example.com, Bo <bo@example.com>", "subject": "s", "body": "b"}),
 		IdempotencyKey: "k2",
 	})
 	if err != nil || res.IsError {
@@ -367,7 +358,7 @@ func TestEmailSendImplicitTLS(t *testing.T) {
 
 	// A certificate the client does not trust: refused before anything is sent.
 	tool = tools.NewEmailSend(tools.EmailConfig{SMTPURL: "smtps://bot:s3cret@" + addr, From: "bot@example.com", Timeout: 5 * time.Second})
-	res, err = tool.Run(context.Background(), tools.Call{Arguments: args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})})
+	res, err = tool.Run(context.Background(), tools.Call{Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})})
 	if err != nil || !res.IsError || len(be.deliveries()) != 1 {
 		t.Fatalf("untrusted certificate: %v %+v", err, res)
 	}
@@ -402,7 +393,7 @@ func TestEmailSendTimeout(t *testing.T) {
 	}()
 	tool := tools.NewEmailSend(tools.EmailConfig{SMTPURL: "smtp://" + ln.Addr().String() + "?tls=none", From: "bot@example.com", Timeout: 300 * time.Millisecond})
 	start := time.Now()
-	res, err := tool.Run(context.Background(), tools.Call{Arguments: args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})})
+	res, err := tool.Run(context.Background(), tools.Call{Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})})
 	if time.Since(start) > 5*time.Second {
 		t.Fatalf("took %s", time.Since(start))
 	}

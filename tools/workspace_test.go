@@ -1,7 +1,7 @@
 package tools_test
 
 import (
-	"context"
+	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,15 +9,6 @@ import (
 
 	"github.com/gatehouse/gatehouse/tools"
 )
-
-func runTool(t *testing.T, tool tools.Tool, workspace string, a any) tools.Result {
-	t.Helper()
-	res, err := tool.Run(context.Background(), tools.Call{ID: "c", Arguments: args(t, a), IdempotencyKey: "k", Workspace: workspace})
-	if err != nil {
-		t.Fatalf("%s: %v", tool.Name(), err)
-	}
-	return res
-}
 
 func TestWorkspaceListReadWrite(t *testing.T) {
 	ws := t.TempDir()
@@ -33,24 +24,24 @@ func TestWorkspaceListReadWrite(t *testing.T) {
 		t.Fatal("tiers: list and read safe, write danger")
 	}
 
-	res := runTool(t, list, ws, map[string]string{})
+	res := toolstest.Run(t, list, ws, map[string]string{})
 	if res.IsError || !res.External || !strings.Contains(res.Content, "docs/") {
 		t.Fatalf("list: %+v", res)
 	}
-	res = runTool(t, list, ws, map[string]string{"path": "docs"})
+	res = toolstest.Run(t, list, ws, map[string]string{"path": "docs"})
 	if res.IsError || !strings.Contains(res.Content, "report.md\t15 bytes") {
 		t.Fatalf("list docs: %+v", res)
 	}
-	res = runTool(t, read, ws, map[string]string{"path": "docs/report.md"})
+	res = toolstest.Run(t, read, ws, map[string]string{"path": "docs/report.md"})
 	if res.IsError || !res.External || res.Content != "# Report\nready\n" {
 		t.Fatalf("read: %+v", res)
 	}
-	res = runTool(t, read, ws, map[string]string{"path": "docs/./../docs/report.md"})
+	res = toolstest.Run(t, read, ws, map[string]string{"path": "docs/./../docs/report.md"})
 	if res.IsError {
 		t.Fatalf("read of a path that stays inside after cleaning: %+v", res)
 	}
 
-	res = runTool(t, write, ws, map[string]string{"path": "out/new/notes.txt", "content": "hello"})
+	res = toolstest.Run(t, write, ws, map[string]string{"path": "out/new/notes.txt", "content": "hello"})
 	if res.IsError || res.External {
 		t.Fatalf("write: %+v", res)
 	}
@@ -58,7 +49,7 @@ func TestWorkspaceListReadWrite(t *testing.T) {
 		t.Fatalf("written file: %q %v", b, err)
 	}
 	// Replacing keeps the file's mode and leaves no temporary file behind.
-	res = runTool(t, write, ws, map[string]string{"path": "docs/report.md", "content": "v2"})
+	res = toolstest.Run(t, write, ws, map[string]string{"path": "docs/report.md", "content": "v2"})
 	if res.IsError {
 		t.Fatalf("overwrite: %+v", res)
 	}
@@ -73,13 +64,13 @@ func TestWorkspaceListReadWrite(t *testing.T) {
 		t.Error("a whole-file write is safe to retry")
 	}
 
-	if res := runTool(t, read, ws, map[string]string{"path": "nope.txt"}); !res.IsError || !strings.Contains(res.Content, "does not exist") {
+	if res := toolstest.Run(t, read, ws, map[string]string{"path": "nope.txt"}); !res.IsError || !strings.Contains(res.Content, "does not exist") {
 		t.Errorf("read missing: %+v", res)
 	}
-	if res := runTool(t, read, ws, map[string]string{"path": "docs"}); !res.IsError {
+	if res := toolstest.Run(t, read, ws, map[string]string{"path": "docs"}); !res.IsError {
 		t.Errorf("read a directory: %+v", res)
 	}
-	if res := runTool(t, write, ws, map[string]string{"path": "docs", "content": "x"}); !res.IsError {
+	if res := toolstest.Run(t, write, ws, map[string]string{"path": "docs", "content": "x"}); !res.IsError {
 		t.Errorf("write over a directory: %+v", res)
 	}
 }
@@ -89,11 +80,11 @@ func TestWorkspaceReadCap(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "big.txt"), []byte(strings.Repeat("a", 5000)), 0o644)
 	os.WriteFile(filepath.Join(ws, "bin"), []byte{0x7f, 'E', 'L', 'F', 0, 1, 2}, 0o644)
 	read := tools.NewWorkspaceRead(tools.WorkspaceConfig{MaxReadBytes: 100})
-	res := runTool(t, read, ws, map[string]string{"path": "big.txt"})
+	res := toolstest.Run(t, read, ws, map[string]string{"path": "big.txt"})
 	if res.IsError || !strings.HasPrefix(res.Content, strings.Repeat("a", 100)+"\n\n[truncated") {
 		t.Fatalf("capped read: %q", res.Content)
 	}
-	if res := runTool(t, read, ws, map[string]string{"path": "bin"}); !res.IsError || !strings.Contains(res.Content, "binary") {
+	if res := toolstest.Run(t, read, ws, map[string]string{"path": "bin"}); !res.IsError || !strings.Contains(res.Content, "binary") {
 		t.Errorf("binary: %+v", res)
 	}
 }
@@ -120,21 +111,21 @@ func TestWorkspaceRefusesEscapes(t *testing.T) {
 	cfg := tools.WorkspaceConfig{}
 	list, read, write := tools.NewWorkspaceList(cfg), tools.NewWorkspaceRead(cfg), tools.NewWorkspaceWrite(cfg)
 	for _, p := range []string{"../outside/secret.txt", "..", "a/../../outside/secret.txt", secret, "/etc/passwd", "rel-link", "abs-link", "dir-link/secret.txt"} {
-		if res := runTool(t, read, ws, map[string]string{"path": p}); !res.IsError || strings.Contains(res.Content, "top secret") {
+		if res := toolstest.Run(t, read, ws, map[string]string{"path": p}); !res.IsError || strings.Contains(res.Content, "top secret") {
 			t.Errorf("read %q: %+v, want refused", p, res)
 		} else if !strings.Contains(res.Content, "refused") {
 			t.Errorf("read %q: %q should say it was refused", p, res.Content)
 		}
-		if res := runTool(t, write, ws, map[string]string{"path": p, "content": "pwned"}); !res.IsError {
+		if res := toolstest.Run(t, write, ws, map[string]string{"path": p, "content": "pwned"}); !res.IsError {
 			t.Errorf("write %q: %+v, want refused", p, res)
 		}
 	}
 	for _, p := range []string{"..", "../outside", outside, "dir-link"} {
-		if res := runTool(t, list, ws, map[string]string{"path": p}); !res.IsError || strings.Contains(res.Content, "secret.txt") {
+		if res := toolstest.Run(t, list, ws, map[string]string{"path": p}); !res.IsError || strings.Contains(res.Content, "secret.txt") {
 			t.Errorf("list %q: %+v, want refused", p, res)
 		}
 	}
-	if res := runTool(t, write, ws, map[string]string{"path": "dir-link/new.txt", "content": "pwned"}); !res.IsError {
+	if res := toolstest.Run(t, write, ws, map[string]string{"path": "dir-link/new.txt", "content": "pwned"}); !res.IsError {
 		t.Errorf("write through a directory link: %+v", res)
 	}
 	if b, _ := os.ReadFile(secret); string(b) != "top secret" {
@@ -144,10 +135,10 @@ func TestWorkspaceRefusesEscapes(t *testing.T) {
 		t.Fatal("a file was created outside the workspace")
 	}
 
-	if res := runTool(t, read, ws, map[string]string{"path": "good-link"}); res.IsError || res.Content != "inside" {
+	if res := toolstest.Run(t, read, ws, map[string]string{"path": "good-link"}); res.IsError || res.Content != "inside" {
 		t.Errorf("read through an inside link: %+v", res)
 	}
-	if res := runTool(t, write, ws, map[string]string{"path": "good-link", "content": "changed"}); res.IsError {
+	if res := toolstest.Run(t, write, ws, map[string]string{"path": "good-link", "content": "changed"}); res.IsError {
 		t.Errorf("write through an inside link: %+v", res)
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "inside.txt")); string(b) != "changed" {
@@ -155,7 +146,7 @@ func TestWorkspaceRefusesEscapes(t *testing.T) {
 	}
 
 	// No workspace for the turn: refused, not the process's directory.
-	if res := runTool(t, list, "", map[string]string{}); !res.IsError {
+	if res := toolstest.Run(t, list, "", map[string]string{}); !res.IsError {
 		t.Errorf("list without a workspace: %+v", res)
 	}
 }

@@ -5,6 +5,7 @@ package tools_test
 import (
 	"context"
 	"errors"
+	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"io/fs"
 	"net"
 	"os"
@@ -27,7 +28,7 @@ func runPromptly(t *testing.T, ctx context.Context, tool tools.Tool, workspace s
 		err error
 	}
 	done := make(chan outcome, 1)
-	raw := args(t, a)
+	raw := toolstest.Args(t, a)
 	go func() {
 		res, err := tool.Run(ctx, tools.Call{ID: "c", Arguments: raw, IdempotencyKey: "k", Workspace: workspace})
 		done <- outcome{res, err}
@@ -189,7 +190,7 @@ func TestWorkspaceWriteCreatesPrivateFiles(t *testing.T) {
 	withUmask(t, 0o022)
 	ws := t.TempDir()
 	write := tools.NewWorkspaceWrite(tools.WorkspaceConfig{})
-	if res := runTool(t, write, ws, map[string]string{"path": "notes/2026/today.md", "content": "private"}); res.IsError {
+	if res := toolstest.Run(t, write, ws, map[string]string{"path": "notes/2026/today.md", "content": "private"}); res.IsError {
 		t.Fatalf("write: %+v", res)
 	}
 	if m := perm(t, filepath.Join(ws, "notes", "2026", "today.md")); m != 0o600 {
@@ -211,7 +212,7 @@ func TestWorkspaceWriteCreatesPrivateFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	withUmask(t, 0o077)
-	if res := runTool(t, write, ws, map[string]string{"path": "shared.txt", "content": "v2"}); res.IsError {
+	if res := toolstest.Run(t, write, ws, map[string]string{"path": "shared.txt", "content": "v2"}); res.IsError {
 		t.Fatalf("rewrite: %+v", res)
 	}
 	if m := perm(t, shared); m != 0o644 {

@@ -4,6 +4,7 @@ package shell_test
 
 import (
 	"context"
+	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -84,7 +85,7 @@ func TestIsolatedShellCannotReachTheGateway(t *testing.T) {
 		`ls /root 2>/dev/null || echo "no /root"`,
 		`sleep ` + marker + ` &`,
 	}, "; ")
-	res := runTool(t, tool, ws, map[string]string{"command": cmd})
+	res := toolstest.Run(t, tool, ws, map[string]string{"command": cmd})
 	out := res.Content
 	if strings.Contains(out, secret) {
 		t.Fatalf("the gateway's secret reached the command:\n%s", out)
@@ -113,7 +114,7 @@ func TestIsolatedShellTimeoutKillsTheWholeTree(t *testing.T) {
 	tool := isolated(t, shell.ShellConfig{Timeout: 500 * time.Millisecond})
 	ws := t.TempDir()
 	marker := "987652"
-	res := runTool(t, tool, ws, map[string]string{"command": "echo started; (sleep " + marker + "; touch late) & sleep 30"})
+	res := toolstest.Run(t, tool, ws, map[string]string{"command": "echo started; (sleep " + marker + "; touch late) & sleep 30"})
 	if !res.IsError || !strings.Contains(res.Content, "time limit") || !strings.Contains(res.Content, "started") {
 		t.Fatalf("result %+v", res)
 	}
@@ -133,7 +134,7 @@ func TestIsolatedShellCancelFreesTheTurn(t *testing.T) {
 	)
 	go func() {
 		defer close(done)
-		res, err = tool.Run(ctx, tools.Call{Arguments: args(t, map[string]string{"command": "sleep " + marker}), Workspace: t.TempDir()})
+		res, err = tool.Run(ctx, tools.Call{Arguments: toolstest.Args(t, map[string]string{"command": "sleep " + marker}), Workspace: t.TempDir()})
 	}()
 	select {
 	case <-done:
@@ -156,7 +157,7 @@ func TestIsolatedShellBoundsProcesses(t *testing.T) {
 		t.Skipf("no pids cgroup on this host: %s", tool.Isolation())
 	}
 	marker := "987654"
-	res := runTool(t, tool, t.TempDir(), map[string]string{"command": "n=0; for i in $(seq 1 60); do sleep " + marker + " & n=$((n+1)); done; echo spawned; wait"})
+	res := toolstest.Run(t, tool, t.TempDir(), map[string]string{"command": "n=0; for i in $(seq 1 60); do sleep " + marker + " & n=$((n+1)); done; echo spawned; wait"})
 	if !strings.Contains(res.Content, "fork") && !strings.Contains(res.Content, "Resource temporarily unavailable") {
 		t.Errorf("60 processes under a bound of 20 all started:\n%s", res.Content)
 	}
@@ -168,7 +169,7 @@ func TestIsolatedShellHasNoNetworkByDefault(t *testing.T) {
 	tool := isolated(t, shell.ShellConfig{})
 	// Only the namespace's own loopback, and it is down: the gateway's
 	// API on the host's loopback cannot be reached.
-	res := runTool(t, tool, t.TempDir(), map[string]string{"command": "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"})
+	res := toolstest.Run(t, tool, t.TempDir(), map[string]string{"command": "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"})
 	if strings.Contains(res.Content, "eth") || strings.Contains(res.Content, "ens") || !strings.Contains(res.Content, "lo") {
 		t.Errorf("interfaces seen inside:\n%s", res.Content)
 	}
@@ -184,7 +185,7 @@ func TestIsolationUnavailableRefusesTheTool(t *testing.T) {
 		t.Fatalf("Runnable: %v", err)
 	}
 	ws := t.TempDir()
-	res, err := tool.Run(context.Background(), tools.Call{Arguments: args(t, map[string]string{"command": "touch ran"}), Workspace: ws})
+	res, err := tool.Run(context.Background(), tools.Call{Arguments: toolstest.Args(t, map[string]string{"command": "touch ran"}), Workspace: ws})
 	if err != nil || !res.IsError || !strings.Contains(res.Content, "isolation is unavailable") {
 		t.Fatalf("Run: %v %+v", err, res)
 	}
@@ -203,7 +204,7 @@ func TestIsolatedShellCannotOpenTheWorkspaceToOthers(t *testing.T) {
 	tool := isolated(t, shell.ShellConfig{})
 	ws := filepath.Join(t.TempDir(), "ws")
 	os.Mkdir(ws, 0o700)
-	res := runTool(t, tool, ws, map[string]string{"command": "mkdir d; cp /bin/true d/suid; chmod 4755 d/suid; chmod 2755 d; echo x > made.txt; chmod 777 /workspace; ls -ld /workspace"})
+	res := toolstest.Run(t, tool, ws, map[string]string{"command": "mkdir d; cp /bin/true d/suid; chmod 4755 d/suid; chmod 2755 d; echo x > made.txt; chmod 777 /workspace; ls -ld /workspace"})
 	if !strings.Contains(res.Content, "exit code: 0") || !strings.Contains(res.Content, "drwxrwxrwx") {
 		t.Fatalf("the command did not run as expected: %+v", res)
 	}

@@ -2,6 +2,7 @@ package shell_test
 
 import (
 	"context"
+	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,7 @@ func TestShellExecOffByDefault(t *testing.T) {
 		t.Fatalf("Runnable: %v, want switched off", err)
 	}
 	marker := filepath.Join(t.TempDir(), "ran")
-	res, err := tool.Run(context.Background(), tools.Call{Arguments: args(t, map[string]string{"command": "touch " + marker}), Workspace: t.TempDir()})
+	res, err := tool.Run(context.Background(), tools.Call{Arguments: toolstest.Args(t, map[string]string{"command": "touch " + marker}), Workspace: t.TempDir()})
 	if err != nil || !res.IsError {
 		t.Fatalf("Run while off: %v %+v", err, res)
 	}
@@ -36,7 +37,7 @@ func TestShellExecOutputAndExitCode(t *testing.T) {
 		t.Fatal("an enabled shell is runnable, danger, not idempotent")
 	}
 	t.Setenv("GATEHOUSE_TEST_SECRET", "hunter2")
-	res := runTool(t, tool, ws, map[string]string{"command": `ls; echo "to stderr" >&2; echo "secret=$GATEHOUSE_TEST_SECRET"; exit 3`})
+	res := toolstest.Run(t, tool, ws, map[string]string{"command": `ls; echo "to stderr" >&2; echo "secret=$GATEHOUSE_TEST_SECRET"; exit 3`})
 	if res.IsError || !res.External {
 		t.Fatalf("result %+v", res)
 	}
@@ -48,14 +49,14 @@ func TestShellExecOutputAndExitCode(t *testing.T) {
 	if strings.Contains(res.Content, "hunter2") {
 		t.Error("the gateway's environment leaked into the command")
 	}
-	if res := runTool(t, tool, ws, map[string]string{"command": "true"}); !strings.Contains(res.Content, "exit code: 0") || !strings.Contains(res.Content, "(no output)") {
+	if res := toolstest.Run(t, tool, ws, map[string]string{"command": "true"}); !strings.Contains(res.Content, "exit code: 0") || !strings.Contains(res.Content, "(no output)") {
 		t.Errorf("true: %q", res.Content)
 	}
 }
 
 func TestShellExecOutputCap(t *testing.T) {
 	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost, MaxOutputBytes: 100})
-	res := runTool(t, tool, t.TempDir(), map[string]string{"command": "head -c 1000 /dev/zero | tr '\\0' x"})
+	res := toolstest.Run(t, tool, t.TempDir(), map[string]string{"command": "head -c 1000 /dev/zero | tr '\\0' x"})
 	if !strings.Contains(res.Content, strings.Repeat("x", 100)) || strings.Contains(res.Content, strings.Repeat("x", 101)) || !strings.Contains(res.Content, "900 more bytes") {
 		t.Fatalf("capped output:\n%s", res.Content)
 	}
@@ -67,7 +68,7 @@ func TestShellExecTimeoutKillsIt(t *testing.T) {
 	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost, Timeout: 300 * time.Millisecond})
 	start := time.Now()
 	// A background child holding the output pipe must die too.
-	res := runTool(t, tool, ws, map[string]string{"command": "echo started; (sleep 2; touch late) & sleep 2; touch late2"})
+	res := toolstest.Run(t, tool, ws, map[string]string{"command": "echo started; (sleep 2; touch late) & sleep 2; touch late2"})
 	if d := time.Since(start); d > 1800*time.Millisecond {
 		t.Fatalf("took %s: the command was not killed", d)
 	}
@@ -86,7 +87,7 @@ func TestShellExecCancelledContext(t *testing.T) {
 	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	res, err := tool.Run(ctx, tools.Call{Arguments: args(t, map[string]string{"command": "sleep 5"}), Workspace: t.TempDir()})
+	res, err := tool.Run(ctx, tools.Call{Arguments: toolstest.Args(t, map[string]string{"command": "sleep 5"}), Workspace: t.TempDir()})
 	if err == nil || !res.IsError {
 		t.Fatalf("got %v %+v, want the context's error", err, res)
 	}
@@ -96,7 +97,7 @@ func TestHostShellBackgroundChildDiesWithTheCommand(t *testing.T) {
 	ws := t.TempDir()
 	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost})
 	// The child does not hold the output pipe, so the command returns at once.
-	res := runTool(t, tool, ws, map[string]string{"command": "(sleep 1; touch late) >/dev/null 2>&1 & echo started"})
+	res := toolstest.Run(t, tool, ws, map[string]string{"command": "(sleep 1; touch late) >/dev/null 2>&1 & echo started"})
 	if !strings.Contains(res.Content, "exit code: 0") {
 		t.Fatalf("result %+v", res)
 	}

@@ -3,6 +3,7 @@ package webfetch_test
 import (
 	"context"
 	"fmt"
+	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +19,7 @@ import (
 
 func fetch(t *testing.T, tool *webfetch.WebFetch, url string) tools.Result {
 	t.Helper()
-	res, err := tool.Run(context.Background(), tools.Call{ID: "c", Arguments: args(t, map[string]string{"url": url})})
+	res, err := tool.Run(context.Background(), tools.Call{ID: "c", Arguments: toolstest.Args(t, map[string]string{"url": url})})
 	if err != nil {
 		t.Fatalf("Run(%s): %v", url, err)
 	}
