@@ -48,9 +48,10 @@ type Gate struct {
 	DecidedAt time.Time `json:"decidedAt,omitzero"`
 	ExpiresAt time.Time `json:"expiresAt"`
 	Created   time.Time `json:"createdAt"`
-	// Logged is true once the decision is committed to the log as
-	// gate.decided.
-	Logged bool `json:"logged"`
+	// Committed is true once the decision is committed to the log as
+	// gate.decided. (The stored column and JSON field keep the first
+	// name, "logged".)
+	Committed bool `json:"logged"`
 }
 
 // Decision is a press of Approve or Deny (or an option, or the clock).

@@ -45,11 +45,38 @@ type UserMessage struct {
 	User string `json:"user,omitempty"`
 }
 
+// LocalUser is the user key of input that names no person: the web chat
+// and the HTTP API, which one operator uses.
+const LocalUser = "local"
+
+// UserKey names the person a message is from, across surfaces: the surface
+// and the person on it ("telegram:u_…"). It is the key of their memory and
+// contacts and of their budget. A nil message or one without a person is
+// LocalUser.
+func (m *UserMessage) UserKey() string {
+	if m == nil || m.User == "" {
+		return LocalUser
+	}
+	src := m.Source
+	if src == "" {
+		src = "api"
+	}
+	return src + ":" + m.User
+}
+
 // ToolCall is a model's request to run a tool.
 type ToolCall struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// ToolSpec describes a tool to a model: its name, what it does, and the
+// JSON Schema of its arguments object.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
 }
 
 // Usage counts tokens.
@@ -122,12 +149,14 @@ type ContextSize struct {
 // RunFinished is the payload of run.finished: an attempt's own account. It
 // is bookkeeping, not a message; the transcript skips it.
 type RunFinished struct {
-	RunID   int64   `json:"runId"`
-	Attempt int     `json:"attempt"`
-	Status  string  `json:"status"`
-	Turns   int     `json:"turns"`
-	Tokens  Usage   `json:"tokens"`
-	CostUSD float64 `json:"costUsd,omitempty"`
+	RunID   int64  `json:"runId"`
+	Attempt int    `json:"attempt"`
+	Status  string `json:"status"`
+	// ModelRequests counts the model requests of the attempt; the JSON
+	// field keeps its first name, "turns", for logs already written.
+	ModelRequests int     `json:"turns"`
+	Tokens        Usage   `json:"tokens"`
+	CostUSD       float64 `json:"costUsd,omitempty"`
 	// TurnTokens and TurnCostUSD count every model call of the run so far,
 	// from the ledger: a turn that paused for approval counts all its parts.
 	TurnTokens  Usage        `json:"turnTokens"`

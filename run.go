@@ -31,7 +31,7 @@ type Session struct {
 type RunState string
 
 // Run states. Queued, running and awaiting_approval are active: a session has
-// at most one active run, which is its thread lock.
+// at most one active run, which is its session lock.
 const (
 	RunQueued           RunState = "queued"
 	RunRunning          RunState = "running"
@@ -41,7 +41,7 @@ const (
 	RunCancelled        RunState = "cancelled"
 )
 
-// Active reports whether s holds the session's thread lock.
+// Active reports whether s holds the session's session lock.
 func (s RunState) Active() bool {
 	return s == RunQueued || s == RunRunning || s == RunAwaitingApproval
 }

@@ -7,7 +7,7 @@
 // the SQL row and the log are the durable truth:
 //
 //   - a [Registry] arbitrates presses. [NewSQL] does it with the store's
-//     compare-and-set (the embedded default); package gates/redis does it
+//     compare-and-set (the embedded default); package gates/redisgates does it
 //     with one Lua script on a Redis hash, so that many replicas and many
 //     presses of one gate cost Redis round trips instead of database
 //     writes, and makes SQL agree before it reports a winner.

@@ -40,13 +40,13 @@ type DeferredClaimer interface {
 	ClaimDeferred(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error)
 }
 
-// LogMarker is implemented by a registry that keeps its own copy of each
+// CommitMarker is implemented by a registry that keeps its own copy of each
 // decision (the Redis registry). After committing gate.decided, [Service]
 // calls MarkLogged with the gate as SQL has it (decided and logged), so
 // that later presses learn it is logged without asking SQL. An error is
 // only logged: a later press then commits again, idempotently.
-type LogMarker interface {
-	MarkLogged(ctx context.Context, g gh.Gate) error
+type CommitMarker interface {
+	MarkCommitted(ctx context.Context, g gh.Gate) error
 }
 
 // Limits on the text of a decision.

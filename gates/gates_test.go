@@ -55,7 +55,7 @@ func TestSQLRegistryPostgres(t *testing.T) {
 	gatestest.Run(t, postgresHarness(sqlRegistry))
 }
 
-// BenchmarkClaimsSQL is the workload of BenchmarkClaims in gates/redis
+// BenchmarkClaimsSQL is the workload of BenchmarkClaims in gates/redisgates
 // (1,000 gates, 50 pressers crowding each gate in turn) through
 // Service.Decide with the SQL registry, on Postgres when
 // GATEHOUSE_TEST_POSTGRES_URL is set, else SQLite.

@@ -135,10 +135,10 @@ func (s *Service) decide(ctx context.Context, id string, d gh.Decision) (gh.Gate
 	if g.State == gh.GatePending {
 		return g, false, gh.Errorf(gh.CodeInternal, "registry left gate %q pending after a claim", id)
 	}
-	if g.Logged {
+	if g.Committed {
 		return g, won, nil
 	}
-	logged, err := s.ensureLogged(ctx, g)
+	logged, err := s.ensureCommitted(ctx, g)
 	if err != nil {
 		if deferred {
 			// The log commit failed: at least make SQL agree, so that
@@ -154,7 +154,7 @@ func (s *Service) decide(ctx context.Context, id string, d gh.Decision) (gh.Gate
 	if !SameDecision(logged, g) {
 		// SQL is the truth; the registry's answer was stale.
 		won = false
-		s.markLogged(ctx, logged)
+		s.markCommitted(ctx, logged)
 	}
 	return logged, won, nil
 }
@@ -166,9 +166,9 @@ const (
 	commitTimeout = 30 * time.Second
 )
 
-// ensureLogged commits g's decision, or waits for this process's commit of
+// ensureCommitted commits g's decision, or waits for this process's commit of
 // it already in flight.
-func (s *Service) ensureLogged(ctx context.Context, g gh.Gate) (gh.Gate, error) {
+func (s *Service) ensureCommitted(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 	var lastErr error
 	for range 3 {
 		s.fmu.Lock()
@@ -202,7 +202,7 @@ func (s *Service) ensureLogged(ctx context.Context, g gh.Gate) (gh.Gate, error) 
 			if f.err == nil {
 				// After the waiting presses are released: this process
 				// answers them from memory meanwhile.
-				s.markLogged(cctx, f.gate)
+				s.markCommitted(cctx, f.gate)
 			}
 			return f.gate, f.err
 		}
@@ -244,7 +244,7 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 		if err != nil {
 			return err
 		}
-		if cur.Logged {
+		if cur.Committed {
 			out = cur
 			return nil
 		}
@@ -262,10 +262,10 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 		if err != nil {
 			return err
 		}
-		if err := tx.MarkGateLogged(ctx, cur.ID); err != nil {
+		if err := tx.MarkGateCommitted(ctx, cur.ID); err != nil {
 			return err
 		}
-		cur.Logged = true
+		cur.Committed = true
 		out, wrote = cur, !c.Duplicate
 		return nil
 	})
@@ -278,10 +278,10 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 	return out, nil
 }
 
-// markLogged tells a registry that keeps its own copy that g is logged.
-func (s *Service) markLogged(ctx context.Context, g gh.Gate) {
-	if m, ok := s.cfg.Registry.(LogMarker); ok {
-		if err := m.MarkLogged(ctx, g); err != nil {
+// markCommitted tells a registry that keeps its own copy that g is logged.
+func (s *Service) markCommitted(ctx context.Context, g gh.Gate) {
+	if m, ok := s.cfg.Registry.(CommitMarker); ok {
+		if err := m.MarkCommitted(ctx, g); err != nil {
 			s.cfg.Logger.Warn("gates: registry did not record that a decision is logged", "gate", g.ID, "err", err)
 		}
 	}
@@ -335,7 +335,7 @@ func (s *Service) SweepOnce(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if _, err := s.ensureLogged(ctx, g); err != nil {
+			if _, err := s.ensureCommitted(ctx, g); err != nil {
 				fail("gates: sweep: log decision", err, "gate", g.ID)
 				continue
 			}

@@ -58,10 +58,10 @@ type Sink interface {
 	Press(ctx context.Context, p gh.Press) (PressResult, error)
 }
 
-// Receive-log outcomes and drop reasons.
+// Receive-log dispositions (what became of a received update) and drop reasons.
 const (
-	OutcomeHandedOn = "handed_on"
-	OutcomeDropped  = "dropped"
+	ReceiveHandedOn = "handed_on"
+	ReceiveDropped  = "dropped"
 
 	ReasonNotAllowed  = "not_allowed"
 	ReasonFromBot     = "from_bot"

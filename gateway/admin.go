@@ -58,7 +58,7 @@ func (g *Gateway) Status(ctx context.Context) ([]AdapterStatus, error) {
 			return nil, err
 		} else if ok {
 			s.LastMessage = &last
-			if s.Hint == "" && last.Outcome == OutcomeDropped {
+			if s.Hint == "" && last.Outcome == ReceiveDropped {
 				s.Hint = "The last message was dropped (" + last.Reason + "). " + dropHint(last.Reason, p)
 			}
 		}

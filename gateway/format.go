@@ -52,8 +52,8 @@ func cardBody(o gh.GateOpened) string {
 	return b.String()
 }
 
-// Outcome is the line a decided card ends with.
-func Outcome(state gh.GateState, by, surface, answer string) string {
+// DecisionLine is the line a decided card ends with.
+func DecisionLine(state gh.GateState, by, surface, answer string) string {
 	who := by
 	if surface != "" && surface != by {
 		who = fmt.Sprintf("%s (%s)", by, surface)
@@ -76,7 +76,7 @@ func Outcome(state gh.GateState, by, surface, answer string) string {
 func cardFor(a Adapter, o gh.GateOpened, g *gh.Gate) Card {
 	body := cardBody(o)
 	if g != nil && g.State != gh.GatePending {
-		outcome := "\n\n" + Outcome(g.State, g.DecidedBy, g.Surface, g.Answer)
+		outcome := "\n\n" + DecisionLine(g.State, g.DecidedBy, g.Surface, g.Answer)
 		return Card{GateID: o.GateID, Text: fitCard(a, body, outcome)}
 	}
 	c := Card{GateID: o.GateID, Text: fitCard(a, body, "")}

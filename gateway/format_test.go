@@ -91,11 +91,11 @@ func TestCardShowsWhatRunsAndItsOutcome(t *testing.T) {
 		gh.GateApproved: "✅ Approved by alice (telegram)", gh.GateDenied: "❌ Denied by alice (telegram)",
 		gh.GateExpired: "Expired: nobody decided in time, so it did not run",
 	} {
-		if got := Outcome(state, "alice", "telegram", ""); !strings.Contains(got, want) {
+		if got := DecisionLine(state, "alice", "telegram", ""); !strings.Contains(got, want) {
 			t.Fatalf("%s: %q lacks %q", state, got, want)
 		}
 	}
-	if strings.Contains(Outcome(gh.GateExpired, "timeout", "clock", ""), "Denied") {
+	if strings.Contains(DecisionLine(gh.GateExpired, "timeout", "clock", ""), "Denied") {
 		t.Fatal("an expired approval is never a denial")
 	}
 }

@@ -164,10 +164,10 @@ func SessionFor(platform, chatID, threadID string) string {
 	return prefix(platform) + hex.EncodeToString(h[:10])
 }
 
-// UserKey is how the log names a platform user (for memory and budgets):
+// PseudonymousUserID is how the log names a platform user (for memory and budgets):
 // hashed, because a Telegram user id is also the address of their private
 // chat.
-func UserKey(platform, userID string) string {
+func PseudonymousUserID(platform, userID string) string {
 	h := sha256.Sum256([]byte(platform + "\x00user\x00" + userID))
 	return "u_" + hex.EncodeToString(h[:8])
 }

@@ -142,7 +142,7 @@ func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy b
 	b.ReportMetric(float64(slowest.Milliseconds()), "slowest-ack-ms")
 	b.ReportMetric(float64(over3s), "acks-over-3s")
 	// Every acknowledged update is in the log, once.
-	rows, err := st.ListReceive(ctx, store.ReceiveFilter{Outcome: gateway.OutcomeHandedOn, Limit: 1})
+	rows, err := st.ListReceive(ctx, store.ReceiveFilter{Outcome: gateway.ReceiveHandedOn, Limit: 1})
 	if err != nil || len(rows) == 0 || rows[0].ID < int64(len(ourLat)) {
 		b.Fatalf("receive log after %d acknowledged updates: %+v %v", len(ourLat), rows, err)
 	}

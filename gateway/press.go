@@ -99,7 +99,7 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 	case gate.State == gh.GateExpired:
 		res.Text = "This approval expired: the call did not run."
 	default:
-		res.Text = "Already decided. " + Outcome(gate.State, gate.DecidedBy, gate.Surface, gate.Answer) + "."
+		res.Text = "Already decided. " + DecisionLine(gate.State, gate.DecidedBy, gate.Surface, gate.Answer) + "."
 	}
 	return res, nil
 }

@@ -50,7 +50,7 @@ func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, er
 		return ReceiveResult{}, err
 	}
 	g.metrics.receive(in.Platform, res, start)
-	if res.Outcome == OutcomeHandedOn {
+	if res.Outcome == ReceiveHandedOn {
 		g.k.Notify(res.SessionID)
 	} else {
 		g.cfg.Logger.Info("dropped inbound update", "platform", in.Platform, "update", in.UpdateID, "reason", res.Reason)
@@ -184,7 +184,7 @@ func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, loo
 			return g.drop(ctx, tx, &res, entry, ReasonFlood, "more than "+itoa(int64(g.cfg.FloodLimit))+" messages in a minute", session, 0)
 		}
 
-		msg := gh.UserMessage{Text: clip(text, maxInboundText), Delivery: g.cfg.MidTurn, Source: in.Platform, User: UserKey(in.Platform, in.UserID)}
+		msg := gh.UserMessage{Text: clip(text, maxInboundText), Delivery: g.cfg.MidTurn, Source: in.Platform, User: PseudonymousUserID(in.Platform, in.UserID)}
 		if msg.Delivery == gh.DeliveryGuide {
 			// A guide joins a live turn; with none it waits like any
 			// queued input, and the committed event says so.
@@ -214,11 +214,11 @@ func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, loo
 		if err != nil {
 			return err
 		}
-		entry.Outcome, entry.SessionID, entry.Seq = OutcomeHandedOn, session, c.Event.Seq
+		entry.Outcome, entry.SessionID, entry.Seq = ReceiveHandedOn, session, c.Event.Seq
 		// Written with the commit: a racing first receive of the same
 		// update fails it with CodeConflict, and the next try logs this
 		// one as a duplicate.
-		res = ReceiveResult{Outcome: OutcomeHandedOn, SessionID: session, Seq: c.Event.Seq}
+		res = ReceiveResult{Outcome: ReceiveHandedOn, SessionID: session, Seq: c.Event.Seq}
 		if batch != nil {
 			batch[chatKey(in)]++
 		}
@@ -232,7 +232,7 @@ func chatKey(in gh.Inbound) string { return in.Platform + "\x00" + in.ChatID }
 // drop records entry as dropped for reason. A concurrent first receive of
 // the same update makes it a duplicate instead.
 func (g *Gateway) drop(ctx context.Context, tx store.Tx, res *ReceiveResult, e store.ReceiveEntry, reason, detail, session string, seq int64) error {
-	e.Outcome, e.Reason, e.Detail, e.SessionID, e.Seq = OutcomeDropped, reason, detail, session, seq
+	e.Outcome, e.Reason, e.Detail, e.SessionID, e.Seq = ReceiveDropped, reason, detail, session, seq
 	_, inserted, err := tx.InsertReceive(ctx, e)
 	if err != nil {
 		return err
@@ -240,7 +240,7 @@ func (g *Gateway) drop(ctx context.Context, tx store.Tx, res *ReceiveResult, e s
 	if !inserted {
 		return errRaced
 	}
-	*res = ReceiveResult{Outcome: OutcomeDropped, Reason: reason, SessionID: session, Seq: seq}
+	*res = ReceiveResult{Outcome: ReceiveDropped, Reason: reason, SessionID: session, Seq: seq}
 	return nil
 }
 

@@ -96,7 +96,7 @@ func TestRedeliveriesAtOnceMakeOneEventAndOneRunEach(t *testing.T) {
 			t.Fatalf("%d runs for %d updates", len(runs), updates)
 		}
 		dup, _ := st.ListReceive(ctx, store.ReceiveFilter{Reason: gateway.ReasonDuplicate, Limit: 1000})
-		handed, _ := st.ListReceive(ctx, store.ReceiveFilter{Outcome: gateway.OutcomeHandedOn, Limit: 1000})
+		handed, _ := st.ListReceive(ctx, store.ReceiveFilter{Outcome: gateway.ReceiveHandedOn, Limit: 1000})
 		if len(dup) != updates*(copies-1) || len(handed) != updates {
 			t.Fatalf("receive log: %d handed on, %d duplicates; want %d and %d", len(handed), len(dup), updates, updates*(copies-1))
 		}
@@ -133,7 +133,7 @@ func TestFloodCountIsExactUnderConcurrency(t *testing.T) {
 			t.Fatalf("41 messages at once from one chat: %v; want 30 handed on in all, the rest flood", outcomes)
 		}
 		// Another chat is unaffected.
-		if r, err := g.Receive(ctx, msg("x", "43", "7", "hello")); err != nil || r.Outcome != gateway.OutcomeHandedOn {
+		if r, err := g.Receive(ctx, msg("x", "43", "7", "hello")); err != nil || r.Outcome != gateway.ReceiveHandedOn {
 			t.Fatalf("another chat: %+v %v", r, err)
 		}
 	})
@@ -157,7 +157,7 @@ func TestDropsCarryTheirReasonAndCommitNothingElse(t *testing.T) {
 			{msg("4", "42", "7", "   \n "), gateway.ReasonEmpty},
 		} {
 			r, err := g.Receive(ctx, c.in)
-			if err != nil || r.Outcome != gateway.OutcomeDropped || r.Reason != c.reason {
+			if err != nil || r.Outcome != gateway.ReceiveDropped || r.Reason != c.reason {
 				t.Fatalf("update %s: %+v %v, want dropped/%s", c.in.UpdateID, r, err, c.reason)
 			}
 		}
@@ -193,7 +193,7 @@ func TestMalformedUpdatesAreDroppedNotRefused(t *testing.T) {
 			{Platform: gh.PlatformTelegram, UpdateID: "2", ChatID: "1\x00", UserID: "7", Text: "NUL in id"},
 		} {
 			r, err := g.Receive(ctx, in)
-			if err != nil || r.Outcome != gateway.OutcomeDropped || r.Reason != gateway.ReasonUnsupported {
+			if err != nil || r.Outcome != gateway.ReceiveDropped || r.Reason != gateway.ReasonUnsupported {
 				t.Fatalf("malformed update %d: %+v %v", i, r, err)
 			}
 		}
@@ -207,7 +207,7 @@ func TestMalformedUpdatesAreDroppedNotRefused(t *testing.T) {
 		}
 		// NUL bytes and bad UTF-8 in text are cleaned, not refused.
 		r, err := g.Receive(ctx, msg("5", "1", "7", "hi\x00 there \xff"))
-		if err != nil || r.Outcome != gateway.OutcomeHandedOn {
+		if err != nil || r.Outcome != gateway.ReceiveHandedOn {
 			t.Fatalf("odd text: %+v %v", r, err)
 		}
 	})
@@ -242,14 +242,14 @@ func TestRedeliveryAfterPruningIsStillADuplicate(t *testing.T) {
 		ctx := context.Background()
 		g, k := newGateway(st)
 		first, err := g.Receive(ctx, msg("77", "42", "7", "once"))
-		if err != nil || first.Outcome != gateway.OutcomeHandedOn {
+		if err != nil || first.Outcome != gateway.ReceiveHandedOn {
 			t.Fatalf("first: %+v %v", first, err)
 		}
 		if n, err := st.PruneGateway(ctx, time.Now().Add(time.Hour), 100); err != nil || n != 1 {
 			t.Fatalf("prune: %d %v", n, err)
 		}
 		again, err := g.Receive(ctx, msg("77", "42", "7", "once"))
-		if err != nil || again.Outcome != gateway.OutcomeDropped || again.Reason != gateway.ReasonDuplicate || again.Seq != first.Seq {
+		if err != nil || again.Outcome != gateway.ReceiveDropped || again.Reason != gateway.ReasonDuplicate || again.Seq != first.Seq {
 			t.Fatalf("redelivery after pruning: %+v %v", again, err)
 		}
 		if evs, _ := k.Events(ctx, first.SessionID, 0, 10); len(evs) != 1 {

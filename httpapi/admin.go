@@ -18,7 +18,7 @@ type Admin interface {
 }
 
 var (
-	receiveOutcomes = map[string]bool{"": true, gateway.OutcomeHandedOn: true, gateway.OutcomeDropped: true}
+	receiveOutcomes = map[string]bool{"": true, gateway.ReceiveHandedOn: true, gateway.ReceiveDropped: true}
 	outboxStates    = map[string]bool{"": true, store.OutboxPending: true, store.OutboxSending: true, store.OutboxSent: true, store.OutboxDead: true}
 )
 

@@ -112,7 +112,7 @@ func TestWebhookRedeliveryIsLoggedOnce(t *testing.T) {
 			t.Fatalf("webhook: %d %s", code, body)
 		}
 	}
-	handed, _ := st.ListReceive(context.Background(), store.ReceiveFilter{Outcome: gateway.OutcomeHandedOn, Limit: 10})
+	handed, _ := st.ListReceive(context.Background(), store.ReceiveFilter{Outcome: gateway.ReceiveHandedOn, Limit: 10})
 	dups, _ := st.ListReceive(context.Background(), store.ReceiveFilter{Reason: gateway.ReasonDuplicate, Limit: 10})
 	if len(handed) != 1 || len(dups) != 2 {
 		t.Fatalf("one update delivered three times: %d handed on, %d duplicates", len(handed), len(dups))

@@ -385,7 +385,7 @@ func (k *Kernel) closeGates(ctx context.Context, tx store.Tx, sessionID string, 
 		if _, err := tx.Append(ctx, store.AppendParams{SessionID: sessionID, Kind: gh.KindGateDecided, Payload: payload, Key: "gate:" + g.ID, Now: now}); err != nil {
 			return err
 		}
-		if err := tx.MarkGateLogged(ctx, g.ID); err != nil {
+		if err := tx.MarkGateCommitted(ctx, g.ID); err != nil {
 			return err
 		}
 	}

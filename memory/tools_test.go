@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/store/sqlite"
 	"github.com/gatehouse/gatehouse/tools"
@@ -26,7 +27,7 @@ func TestRememberAndForgetTools(t *testing.T) {
 		if err := reg.Check(name, args); err != nil {
 			t.Fatal(err)
 		}
-		res, err := tool.Run(ctx, tools.Call{ID: "c", Arguments: args})
+		res, err := tool.Run(ctx, tools.Call{ToolCall: gh.ToolCall{ID: "c", Arguments: args}})
 		if err != nil || res.IsError {
 			t.Fatalf("%s: %+v %v", name, res, err)
 		}

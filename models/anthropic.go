@@ -9,6 +9,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+
+	gh "github.com/gatehouse/gatehouse"
 )
 
 const providerAnthropic = "anthropic"
@@ -96,7 +98,7 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, onDelta fun
 			return resp, newError(CodeBadResponse, false, err, "inconsistent stream")
 		}
 		u := msg.Usage
-		resp.Usage = Usage{
+		resp.Usage = gh.Usage{
 			InputTokens:  int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens),
 			OutputTokens: int(u.OutputTokens),
 		}
@@ -133,7 +135,7 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, onDelta fun
 			if b.ID == "" || b.Name == "" {
 				return resp, newError(CodeBadResponse, false, nil, "tool_use block without id or name")
 			}
-			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: json.RawMessage(args)})
+			resp.ToolCalls = append(resp.ToolCalls, gh.ToolCall{ID: b.ID, Name: b.Name, Arguments: json.RawMessage(args)})
 		}
 	}
 	resp.Text = text.String()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	gh "github.com/gatehouse/gatehouse"
 )
 
 // Default values of Config.
@@ -115,7 +117,7 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-func (c Config) cost(provider, model string, u Usage) float64 {
+func (c Config) cost(provider, model string, u gh.Usage) float64 {
 	p, ok := c.Prices[provider+":"+model]
 	if !ok {
 		return 0

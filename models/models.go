@@ -2,10 +2,11 @@ package models
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	gh "github.com/gatehouse/gatehouse"
 )
 
 // Message roles.
@@ -31,25 +32,11 @@ type Message struct {
 	// Text is the message text (for role tool: the tool's output).
 	Text string
 	// ToolCalls are the calls an assistant message asked for.
-	ToolCalls []ToolCall
+	ToolCalls []gh.ToolCall
 	// ToolCallID names the call a role tool message answers.
 	ToolCallID string
 	// IsError marks a role tool message whose tool failed.
 	IsError bool
-}
-
-// ToolCall is one function call asked for by a model.
-type ToolCall struct {
-	ID        string
-	Name      string
-	Arguments json.RawMessage // a JSON object
-}
-
-// ToolSpec describes a tool the model may call.
-type ToolSpec struct {
-	Name        string
-	Description string
-	Schema      json.RawMessage // JSON Schema of the arguments object
 }
 
 // Request is one model request.
@@ -58,22 +45,16 @@ type Request struct {
 	// from each target of the chain; a Provider receives its own model name.
 	Model     string
 	Messages  []Message
-	Tools     []ToolSpec
+	Tools     []gh.ToolSpec
 	MaxTokens int // 0 means the provider's default (anthropic: 4096)
-}
-
-// Usage counts the tokens of one call.
-type Usage struct {
-	InputTokens  int
-	OutputTokens int
 }
 
 // Response is the accumulated answer of one call.
 type Response struct {
 	Text       string
-	ToolCalls  []ToolCall
+	ToolCalls  []gh.ToolCall
 	StopReason string // "end_turn", "tool_use", "max_tokens" or "error"
-	Usage      Usage
+	Usage      gh.Usage
 	Provider   string
 	Model      string
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
@@ -121,7 +122,7 @@ func TestStreamingTextDeltasInOrder(t *testing.T) {
 			if resp.StopReason != models.StopEndTurn || len(resp.ToolCalls) != 0 {
 				t.Fatalf("stop = %q, calls = %v", resp.StopReason, resp.ToolCalls)
 			}
-			if resp.Usage != (models.Usage{InputTokens: 21, OutputTokens: 9}) {
+			if resp.Usage != (gh.Usage{InputTokens: 21, OutputTokens: 9}) {
 				t.Fatalf("usage = %+v", resp.Usage)
 			}
 			p, m, _ := strings.Cut(tc.sel, ":")
@@ -134,7 +135,7 @@ func TestStreamingTextDeltasInOrder(t *testing.T) {
 
 func TestToolCallsRoundTrip(t *testing.T) {
 	args := `{"to":"bob@example.com","body":"hi \"there\"\nbye","n":[1,2.5,null],"nested":{"ok":true}}`
-	spec := models.ToolSpec{
+	spec := gh.ToolSpec{
 		Name:        "send_email",
 		Description: "Send an email",
 		Schema:      json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"],"additionalProperties":false}`),
@@ -151,7 +152,7 @@ func TestToolCallsRoundTrip(t *testing.T) {
 			e.an.Push(reply, modeltest.Reply{Text: "Sent."})
 
 			req := userReq("email bob")
-			req.Tools = []models.ToolSpec{spec}
+			req.Tools = []gh.ToolSpec{spec}
 			resp, _, err := e.reg.Call(context.Background(), chain(t, tc.sel), req, nil)
 			if err != nil {
 				t.Fatal(err)

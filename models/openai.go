@@ -14,6 +14,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
+
+	gh "github.com/gatehouse/gatehouse"
 )
 
 const providerOpenAI = "openai"
@@ -87,7 +89,7 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, onDelta func(s
 			id = chunk.ID
 		}
 		if chunk.JSON.Usage.Valid() {
-			resp.Usage = Usage{InputTokens: int(chunk.Usage.PromptTokens), OutputTokens: int(chunk.Usage.CompletionTokens)}
+			resp.Usage = gh.Usage{InputTokens: int(chunk.Usage.PromptTokens), OutputTokens: int(chunk.Usage.CompletionTokens)}
 		}
 		for _, ch := range chunk.Choices {
 			if ch.Index != 0 {
@@ -153,7 +155,7 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, onDelta func(s
 		if cid == "" {
 			cid = fmt.Sprintf("call_%d", i)
 		}
-		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: cid, Name: c.name, Arguments: json.RawMessage(args)})
+		resp.ToolCalls = append(resp.ToolCalls, gh.ToolCall{ID: cid, Name: c.name, Arguments: json.RawMessage(args)})
 	}
 	switch finish {
 	case "length":
@@ -249,7 +251,7 @@ func (p *openaiProvider) params(req Request) (openai.ChatCompletionNewParams, er
 
 // schemaObject decodes a tool's JSON Schema; an empty one is an object
 // schema without properties.
-func schemaObject(t ToolSpec) (map[string]any, error) {
+func schemaObject(t gh.ToolSpec) (map[string]any, error) {
 	if t.Name == "" {
 		return nil, newError(CodeBadRequest, false, nil, "tool without a name")
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	gh "github.com/gatehouse/gatehouse"
 )
 
 // Target is one element of a fallback chain: a provider and a model name
@@ -286,7 +288,7 @@ func settle(err error, parent context.Context, attemptErr error) *Error {
 	return me
 }
 
-func (r *Registry) ledger(ctx context.Context, t Target, attempt int, u Usage, d time.Duration, err *Error) {
+func (r *Registry) ledger(ctx context.Context, t Target, attempt int, u gh.Usage, d time.Duration, err *Error) {
 	if r.cfg.Ledger == nil {
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	gh "github.com/gatehouse/gatehouse"
 )
 
 const providerScripted = "scripted"
@@ -119,7 +121,7 @@ func (p *scriptedProvider) Stream(ctx context.Context, req Request, onDelta func
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
-		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: id, Name: tc.Name, Arguments: args})
+		resp.ToolCalls = append(resp.ToolCalls, gh.ToolCall{ID: id, Name: tc.Name, Arguments: args})
 	}
 	if len(resp.ToolCalls) > 0 {
 		resp.StopReason = StopToolUse

@@ -130,8 +130,8 @@ type Writer interface {
 	// won true. A gate that was no longer pending comes back as it was
 	// decided, with won false. Unknown gate: CodeNotFound.
 	DecideGate(ctx context.Context, d GateDecision) (gh.Gate, bool, error)
-	// MarkGateLogged records that gate.decided is committed.
-	MarkGateLogged(ctx context.Context, id string) error
+	// MarkGateCommitted records that gate.decided is committed.
+	MarkGateCommitted(ctx context.Context, id string) error
 	// PutMemoryFact stores f as the user's fact about f.Subject, indexed
 	// under terms, unless the stored state of that subject is newer: a
 	// live fact observed after f.ObservedAt, or a fact forgotten at or

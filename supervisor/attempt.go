@@ -63,7 +63,7 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 		// the cancel stands, nothing of the turn runs.
 		cancel(errCancelRequested)
 	} else {
-		out, err = s.turn(withCallInfo(ctx, calls), lease)
+		out, err = s.work(withCallInfo(ctx, calls), lease)
 	}
 	cancel(nil)
 	<-renewDone
@@ -126,7 +126,7 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 		log.Warn("settle failed; the run will be taken over when the lease expires", "err", err)
 		return
 	}
-	log.Info("attempt settled", "state", settled.State, "requeued", settled.Requeued, "turns", out.summary.Turns, "took", time.Since(started).Round(time.Millisecond))
+	log.Info("attempt settled", "state", settled.State, "requeued", settled.Requeued, "turns", out.summary.ModelRequests, "took", time.Since(started).Round(time.Millisecond))
 	if s.cfg.Memory != nil && out.remember != nil && settled.State == gh.RunDone {
 		// After the settle: a memory failure never costs the user the
 		// answer, and a retried attempt that answers again remembers the
@@ -135,19 +135,6 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 			log.Warn("turn not remembered", "err", err)
 		}
 	}
-}
-
-// UserKey names whose memory a session's input belongs to: the surface and
-// the person on it. Web and API input carry no person yet: "local".
-func UserKey(u *gh.UserMessage) string {
-	if u == nil || u.User == "" {
-		return "local"
-	}
-	src := u.Source
-	if src == "" {
-		src = "api"
-	}
-	return src + ":" + u.User
 }
 
 // renew extends the lease every third of its TTL. The moment renewal proves
@@ -189,9 +176,9 @@ func (s *Supervisor) renew(ctx context.Context, cancel context.CancelCauseFunc, 
 	}
 }
 
-// turnPlan is what pre-flight settles before anything is committed. The
+// attemptPlan is what pre-flight settles before anything is committed. The
 // model loop carries it on: guide input joins inputs and moves cursor.
-type turnPlan struct {
+type attemptPlan struct {
 	// t is the log from the latest compaction, cut at the watermark: input
 	// that arrived after the claim waits for the settle to re-queue it.
 	t       *transcript
@@ -211,9 +198,9 @@ type turnPlan struct {
 	cursor int64
 }
 
-// turn is the attempt's work: pre-flight, the batch a predecessor left,
+// work is the attempt's work: pre-flight, the batch a predecessor left,
 // then the model loop.
-func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (out outcome, err error) {
+func (s *Supervisor) work(ctx context.Context, lease gh.Lease) (out outcome, err error) {
 	out = outcome{status: gh.OutcomeDone, summary: gh.RunFinished{Status: "done"}}
 	p, err := s.preflight(ctx, lease)
 	switch {
@@ -239,7 +226,7 @@ func (s *Supervisor) turn(ctx context.Context, lease gh.Lease) (out outcome, err
 
 // preflight loads the session's log and decides what the turn owes. It
 // reads and never writes.
-func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*turnPlan, error) {
+func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*attemptPlan, error) {
 	events, err := s.k.Load(ctx, lease.SessionID)
 	if err != nil {
 		return nil, err
@@ -248,7 +235,7 @@ func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*turnPlan, 
 		events = events[:len(events)-1]
 	}
 	t := decode(events, s.log)
-	p := &turnPlan{t: t, pending: t.unanswered(), missing: t.missingResults(), cursor: lease.ReadWatermark}
+	p := &attemptPlan{t: t, pending: t.unanswered(), missing: t.missingResults(), cursor: lease.ReadWatermark}
 	continuing := t.awaitsAnswer()
 	p.owed = len(p.pending) > 0 || len(p.missing) > 0 || continuing
 	if !p.owed {
@@ -270,17 +257,17 @@ func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*turnPlan, 
 
 // modelLoop asks the model and runs the tools it calls until the turn is
 // answered or has to stop.
-func (s *Supervisor) modelLoop(ctx context.Context, lease gh.Lease, p *turnPlan, out *outcome) error {
+func (s *Supervisor) modelLoop(ctx context.Context, lease gh.Lease, p *attemptPlan, out *outcome) error {
 	// Unread input is presented last (transcript.messages does it).
 	notes, recalled := s.turnNotes(ctx, p.t, p.inputs)
-	userKey := UserKey(p.t.latestInput(p.inputs))
+	userKey := p.t.latestInput(p.inputs).UserKey()
 	if ci := callInfoFrom(ctx); ci != nil {
 		ci.userKey = userKey
 	}
 	for n := 0; ; n++ {
-		if n >= s.cfg.MaxTurns {
+		if n >= s.cfg.MaxModelRequests {
 			if err := s.notice(ctx, lease, fmt.Sprintf("u%d-maxturns", p.promptSeq), "max-turns",
-				fmt.Sprintf("Stopped after %d model requests in one turn.", s.cfg.MaxTurns)); err != nil {
+				fmt.Sprintf("Stopped after %d model requests in one turn.", s.cfg.MaxModelRequests)); err != nil {
 				return err
 			}
 			out.summary.StopReason = "max_turns"
@@ -319,7 +306,7 @@ func (s *Supervisor) modelLoop(ctx context.Context, lease gh.Lease, p *turnPlan,
 
 // prepareRequest gets the turn ready for its next model request and builds
 // the request's messages. It reports stop when the turn has ended instead.
-func (s *Supervisor) prepareRequest(ctx context.Context, lease gh.Lease, p *turnPlan, userKey string, notes []models.Message, out *outcome) ([]models.Message, bool, error) {
+func (s *Supervisor) prepareRequest(ctx context.Context, lease gh.Lease, p *attemptPlan, userKey string, notes []models.Message, out *outcome) ([]models.Message, bool, error) {
 	// Guide input joins the turn at its boundary.
 	cursor, guides, err := s.injectGuides(ctx, lease, p.t, p.cursor)
 	p.cursor = cursor
@@ -348,7 +335,7 @@ func (s *Supervisor) prepareRequest(ctx context.Context, lease gh.Lease, p *turn
 
 // recoverSpooled saves the answer a previous attempt got but could not
 // save, rather than ask the model again; it reports whether there was one.
-func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *turnPlan, gen string, out *outcome) (gh.AssistantMessage, bool, error) {
+func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *attemptPlan, gen string, out *outcome) (gh.AssistantMessage, bool, error) {
 	a, ok := s.unspool(lease.SessionID, gen)
 	if !ok {
 		return a, false, nil
@@ -359,7 +346,7 @@ func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *turn
 	}
 	s.dropSpool(lease.SessionID, gen)
 	p.t.addAssistant(seq, a)
-	out.summary.Turns++
+	out.summary.ModelRequests++
 	out.summary.StopReason = a.StopReason
 	return a, true, nil
 }
@@ -367,7 +354,7 @@ func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *turn
 // ask makes one model request and turns the reply into the assistant
 // message to save. It reports failed when the failure became the
 // attempt's outcome.
-func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *turnPlan, gen string, msgs []models.Message, recalled []gh.RecalledMemory, out *outcome) (gh.AssistantMessage, bool, error) {
+func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *attemptPlan, gen string, msgs []models.Message, recalled []gh.RecalledMemory, out *outcome) (gh.AssistantMessage, bool, error) {
 	resp, notices, err := s.cfg.Models.Call(ctx, p.chain, models.Request{Messages: msgs, Tools: s.cfg.Tools.Specs()}, func(delta string) {
 		s.k.PublishPartial(kernel.Partial{SessionID: lease.SessionID, GenerationID: gen, Text: delta})
 	})
@@ -383,14 +370,14 @@ func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *turnPlan, gen s
 		*out, err = s.fail(ctx, lease, p.t, p.inputs, err, *out)
 		return gh.AssistantMessage{}, true, err
 	}
-	out.summary.Turns++
+	out.summary.ModelRequests++
 	out.summary.Tokens.InputTokens += resp.Usage.InputTokens
 	out.summary.Tokens.OutputTokens += resp.Usage.OutputTokens
 	out.summary.Provider, out.summary.Model = resp.Provider, resp.Model
 	out.summary.Context = gh.ContextSize{Messages: len(msgs), Tokens: max(resp.Usage.InputTokens, estimateTokens(msgs))}
 	a := gh.AssistantMessage{
 		GenerationID: gen, Text: resp.Text, InputSeqs: dedupe(p.inputs), StopReason: resp.StopReason,
-		Usage: gh.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}, Provider: resp.Provider, Model: resp.Model,
+		Usage: resp.Usage, Provider: resp.Provider, Model: resp.Model,
 		Memories: recalled,
 	}
 	for i, c := range resp.ToolCalls {
@@ -401,7 +388,7 @@ func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *turnPlan, gen s
 
 // settleAnswer saves the model's answer and, when it is the final one,
 // hands the turn to memory; it reports final so the loop stops there.
-func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *turnPlan, a gh.AssistantMessage, out *outcome) (bool, error) {
+func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *attemptPlan, a gh.AssistantMessage, out *outcome) (bool, error) {
 	if len(a.ToolCalls) > 0 {
 		a.StopReason = gh.StopToolUse
 	} else {
@@ -498,7 +485,7 @@ func (s *Supervisor) turnNotes(ctx context.Context, t *transcript, inputs []int6
 	notes = append(notes, models.Message{Role: models.RoleSystem, Text: env})
 	var recalled []gh.RecalledMemory
 	if latest != nil && s.cfg.Memory != nil {
-		found, err := s.cfg.Memory.Recall(ctx, UserKey(latest), latest.Text, 0)
+		found, err := s.cfg.Memory.Recall(ctx, latest.UserKey(), latest.Text, 0)
 		if err != nil {
 			s.log.Warn("memory recall failed; answering without it", "err", err)
 		}

@@ -30,7 +30,7 @@ func (instant) Stream(ctx context.Context, req models.Request, onDelta func(stri
 	if onDelta != nil {
 		onDelta("ok")
 	}
-	return models.Response{Text: "ok", StopReason: models.StopEndTurn, Usage: models.Usage{InputTokens: 10, OutputTokens: 1}}, nil
+	return models.Response{Text: "ok", StopReason: models.StopEndTurn, Usage: gh.Usage{InputTokens: 10, OutputTokens: 1}}, nil
 }
 
 type benchStack struct {

@@ -61,8 +61,8 @@ type Config struct {
 	// spent waiting for a person is between attempts and not counted. A
 	// turn over it stops and says so. Defaults to 0: no limit.
 	TurnTimeout time.Duration
-	// MaxTurns bounds model requests in one attempt. Defaults to 16.
-	MaxTurns int
+	// MaxModelRequests bounds model requests in one attempt. Defaults to 16.
+	MaxModelRequests int
 	// ContextWindow is the model's window in tokens. Defaults to 128000.
 	ContextWindow int
 	// CompactionShare is the share of the window above which older
@@ -102,8 +102,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.BasePrompt == "" {
 		c.BasePrompt = DefaultBasePrompt
 	}
-	if c.MaxTurns <= 0 {
-		c.MaxTurns = 16
+	if c.MaxModelRequests <= 0 {
+		c.MaxModelRequests = 16
 	}
 	if c.ContextWindow <= 0 {
 		c.ContextWindow = 128000

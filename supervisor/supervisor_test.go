@@ -198,7 +198,7 @@ func TestSimpleTurn(t *testing.T) {
 	}
 	var fin gh.RunFinished
 	json.Unmarshal(evs[2].Payload, &fin)
-	if fin.Status != "done" || fin.Turns != 1 || fin.Tokens.InputTokens == 0 || fin.Provider != "openai" {
+	if fin.Status != "done" || fin.ModelRequests != 1 || fin.Tokens.InputTokens == 0 || fin.Provider != "openai" {
 		t.Fatalf("run.finished %+v", fin)
 	}
 	// The base prompt comes first, with the date in the user's zone.

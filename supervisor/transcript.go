@@ -217,10 +217,7 @@ func (t *transcript) messages() []models.Message {
 			if failed(a) {
 				continue
 			}
-			m := models.Message{Role: models.RoleAssistant, Text: a.Text}
-			for _, c := range a.ToolCalls {
-				m.ToolCalls = append(m.ToolCalls, models.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-			}
+			m := models.Message{Role: models.RoleAssistant, Text: a.Text, ToolCalls: a.ToolCalls}
 			out = append(out, m)
 			for _, c := range a.ToolCalls {
 				r, ok := t.results[c.ID]
@@ -284,7 +281,7 @@ func (t *transcript) turnForMemory(a gh.AssistantMessage, promptSeq int64, at ti
 	if last == nil {
 		return nil, ""
 	}
-	return &memory.Turn{Seq: promptSeq, At: at, UserText: t.inputText(a.InputSeqs), AnswerText: a.Text}, UserKey(last)
+	return &memory.Turn{Seq: promptSeq, At: at, UserText: t.inputText(a.InputSeqs), AnswerText: a.Text}, last.UserKey()
 }
 
 // inputText is what the person said in the given inputs, in order.

@@ -2,15 +2,17 @@ package tools_test
 
 import (
 	"context"
-	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gatehouse/gatehouse/tools/toolstest"
+
 	"github.com/emersion/go-smtp"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/tools"
 )
 
@@ -54,7 +56,7 @@ func TestEmailSendMarksTheServersRepliesExternal(t *testing.T) {
 
 	send := func(to string) tools.Result {
 		t.Helper()
-		res, err := tool.Run(context.Background(), tools.Call{Arguments: toolstest.Args(t, map[string]string{"to": to, "subject": "s", "body": "b"}), IdempotencyKey: "k-" + to})
+		res, err := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"to": to, "subject": "s", "body": "b"})}, IdempotencyKey: "k-" + to})
 		if err != nil {
 			t.Fatalf("Run(%s): %v", to, err)
 		}

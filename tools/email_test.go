@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
-	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"io"
 	"math/big"
 	"net"
@@ -20,9 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse/gatehouse/tools/toolstest"
+
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/tools"
 )
 
@@ -189,11 +191,7 @@ func TestEmailSendDeliversOnceWithIdempotencyKey(t *testing.T) {
 	if tool.Tier() != tools.Danger || tool.Idempotent() {
 		t.Fatalf("tier %s idempotent %v; want danger, not idempotent", tool.Tier(), tool.Idempotent())
 	}
-	res, err := tool.Run(context.Background(), tools.Call{
-		ID:             "call_1",
-		Arguments:      toolstest.Args(t, map[string]string{"to": "Sara <sara@example.com>", "subject": "Report", "body": "The report is ready.\n"}),
-		IdempotencyKey: "rcpt_01HXYZ",
-	})
+	res, err := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{ID: "call_1", Arguments: toolstest.Args(t, map[string]string{"to": "Sara <sara@example.com>", "subject": "Report", "body": "The report is ready.\n"})}, IdempotencyKey: "rcpt_01HXYZ"})
 	if err != nil || res.IsError {
 		t.Fatalf("Run: %v %+v", err, res)
 	}
@@ -221,10 +219,7 @@ func TestEmailSendMessageIDEncodesOddKeys(t *testing.T) {
 	addr := startSMTP(t, be, nil)
 	tool := tools.NewEmailSend(tools.EmailConfig{SMTPURL: "smtp://" + addr + "?tls=none", From: "bot@example.com"})
 	for _, key := range []string{"sess:1/call 2", "sess%3A1%2Fcall%202"} {
-		res, err := tool.Run(context.Background(), tools.Call{
-			Arguments:      toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"}),
-			IdempotencyKey: key,
-		})
+		res, err := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})}, IdempotencyKey: key})
 		if err != nil || res.IsError {
 			t.Fatalf("Run: %v %+v", err, res)
 		}
@@ -249,10 +244,7 @@ func TestEmailSendBadAddressIsAnErrorResultNotASend(t *testing.T) {
 	addr := startSMTP(t, be, nil)
 	tool := tools.NewEmailSend(tools.EmailConfig{SMTPURL: "smtp://" + addr + "?tls=none", From: "bot@example.com"})
 	for _, to := range []string{"sara", "sara@", "Sara <sara@example.com", ""} {
-		res, err := tool.Run(context.Background(), tools.Call{
-			Arguments:      toolstest.Args(t, map[string]string{"to": to, "subject": "s", "body": "b"}),
-			IdempotencyKey: "k",
-		})
+		res, err := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"to": to, "subject": "s", "body": "b"})}, IdempotencyKey: "k"})
 		if err != nil {
 			t.Fatalf("%q: err %v", to, err)
 		}
@@ -260,9 +252,7 @@ func TestEmailSendBadAddressIsAnErrorResultNotASend(t *testing.T) {
 			t.Errorf("%q: result %+v, want an error saying not sent", to, res)
 		}
 	}
-	res, _ := tool.Run(context.Background(), tools.Call{
-		Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "a\r\nBcc: x@example.com", "body": "b"}),
-	})
+	res, _ := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "a\r\nBcc: x@example.com", "body": "b"})}})
 	if !res.IsError {
 		t.Errorf("a subject with a line break was sent: %+v", res)
 	}
@@ -309,10 +299,7 @@ func TestEmailSendSTARTTLSAndAuth(t *testing.T) {
 		TLSConfig: &tls.Config{RootCAs: pool},
 		Timeout:   5 * time.Second,
 	}
-	res, err := tools.NewEmailSend(cfg).Run(context.Background(), tools.Call{
-		Arguments:      toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"}),
-		IdempotencyKey: "k1",
-	})
+	res, err := tools.NewEmailSend(cfg).Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})}, IdempotencyKey: "k1"})
 	if err != nil || res.IsError {
 		t.Fatalf("Run: %v %+v", err, res)
 	}
@@ -323,9 +310,7 @@ func TestEmailSendSTARTTLSAndAuth(t *testing.T) {
 
 	// Wrong password: refused, nothing sent, an error result (not outcome unknown).
 	cfg.SMTPURL = "smtp://bot:wrong@" + addr + "?tls=mandatory"
-	res, err = tools.NewEmailSend(cfg).Run(context.Background(), tools.Call{
-		Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"}),
-	})
+	res, err = tools.NewEmailSend(cfg).Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})}})
 	if err != nil || !res.IsError {
 		t.Fatalf("wrong password: %v %+v", err, res)
 	}
@@ -344,10 +329,7 @@ func TestEmailSendImplicitTLS(t *testing.T) {
 		TLSConfig: &tls.Config{RootCAs: pool},
 		Timeout:   5 * time.Second,
 	})
-	res, err := tool.Run(context.Background(), tools.Call{
-		Arguments:      toolstest.Args(t, map[string]string{"to": "a@example.com, Bo <bo@example.com>", "subject": "s", "body": "b"}),
-		IdempotencyKey: "k2",
-	})
+	res, err := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com, Bo <bo@example.com>", "subject": "s", "body": "b"})}, IdempotencyKey: "k2"})
 	if err != nil || res.IsError {
 		t.Fatalf("Run: %v %+v", err, res)
 	}
@@ -358,7 +340,7 @@ func TestEmailSendImplicitTLS(t *testing.T) {
 
 	// A certificate the client does not trust: refused before anything is sent.
 	tool = tools.NewEmailSend(tools.EmailConfig{SMTPURL: "smtps://bot:s3cret@" + addr, From: "bot@example.com", Timeout: 5 * time.Second})
-	res, err = tool.Run(context.Background(), tools.Call{Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})})
+	res, err = tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})}})
 	if err != nil || !res.IsError || len(be.deliveries()) != 1 {
 		t.Fatalf("untrusted certificate: %v %+v", err, res)
 	}
@@ -393,7 +375,7 @@ func TestEmailSendTimeout(t *testing.T) {
 	}()
 	tool := tools.NewEmailSend(tools.EmailConfig{SMTPURL: "smtp://" + ln.Addr().String() + "?tls=none", From: "bot@example.com", Timeout: 300 * time.Millisecond})
 	start := time.Now()
-	res, err := tool.Run(context.Background(), tools.Call{Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})})
+	res, err := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})}})
 	if time.Since(start) > 5*time.Second {
 		t.Fatalf("took %s", time.Since(start))
 	}

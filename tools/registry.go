@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	gh "github.com/gatehouse/gatehouse"
 )
 
 // Check error codes.
@@ -96,14 +98,14 @@ func (r *Registry) Names() []string {
 // Specs describes every registered tool to a model, sorted by name. Tools
 // this install cannot run are included: a call to one is refused by Check
 // at once with the reason, which tells the model more than silence would.
-func (r *Registry) Specs() []Spec {
+func (r *Registry) Specs() []gh.ToolSpec {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]Spec, 0, len(r.tools))
+	out := make([]gh.ToolSpec, 0, len(r.tools))
 	for _, e := range r.tools {
-		out = append(out, Spec{Name: e.tool.Name(), Description: e.tool.Description(), Schema: e.tool.Schema()})
+		out = append(out, gh.ToolSpec{Name: e.tool.Name(), Description: e.tool.Description(), Schema: e.tool.Schema()})
 	}
-	slices.SortFunc(out, func(a, b Spec) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b gh.ToolSpec) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	gh "github.com/gatehouse/gatehouse"
 )
 
 // Tier says whether a tool may run at once or needs a person's approval.
@@ -34,10 +36,10 @@ const (
 	Danger Tier = "danger"
 )
 
-// Call is one call of a tool, as the model asked for it.
+// Call is one call of a tool: the call as the model asked for it (its id,
+// the tool's name and the arguments object) and what the run needs besides.
 type Call struct {
-	ID        string          // the model's tool call id
-	Arguments json.RawMessage // a JSON object
+	gh.ToolCall
 	// IdempotencyKey is the effect-journal receipt id for this exact call.
 	// A tool whose outside system accepts an idempotency key passes it on,
 	// so a retried call cannot act twice. Empty for safe tools.
@@ -80,14 +82,6 @@ type Tool interface {
 // over). The effect journal must not run such a call again unless the tool
 // is Idempotent.
 var ErrOutcomeUnknown = errors.New("outcome unknown")
-
-// Spec describes a tool to a model: its name, what it does, and the JSON
-// Schema of its arguments.
-type Spec struct {
-	Name        string
-	Description string
-	Schema      json.RawMessage
-}
 
 // ErrorResult is a Result that reports a failure to the model; the tools
 // in subpackages (tools/shell, tools/webfetch) use it too.

@@ -1,11 +1,12 @@
 package tools_test
 
 import (
-	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse/gatehouse/tools/toolstest"
 
 	"github.com/gatehouse/gatehouse/tools"
 )

@@ -5,7 +5,6 @@ package tools_test
 import (
 	"context"
 	"errors"
-	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"io/fs"
 	"net"
 	"os"
@@ -15,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse/gatehouse/tools/toolstest"
+
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/tools"
 )
 
@@ -30,7 +32,7 @@ func runPromptly(t *testing.T, ctx context.Context, tool tools.Tool, workspace s
 	done := make(chan outcome, 1)
 	raw := toolstest.Args(t, a)
 	go func() {
-		res, err := tool.Run(ctx, tools.Call{ID: "c", Arguments: raw, IdempotencyKey: "k", Workspace: workspace})
+		res, err := tool.Run(ctx, tools.Call{ToolCall: gh.ToolCall{ID: "c", Arguments: raw}, IdempotencyKey: "k", Workspace: workspace})
 		done <- outcome{res, err}
 	}()
 	select {

@@ -60,13 +60,13 @@ func TestWebFetchErrorResultsAreCommittedFenced(t *testing.T) {
 	}))
 	defer srv.Close()
 	// Loopback is allowed here only because the test server lives there.
-	e := setup(t, nil, webfetch.NewWebFetch(webfetch.WebFetchConfig{AllowPrivateNetworks: true}))
+	e := setup(t, nil, webfetch.New(webfetch.Config{AllowPrivateNetworks: true}))
 	l := e.lease("s1")
 	paths := []string{"/redirect", "/binary", "/status"}
 	var calls []gh.ToolCall
 	for i, p := range paths {
 		a, _ := json.Marshal(map[string]string{"url": srv.URL + p})
-		calls = append(calls, call(fmt.Sprintf("c%d", i), webfetch.NameWebFetch, string(a)))
+		calls = append(calls, call(fmt.Sprintf("c%d", i), webfetch.ToolName, string(a)))
 	}
 	out := e.batch(l, calls...)
 	if len(out.Results) != len(paths) {

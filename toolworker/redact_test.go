@@ -198,7 +198,7 @@ func TestToolOutputWithNULCommits(t *testing.T) {
 // runBatchOnce runs one tool batch through a worker built from cfg, over a
 // fresh SQLite store, in a claimed run of a session "s1" that has one
 // input. It returns the kernel, to read what was committed.
-func runBatchOnce(t *testing.T, cfg toolworker.Config, calls ...gh.ToolCall) (*kernel.Kernel, toolworker.Outcome, error) {
+func runBatchOnce(t *testing.T, cfg toolworker.Config, calls ...gh.ToolCall) (*kernel.Kernel, toolworker.BatchResult, error) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "g.db")})

@@ -15,7 +15,6 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/effectjournal"
 	"github.com/gatehouse/gatehouse/kernel"
-	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/tools"
 )
@@ -89,13 +88,7 @@ func New(cfg Config) *Worker {
 }
 
 // Specs lists the tools for a model request.
-func (w *Worker) Specs() []models.ToolSpec {
-	var out []models.ToolSpec
-	for _, s := range w.cfg.Tools.Specs() {
-		out = append(out, models.ToolSpec{Name: s.Name, Description: s.Description, Schema: s.Schema})
-	}
-	return out
-}
+func (w *Worker) Specs() []gh.ToolSpec { return w.cfg.Tools.Specs() }
 
 // Committed is a tool result committed under the lease.
 type Committed struct {
@@ -103,8 +96,8 @@ type Committed struct {
 	Result gh.ToolResult
 }
 
-// Outcome is what a batch came to.
-type Outcome struct {
+// BatchResult is what a batch came to.
+type BatchResult struct {
 	Results []Committed
 	Timings []gh.ToolTiming
 	// Paused: a call waits for a person. The attempt settles awaiting
@@ -117,8 +110,8 @@ type Outcome struct {
 
 // RunBatch handles the calls of one assistant message that have no result
 // yet, each committed under the lease and keyed by its call id.
-func (w *Worker) RunBatch(ctx context.Context, l gh.Lease, calls []gh.ToolCall) (Outcome, error) {
-	var out Outcome
+func (w *Worker) RunBatch(ctx context.Context, l gh.Lease, calls []gh.ToolCall) (BatchResult, error) {
+	var out BatchResult
 	for _, c := range calls {
 		start := time.Now()
 		st, err := w.handle(ctx, l, c)
@@ -275,7 +268,7 @@ func (w *Worker) decideTier(ctx context.Context, l gh.Lease, c gh.ToolCall, args
 		return w.result(ctx, l, c, "unknown tool "+c.Name, true)
 	}
 	if t.Tier() == tools.Safe {
-		res, err := t.Run(ctx, tools.Call{ID: c.ID, Arguments: args, Workspace: workspace})
+		res, err := t.Run(ctx, tools.Call{ToolCall: gh.ToolCall{ID: c.ID, Name: c.Name, Arguments: args}, Workspace: workspace})
 		if err != nil && ctx.Err() != nil {
 			return step{}, context.Cause(ctx)
 		}
@@ -320,7 +313,7 @@ func (w *Worker) runDanger(ctx context.Context, l gh.Lease, c gh.ToolCall, args 
 	// A lost lease still keeps a stale worker from committing the result.
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.EffectTimeout)
 	defer cancel()
-	res, runErr := t.Run(runCtx, tools.Call{ID: c.ID, Arguments: args, IdempotencyKey: receipt.ID, Workspace: workspace})
+	res, runErr := t.Run(runCtx, tools.Call{ToolCall: gh.ToolCall{ID: c.ID, Name: c.Name, Arguments: args}, IdempotencyKey: receipt.ID, Workspace: workspace})
 	if runErr != nil && !errors.Is(runErr, tools.ErrOutcomeUnknown) {
 		// The context ended mid-run: nothing more is written. A successor
 		// finds the started receipt and says the outcome is unknown.

@@ -74,7 +74,7 @@ func (e *env) lease(session string) gh.Lease {
 	return l
 }
 
-func (e *env) batch(l gh.Lease, calls ...gh.ToolCall) toolworker.Outcome {
+func (e *env) batch(l gh.Lease, calls ...gh.ToolCall) toolworker.BatchResult {
 	e.t.Helper()
 	out, err := e.w.RunBatch(e.ctx, l, calls)
 	if err != nil {

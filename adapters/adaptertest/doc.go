@@ -1,7 +1,7 @@
 // Package adaptertest is what every chat adapter is tested against: the
 // Fake interface a platform's fake server implements (the fakes live
 // next to their adapters: adapters/telegram/telegramtest,
-// adapters/discord/discordtest, adapters/slack/slacktest), and the shared
+// adapters/discord/discordtest, adapters/slackchat/slacktest), and the shared
 // suite Run every adapter passes.
 //
 // The suite drives a whole gateway, but this package does not build one:

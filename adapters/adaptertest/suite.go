@@ -98,7 +98,7 @@ func testAnswered(t *testing.T, mk func(StackOptions) *env) {
 	e.Model.Push(modeltest.Reply{Text: "Hello from the agent."})
 	upd := e.Fake.Say("room", "alice", "hi there", false)
 	row := e.Receive(upd)
-	if row.Outcome != gateway.OutcomeHandedOn || row.SessionID == "" || row.Seq == 0 {
+	if row.Outcome != gateway.ReceiveHandedOn || row.SessionID == "" || row.Seq == 0 {
 		t.Fatalf("a message from an allowed user is handed on: %+v", row)
 	}
 	e.reply("room", "Hello from the agent.")
@@ -125,7 +125,7 @@ func testDropped(t *testing.T, mk func(StackOptions) *env) {
 	stranger := e.Fake.Say("room", "mallory", "let me in", false)
 	for upd, reason := range map[string]string{bot: gateway.ReasonFromBot, stranger: gateway.ReasonNotAllowed} {
 		row := e.Receive(upd)
-		if row.Outcome != gateway.OutcomeDropped || row.Reason != reason {
+		if row.Outcome != gateway.ReceiveDropped || row.Reason != reason {
 			t.Fatalf("update %s: %s/%s, want dropped/%s", upd, row.Outcome, row.Reason, reason)
 		}
 		e.Eventually("the dropped update acknowledged", func() bool { return e.Fake.Acked(upd) })
@@ -153,7 +153,7 @@ func testFlood(t *testing.T, mk func(StackOptions) *env) {
 	handed, flood := 0, 0
 	for _, u := range ups {
 		switch r := e.Receive(u); {
-		case r.Outcome == gateway.OutcomeHandedOn:
+		case r.Outcome == gateway.ReceiveHandedOn:
 			handed++
 		case r.Reason == gateway.ReasonFlood:
 			flood++
@@ -169,7 +169,7 @@ func testFlood(t *testing.T, mk func(StackOptions) *env) {
 	}
 	// Another chat is not held back by this one's flood.
 	other := e.Fake.Say("other", "alice", "hello from elsewhere", false)
-	if r := e.Receive(other); r.Outcome != gateway.OutcomeHandedOn {
+	if r := e.Receive(other); r.Outcome != gateway.ReceiveHandedOn {
 		t.Fatalf("flood is per chat: %+v", r)
 	}
 }

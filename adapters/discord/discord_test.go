@@ -45,7 +45,7 @@ func (s *recSink) Receive(ctx context.Context, in gh.Inbound) (gateway.ReceiveRe
 			return gateway.ReceiveResult{}, err
 		}
 	}
-	return gateway.ReceiveResult{Outcome: gateway.OutcomeHandedOn}, nil
+	return gateway.ReceiveResult{Outcome: gateway.ReceiveHandedOn}, nil
 }
 
 func (s *recSink) Press(ctx context.Context, p gh.Press) (gateway.PressResult, error) {

@@ -54,7 +54,7 @@ func (s *sink) Receive(ctx context.Context, in gh.Inbound) (gateway.ReceiveResul
 		}
 	}
 	s.inbound = append(s.inbound, in)
-	return gateway.ReceiveResult{Outcome: gateway.OutcomeHandedOn}, nil
+	return gateway.ReceiveResult{Outcome: gateway.ReceiveHandedOn}, nil
 }
 
 func (s *sink) Press(ctx context.Context, p gh.Press) (gateway.PressResult, error) {

@@ -97,8 +97,8 @@ type Config struct {
 	// CompactionShare is the share of the window that triggers compaction.
 	// Defaults to 0.8.
 	CompactionShare float64
-	// MaxTurns bounds model requests in one attempt. Defaults to 16.
-	MaxTurns int
+	// MaxModelRequests bounds model requests in one attempt. Defaults to 16.
+	MaxModelRequests int
 	// TurnTimeout bounds each running part of a turn. Defaults to 0: none.
 	TurnTimeout time.Duration
 	// EmbeddingsURL, EmbeddingsModel and EmbeddingsAPIKey configure memory
@@ -266,7 +266,7 @@ var settings = append([]setting{
 		c.CompactionShare = f
 		return nil
 	}},
-	{"GATEHOUSE_MAX_TURNS", "max_turns", "16", "model requests one attempt may make before it stops", integer(func(c *Config) *int { return &c.MaxTurns })},
+	{"GATEHOUSE_MAX_TURNS", "max_turns", "16", "model requests one attempt may make before it stops", integer(func(c *Config) *int { return &c.MaxModelRequests })},
 	{"GATEHOUSE_TURN_TIMEOUT", "turn_timeout", "0", "time limit of each running part of a turn (waiting for approval not counted); 0 is none", func(c *Config, v string) error {
 		if strings.TrimSpace(v) == "0" {
 			c.TurnTimeout = 0

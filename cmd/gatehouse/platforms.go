@@ -10,7 +10,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/discord"
-	"github.com/gatehouse/gatehouse/adapters/slack"
+	"github.com/gatehouse/gatehouse/adapters/slackchat"
 	"github.com/gatehouse/gatehouse/adapters/telegram"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway"
@@ -24,7 +24,7 @@ import (
 var platforms = []gateway.Platform{
 	telegram.Platform,
 	discord.Platform,
-	slack.Platform,
+	slackchat.Platform,
 }
 
 // platformSettings are the settings rows of every platform; their values

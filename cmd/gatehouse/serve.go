@@ -94,7 +94,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	sup, err := supervisor.New(supervisor.Config{
 		Kernel: k, Models: reg, Tools: worker, Memory: mem, Workers: cfg.Workers, Location: loc, Logger: log,
-		ContextWindow: cfg.ContextWindow, CompactionShare: cfg.CompactionShare, MaxTurns: cfg.MaxTurns, TurnTimeout: cfg.TurnTimeout,
+		ContextWindow: cfg.ContextWindow, CompactionShare: cfg.CompactionShare, MaxModelRequests: cfg.MaxModelRequests, TurnTimeout: cfg.TurnTimeout,
 		DailyBudgetUSD: cfg.DailyBudgetUSD, BudgetAlertShare: cfg.BudgetAlertShare,
 		SpoolDir: filepath.Join(cfg.DataDir, "spool"),
 	})

@@ -14,11 +14,10 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gates"
-	gatesredis "github.com/gatehouse/gatehouse/gates/redis"
+	"github.com/gatehouse/gatehouse/gates/redisgates"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/store"
-	"github.com/gatehouse/gatehouse/supervisor"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/tools/builtin"
 	"github.com/gatehouse/gatehouse/tools/mcp"
@@ -48,13 +47,13 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 	}
 	builtins := builtin.Tools(builtin.Config{
 		Email: tools.EmailConfig{SMTPURL: cfg.SMTPURL, From: cfg.EmailFrom},
-		Shell: shell.ShellConfig{
-			Mode: shell.ShellMode(cfg.Shell), Bubblewrap: cfg.ShellBubblewrap, Network: cfg.ShellNetwork,
+		Shell: shell.Config{
+			Mode: shell.Mode(cfg.Shell), Bubblewrap: cfg.ShellBubblewrap, Network: cfg.ShellNetwork,
 			Timeout: cfg.ShellTimeout, MaxProcesses: cfg.ShellMaxProcesses,
 		},
 	})
 	reg := tools.NewRegistry(builtins...)
-	for _, t := range mem.Tools(func() string { return supervisor.UserKey(nil) }) {
+	for _, t := range mem.Tools(func() string { return gh.LocalUser }) {
 		reg.Register(t)
 	}
 	closeMCP := func() {}
@@ -95,12 +94,12 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 	for _, t := range builtins {
 		if err := t.Runnable(); err != nil {
 			level := slog.LevelInfo
-			if t.Name() == shell.NameShellExec && cfg.Shell != "off" {
+			if t.Name() == shell.ToolName && cfg.Shell != "off" {
 				// Asked for and not given: the operator must hear it.
 				level = slog.LevelWarn
 			}
 			log.Log(ctx, level, "tool unavailable on this install", "tool", t.Name(), "why", err)
-		} else if sh, ok := t.(*shell.ShellExec); ok {
+		} else if sh, ok := t.(*shell.Tool); ok {
 			log.Info("shell_exec enabled", "isolation", sh.Isolation())
 			if cfg.Shell == "host" {
 				log.Warn("shell_exec runs unisolated (GATEHOUSE_SHELL=host): an approved command can read the gateway's keys and data")
@@ -113,7 +112,7 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 	// input carry no person yet, so their memory is the "local" one.
 	contacts := func(ctx context.Context, _ string) map[string]string {
 		out := map[string]string{}
-		for name, addr := range mem.Contacts(ctx, supervisor.UserKey(nil)) {
+		for name, addr := range mem.Contacts(ctx, gh.LocalUser) {
 			out[name] = addr
 		}
 		for name, addr := range book {
@@ -141,7 +140,7 @@ func newGates(cfg Config, st store.Store, k *kernel.Kernel, log *slog.Logger) (*
 			return nil, nil, fmt.Errorf("GATEHOUSE_REDIS_URL: %w", err)
 		}
 		rdb = goredis.NewClient(opts)
-		reg = gatesredis.New(rdb, st, gatesredis.Config{})
+		reg = redisgates.New(rdb, st, redisgates.Config{})
 	}
 	return gates.NewService(gates.Config{Registry: reg, Kernel: k, Store: st, Logger: log}), rdb, nil
 }

@@ -190,7 +190,7 @@ func (f *Fixture) Get(id string) gh.Gate {
 func (f *Fixture) OneDecision(g gh.Gate, want gh.Decision) gh.Gate {
 	f.T.Helper()
 	got := f.Get(g.ID)
-	if got.State != want.State || got.DecidedBy != want.By || got.Surface != want.Surface || !got.Logged || got.DecidedAt.IsZero() {
+	if got.State != want.State || got.DecidedBy != want.By || got.Surface != want.Surface || !got.Committed || got.DecidedAt.IsZero() {
 		f.T.Fatalf("gate %s in SQL: %+v; want %+v, logged", g.ID, got, want)
 	}
 	ds := f.Decided(g)
@@ -322,7 +322,7 @@ func testFiftyPresses(t *testing.T, h Harness) {
 		want.State = gh.GateDenied
 	}
 	for i, r := range results {
-		if r.g.State != want.State || r.g.DecidedBy != want.By || r.g.Surface != want.Surface || !r.g.Logged || r.g.SessionID != g.SessionID {
+		if r.g.State != want.State || r.g.DecidedBy != want.By || r.g.Surface != want.Surface || !r.g.Committed || r.g.SessionID != g.SessionID {
 			t.Fatalf("press %d (won=%v) got %+v; want the decision of press %d %+v, logged", i, r.won, r.g, winner, want)
 		}
 	}
@@ -344,7 +344,7 @@ func testPressAfterExpiry(t *testing.T, h Harness) {
 	f.Clock.Advance(time.Minute) // expiry is at or before now
 	for i, by := range []string{"alice", "bob"} {
 		got, won, err := f.Service.Decide(f.Ctx, g.ID, gh.Decision{State: gh.GateApproved, By: by, Surface: "telegram"})
-		if err != nil || won || got.State != gh.GateExpired || got.DecidedBy != gates.ExpiredBy || got.Surface != gates.ExpiredSurface || !got.Logged {
+		if err != nil || won || got.State != gh.GateExpired || got.DecidedBy != gates.ExpiredBy || got.Surface != gates.ExpiredSurface || !got.Committed {
 			t.Fatalf("press %d after expiry: %+v won=%v %v", i, got, won, err)
 		}
 	}
@@ -363,7 +363,7 @@ func testSweeperExpires(t *testing.T, h Harness) {
 		t.Fatalf("second start: %v", err)
 	}
 	f.Clock.Advance(2 * time.Minute)
-	Eventually(t, "the sweeper to expire the due gate", func() bool { return f.Get(due.ID).Logged })
+	Eventually(t, "the sweeper to expire the due gate", func() bool { return f.Get(due.ID).Committed })
 	if err := f.Service.Stop(f.Ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +471,7 @@ func crashedClaim(f *Fixture, g gh.Gate, d gh.Decision) {
 	if ds := f.Decided(g); len(ds) != 0 {
 		f.T.Fatalf("a bare claim logged: %+v", ds)
 	}
-	if sg := f.Get(g.ID); sg.State != d.State || sg.Logged {
+	if sg := f.Get(g.ID); sg.State != d.State || sg.Committed {
 		f.T.Fatalf("after a bare claim SQL has %+v; want %s, unlogged", sg, d.State)
 	}
 }
@@ -482,7 +482,7 @@ func testCrashRepairedByPress(t *testing.T, h Harness) {
 	alice := gh.Decision{State: gh.GateApproved, By: "alice", Surface: "telegram"}
 	crashedClaim(f, g, alice)
 	got, won, err := f.Service.Decide(f.Ctx, g.ID, gh.Decision{State: gh.GateDenied, By: "bob", Surface: "web"})
-	if err != nil || won || got.DecidedBy != "alice" || got.State != gh.GateApproved || !got.Logged {
+	if err != nil || won || got.DecidedBy != "alice" || got.State != gh.GateApproved || !got.Committed {
 		t.Fatalf("next press: %+v won=%v %v", got, won, err)
 	}
 	f.OneDecision(g, alice)
@@ -546,7 +546,7 @@ func testTwoServicesSweeping(t *testing.T, h Harness) {
 	wg.Wait()
 	Eventually(t, "every gate logged", func() bool {
 		for _, g := range append(append([]gh.Gate{}, due...), claimed...) {
-			if !f.Get(g.ID).Logged {
+			if !f.Get(g.ID).Committed {
 				return false
 			}
 		}
@@ -593,7 +593,7 @@ func testForget(t *testing.T, h Harness) {
 	crashedClaim(f, unlogged, alice)
 	h.Forget(t, unlogged.ID)
 	got, won, err := f.Service.Decide(f.Ctx, unlogged.ID, gh.Decision{State: gh.GateDenied, By: "bob", Surface: "web"})
-	if err != nil || won || got.DecidedBy != "alice" || !got.Logged {
+	if err != nil || won || got.DecidedBy != "alice" || !got.Committed {
 		t.Fatalf("press after the restart, unlogged: %+v won=%v %v", got, won, err)
 	}
 	f.OneDecision(unlogged, alice)

@@ -435,7 +435,7 @@ func TestBrowserStreamingQueue(t *testing.T) {
 	}
 
 	// run.finished is the boundary: the queued input opens the next turn.
-	finished, _ := json.Marshal(gh.RunFinished{RunID: lease.RunID, Status: "done", Turns: 1, StopReason: gh.StopEndTurn, DurationMs: 1200})
+	finished, _ := json.Marshal(gh.RunFinished{RunID: lease.RunID, Status: "done", ModelRequests: 1, StopReason: gh.StopEndTurn, DurationMs: 1200})
 	if _, err := s.k.Finish(bg, lease, kernel.Settle{Outcome: gh.OutcomeDone, Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: finished}}}); err != nil {
 		t.Fatalf("finish: %v", err)
 	}

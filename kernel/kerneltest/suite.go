@@ -659,7 +659,7 @@ func testCancelClosesGates(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	g, err := f.st.GetGate(f.ctx, "g1")
-	if err != nil || g.State != gh.GateDenied || g.DecidedBy != "cancel" || !g.Logged {
+	if err != nil || g.State != gh.GateDenied || g.DecidedBy != "cancel" || !g.Committed {
 		t.Fatalf("gate after cancel: %+v %v", g, err)
 	}
 	if e, ok, _ := f.st.EventByKey(f.ctx, "s1", "gate:g1"); !ok || e.Kind != gh.KindGateDecided {
@@ -686,7 +686,7 @@ func testAwaitingApproval(t *testing.T, h Harness) {
 	if err != nil || s.State != gh.RunAwaitingApproval || s.Requeued {
 		t.Fatalf("settle awaiting: %+v %v", s, err)
 	}
-	// Waiting holds the thread lock but nothing is claimable, however long.
+	// Waiting holds the session lock but nothing is claimable, however long.
 	f.clock.Advance(time.Hour)
 	f.noClaim()
 	c, err := f.k.EdgeCommit(f.ctx, kernel.EdgeInput{SessionID: "s1", Event: gh.NewEvent{Kind: gh.KindGateDecided, Payload: json.RawMessage(`{"gateId":"g1","decision":"approve"}`), Key: "gate:g1"}})

@@ -19,7 +19,7 @@ func scanGate(row pgx.Row) (gh.Gate, error) {
 	var args, options []byte
 	var decided *time.Time
 	err := row.Scan(&g.ID, &g.SessionID, &g.RunID, &g.ToolCallID, &g.Tool, &args, &g.ArgsHash, &g.Kind, &g.Question, &options,
-		&g.State, &g.DecidedBy, &g.Surface, &g.Reason, &g.Answer, &decided, &g.ExpiresAt, &g.Created, &g.Logged)
+		&g.State, &g.DecidedBy, &g.Surface, &g.Reason, &g.Answer, &decided, &g.ExpiresAt, &g.Created, &g.Committed)
 	if err != nil {
 		return g, err
 	}
@@ -75,7 +75,7 @@ func (t *executor) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gat
 	return g, false, err
 }
 
-func (t *executor) MarkGateLogged(ctx context.Context, id string) error {
+func (t *executor) MarkGateCommitted(ctx context.Context, id string) error {
 	_, err := t.q.Exec(ctx, `UPDATE gates SET logged = TRUE WHERE id = $1`, id)
 	return dbErr(err, "mark gate logged")
 }

@@ -18,7 +18,7 @@ func scanGate(row interface{ Scan(...any) error }) (gh.Gate, error) {
 	var args, options string
 	var decided, expires, created int64
 	err := row.Scan(&g.ID, &g.SessionID, &g.RunID, &g.ToolCallID, &g.Tool, &args, &g.ArgsHash, &g.Kind, &g.Question, &options,
-		&g.State, &g.DecidedBy, &g.Surface, &g.Reason, &g.Answer, &decided, &expires, &created, &g.Logged)
+		&g.State, &g.DecidedBy, &g.Surface, &g.Reason, &g.Answer, &decided, &expires, &created, &g.Committed)
 	if err != nil {
 		return g, err
 	}
@@ -72,7 +72,7 @@ func (t *tx) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate, boo
 	return g, false, err
 }
 
-func (t *writer) MarkGateLogged(ctx context.Context, id string) error {
+func (t *writer) MarkGateCommitted(ctx context.Context, id string) error {
 	_, err := t.q.ExecContext(ctx, `UPDATE gates SET logged = 1 WHERE id = ?`, id)
 	return dbErr(err, "mark gate logged")
 }

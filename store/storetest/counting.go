@@ -83,7 +83,7 @@ func (c *CountingStore) DecideGate(ctx context.Context, d store.GateDecision) (g
 
 // MarkGateLogged implements store.Writer.
 func (c *CountingStore) MarkGateLogged(ctx context.Context, id string) error {
-	err := c.Store.MarkGateLogged(ctx, id)
+	err := c.Store.MarkGateCommitted(ctx, id)
 	c.count(err)
 	return err
 }
@@ -128,8 +128,8 @@ func (w *writeTx) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate
 	return g, won, err
 }
 
-func (w *writeTx) MarkGateLogged(ctx context.Context, id string) error {
-	err := w.Tx.MarkGateLogged(ctx, id)
+func (w *writeTx) MarkGateCommitted(ctx context.Context, id string) error {
+	err := w.Tx.MarkGateCommitted(ctx, id)
 	w.mark(err)
 	return err
 }

@@ -108,13 +108,13 @@ func testGates(t *testing.T, h Harness) {
 		t.Fatalf("%d winners, outcomes %v", wins, seen)
 	}
 	got, err := f.st.GetGate(f.ctx, "g1")
-	if err != nil || got.DecidedBy == "" || got.Surface != "web" || got.DecidedAt.IsZero() || len(got.Options) != 2 || got.Logged {
+	if err != nil || got.DecidedBy == "" || got.Surface != "web" || got.DecidedAt.IsZero() || len(got.Options) != 2 || got.Committed {
 		t.Fatalf("decided gate %+v %v", got, err)
 	}
 	if un, _ := f.st.UnloggedGates(f.ctx, 10); len(un) != 1 {
 		t.Fatalf("unlogged: %+v", un)
 	}
-	if err := f.st.MarkGateLogged(f.ctx, "g1"); err != nil {
+	if err := f.st.MarkGateCommitted(f.ctx, "g1"); err != nil {
 		t.Fatal(err)
 	}
 	if un, _ := f.st.UnloggedGates(f.ctx, 10); len(un) != 0 {

@@ -13,9 +13,9 @@ import (
 // Config gathers the configs of the built-in tools.
 type Config struct {
 	Email     tools.EmailConfig
-	WebFetch  webfetch.WebFetchConfig
+	WebFetch  webfetch.Config
 	Workspace tools.WorkspaceConfig
-	Shell     shell.ShellConfig
+	Shell     shell.Config
 }
 
 // Tools returns every built-in tool: email_send, web_fetch,
@@ -25,7 +25,7 @@ type Config struct {
 func Tools(cfg Config) []tools.Tool {
 	return append([]tools.Tool{
 		tools.NewEmailSend(cfg.Email),
-		webfetch.NewWebFetch(cfg.WebFetch),
-		shell.NewShellExec(cfg.Shell),
+		webfetch.New(cfg.WebFetch),
+		shell.New(cfg.Shell),
 	}, tools.WorkspaceTools(cfg.Workspace)...)
 }

@@ -12,9 +12,9 @@ import (
 
 func TestBuiltinToolsHaveValidSchemasAndTiers(t *testing.T) {
 	want := map[string]tools.Tier{
-		tools.NameEmailSend: tools.Danger, webfetch.NameWebFetch: tools.Safe,
+		tools.NameEmailSend: tools.Danger, webfetch.ToolName: tools.Safe,
 		tools.NameWorkspaceList: tools.Safe, tools.NameWorkspaceRead: tools.Safe,
-		tools.NameWorkspaceWrite: tools.Danger, shell.NameShellExec: tools.Danger,
+		tools.NameWorkspaceWrite: tools.Danger, shell.ToolName: tools.Danger,
 	}
 	got := builtin.Tools(builtin.Config{})
 	if len(got) != len(want) {

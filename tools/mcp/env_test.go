@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/tools/mcp"
 )
@@ -95,7 +96,7 @@ func TestStdioServerGetsOnlyTheBaseEnvironmentAndItsOwn(t *testing.T) {
 			if !ok {
 				t.Fatalf("no self__env among %v", reg.Names())
 			}
-			res, err := envTool.Run(context.Background(), tools.Call{ID: "c1", Arguments: []byte(`{}`)})
+			res, err := envTool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{ID: "c1", Arguments: []byte(`{}`)}})
 			if err != nil || res.IsError {
 				t.Fatalf("env: %v %+v", err, res)
 			}
@@ -123,7 +124,7 @@ func TestFailedCallQuotingTheServerIsExternal(t *testing.T) {
 	if !ok {
 		t.Fatal("no self__rpc_fail")
 	}
-	res, err := fail.Run(context.Background(), tools.Call{ID: "c1", Arguments: []byte(`{}`)})
+	res, err := fail.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{ID: "c1", Arguments: []byte(`{}`)}})
 	if !errors.Is(err, tools.ErrOutcomeUnknown) {
 		t.Fatalf("err %v, want outcome unknown for a failed call", err)
 	}

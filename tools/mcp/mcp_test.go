@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/tools/mcp"
 	"github.com/gatehouse/gatehouse/tools/mcp/internal/mcptest"
@@ -88,11 +89,11 @@ func checkBridge(t *testing.T, ts mcp.Tools, calls *mcptest.Calls) {
 	}
 
 	ctx := context.Background()
-	res, err := add.Run(ctx, tools.Call{ID: "c1", Arguments: json.RawMessage(`{"a":2,"b":3.5}`)})
+	res, err := add.Run(ctx, tools.Call{ToolCall: gh.ToolCall{ID: "c1", Arguments: json.RawMessage(`{"a":2,"b":3.5}`)}})
 	if err != nil || res.IsError || res.Content != "5.5" || !res.External {
 		t.Fatalf("add: %v %+v, want 5.5 as external text", err, res)
 	}
-	res, err = del.Run(ctx, tools.Call{ID: "c2", Arguments: json.RawMessage(`{}`), IdempotencyKey: "rcpt-42"})
+	res, err = del.Run(ctx, tools.Call{ToolCall: gh.ToolCall{ID: "c2", Arguments: json.RawMessage(`{}`)}, IdempotencyKey: "rcpt-42"})
 	if err != nil || res.IsError || res.Content != "deleted everything" {
 		t.Fatalf("delete_all: %v %+v", err, res)
 	}
@@ -102,7 +103,7 @@ func checkBridge(t *testing.T, ts mcp.Tools, calls *mcptest.Calls) {
 		}
 	}
 	fail, _ := reg.Get("calc__fail")
-	res, err = fail.Run(ctx, tools.Call{ID: "c3", Arguments: json.RawMessage(`{}`)})
+	res, err = fail.Run(ctx, tools.Call{ToolCall: gh.ToolCall{ID: "c3", Arguments: json.RawMessage(`{}`)}})
 	if err != nil || !res.IsError || !res.External || !strings.Contains(res.Content, "the disk is on fire") {
 		t.Fatalf("fail: %v %+v, want an error result from the server, marked External", err, res)
 	}

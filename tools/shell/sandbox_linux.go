@@ -35,7 +35,7 @@ var sandboxEtc = []string{
 	"/etc/localtime", "/etc/mime.types", "/etc/protocols", "/etc/services",
 }
 
-func (t *ShellExec) probe() error {
+func (t *Tool) probe() error {
 	path, err := exec.LookPath(t.cfg.Bubblewrap)
 	if err != nil {
 		return fmt.Errorf("isolation is unavailable: bubblewrap (%s) was not found (install Debian's bubblewrap package, or set GATEHOUSE_SHELL=host to run commands without isolation, knowingly): %w", t.cfg.Bubblewrap, err)
@@ -68,7 +68,7 @@ func (t *ShellExec) probe() error {
 
 // sandboxed returns the command that runs command under bubblewrap with
 // workspace bound at /workspace, and the cleanup to call after it ends.
-func (t *ShellExec) sandboxed(ctx context.Context, workspace, command string) (*exec.Cmd, func(), error) {
+func (t *Tool) sandboxed(ctx context.Context, workspace, command string) (*exec.Cmd, func(), error) {
 	passwd, group, err := sandboxIdentity()
 	if err != nil {
 		return nil, nil, err
@@ -230,7 +230,7 @@ func sandboxIdentity() (passwd, group *os.File, err error) {
 
 // findCgroup returns the pids cgroup under which commands get their own,
 // or "" when this host gives none.
-func (t *ShellExec) findCgroup() string {
+func (t *Tool) findCgroup() string {
 	if t.cfg.CgroupDir == "off" {
 		return ""
 	}

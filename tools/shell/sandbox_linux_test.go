@@ -4,7 +4,6 @@ package shell_test
 
 import (
 	"context"
-	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,16 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse/gatehouse/tools/toolstest"
+
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/tools/shell"
 )
 
-func isolated(t *testing.T, cfg shell.ShellConfig) *shell.ShellExec {
+func isolated(t *testing.T, cfg shell.Config) *shell.Tool {
 	t.Helper()
 	testenv.Bubblewrap(t)
-	cfg.Mode = shell.ShellIsolated
-	tool := shell.NewShellExec(cfg)
+	cfg.Mode = shell.Isolated
+	tool := shell.New(cfg)
 	if err := tool.Runnable(); err != nil {
 		if testenv.RequireServices() {
 			t.Fatalf("isolation is required here: %v", err)
@@ -62,7 +64,7 @@ func eventuallyGone(t *testing.T, marker string) {
 // parent's environ, its own env, the process list, and a background child
 // left behind. Inside the sandbox none of it reaches the gateway.
 func TestIsolatedShellCannotReachTheGateway(t *testing.T) {
-	tool := isolated(t, shell.ShellConfig{})
+	tool := isolated(t, shell.Config{})
 	const secret = "sk-test-gateway-key-41f7"
 	t.Setenv("GATEHOUSE_API_TOKEN", secret)
 	ws := t.TempDir()
@@ -111,7 +113,7 @@ func TestIsolatedShellCannotReachTheGateway(t *testing.T) {
 
 func TestIsolatedShellTimeoutKillsTheWholeTree(t *testing.T) {
 	t.Parallel()
-	tool := isolated(t, shell.ShellConfig{Timeout: 500 * time.Millisecond})
+	tool := isolated(t, shell.Config{Timeout: 500 * time.Millisecond})
 	ws := t.TempDir()
 	marker := "987652"
 	res := toolstest.Run(t, tool, ws, map[string]string{"command": "echo started; (sleep " + marker + "; touch late) & sleep 30"})
@@ -123,7 +125,7 @@ func TestIsolatedShellTimeoutKillsTheWholeTree(t *testing.T) {
 
 func TestIsolatedShellCancelFreesTheTurn(t *testing.T) {
 	t.Parallel()
-	tool := isolated(t, shell.ShellConfig{})
+	tool := isolated(t, shell.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	marker := "987653"
 	time.AfterFunc(300*time.Millisecond, cancel)
@@ -134,7 +136,7 @@ func TestIsolatedShellCancelFreesTheTurn(t *testing.T) {
 	)
 	go func() {
 		defer close(done)
-		res, err = tool.Run(ctx, tools.Call{Arguments: toolstest.Args(t, map[string]string{"command": "sleep " + marker}), Workspace: t.TempDir()})
+		res, err = tool.Run(ctx, tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"command": "sleep " + marker})}, Workspace: t.TempDir()})
 	}()
 	select {
 	case <-done:
@@ -149,7 +151,7 @@ func TestIsolatedShellCancelFreesTheTurn(t *testing.T) {
 
 func TestIsolatedShellBoundsProcesses(t *testing.T) {
 	t.Parallel()
-	tool := isolated(t, shell.ShellConfig{MaxProcesses: 20, Timeout: 3 * time.Second})
+	tool := isolated(t, shell.Config{MaxProcesses: 20, Timeout: 3 * time.Second})
 	if !strings.Contains(tool.Isolation(), "pids cgroup") {
 		if testenv.RequireServices() {
 			t.Fatalf("no pids cgroup on the CI host: %s", tool.Isolation())
@@ -166,7 +168,7 @@ func TestIsolatedShellBoundsProcesses(t *testing.T) {
 
 func TestIsolatedShellHasNoNetworkByDefault(t *testing.T) {
 	t.Parallel()
-	tool := isolated(t, shell.ShellConfig{})
+	tool := isolated(t, shell.Config{})
 	// Only the namespace's own loopback, and it is down: the gateway's
 	// API on the host's loopback cannot be reached.
 	res := toolstest.Run(t, tool, t.TempDir(), map[string]string{"command": "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"})
@@ -179,13 +181,13 @@ func TestIsolatedShellHasNoNetworkByDefault(t *testing.T) {
 // does not exist: the tool is then unrunnable, with the reason, and a call
 // does nothing.
 func TestIsolationUnavailableRefusesTheTool(t *testing.T) {
-	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellIsolated, Bubblewrap: "/nonexistent/bwrap"})
+	tool := shell.New(shell.Config{Mode: shell.Isolated, Bubblewrap: "/nonexistent/bwrap"})
 	err := tool.Runnable()
 	if err == nil || !strings.Contains(err.Error(), "isolation is unavailable") || !strings.Contains(err.Error(), "GATEHOUSE_SHELL=host") {
 		t.Fatalf("Runnable: %v", err)
 	}
 	ws := t.TempDir()
-	res, err := tool.Run(context.Background(), tools.Call{Arguments: toolstest.Args(t, map[string]string{"command": "touch ran"}), Workspace: ws})
+	res, err := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"command": "touch ran"})}, Workspace: ws})
 	if err != nil || !res.IsError || !strings.Contains(res.Content, "isolation is unavailable") {
 		t.Fatalf("Run: %v %+v", err, res)
 	}
@@ -201,7 +203,7 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 // there to run as the gateway. After it, the workspace is private again,
 // set-id bits are gone, and what it made was private from the start.
 func TestIsolatedShellCannotOpenTheWorkspaceToOthers(t *testing.T) {
-	tool := isolated(t, shell.ShellConfig{})
+	tool := isolated(t, shell.Config{})
 	ws := filepath.Join(t.TempDir(), "ws")
 	os.Mkdir(ws, 0o700)
 	res := toolstest.Run(t, tool, ws, map[string]string{"command": "mkdir d; cp /bin/true d/suid; chmod 4755 d/suid; chmod 2755 d; echo x > made.txt; chmod 777 /workspace; ls -ld /workspace"})

@@ -15,31 +15,31 @@ import (
 	"github.com/gatehouse/gatehouse/tools"
 )
 
-// NameShellExec is the name of the shell tool.
-const NameShellExec = "shell_exec"
+// ToolName is the name of the shell tool.
+const ToolName = "shell_exec"
 
-// ShellMode says whether and how shell_exec runs commands.
-type ShellMode string
+// Mode says whether and how shell_exec runs commands.
+type Mode string
 
 // Shell modes.
 const (
-	// ShellOff: shell_exec is registered but refused with the reason.
-	ShellOff ShellMode = "off"
-	// ShellIsolated runs each command in a bubblewrap sandbox: its own
+	// Off: shell_exec is registered but refused with the reason.
+	Off Mode = "off"
+	// Isolated runs each command in a bubblewrap sandbox: its own
 	// PID, mount, user, IPC, UTS and network namespaces, no view of the
 	// gateway's processes or files, only the workspace writable. Where the
 	// sandbox cannot be made, the tool is unrunnable and says why.
-	ShellIsolated ShellMode = "on"
-	// ShellHost runs commands directly as the gateway's user, with a clean
+	Isolated Mode = "on"
+	// Host runs commands directly as the gateway's user, with a clean
 	// environment but nothing else between them and the gateway's keys.
 	// Only for a machine where the operator accepts that, knowingly.
-	ShellHost ShellMode = "host"
+	Host Mode = "host"
 )
 
-// ShellConfig configures shell_exec.
-type ShellConfig struct {
+// Config configures shell_exec.
+type Config struct {
 	// Mode is off, on (isolated) or host. Defaults to off.
-	Mode ShellMode
+	Mode Mode
 	// Timeout bounds one command; at the limit the command and every process
 	// it started are killed. Defaults to 60s.
 	Timeout time.Duration
@@ -75,19 +75,19 @@ type ShellConfig struct {
 	CgroupDir string
 }
 
-// ShellExec is the shell_exec tool.
-type ShellExec struct {
-	cfg ShellConfig
+// Tool is the shell_exec tool.
+type Tool struct {
+	cfg Config
 
 	probeOnce sync.Once
 	probeErr  error
 	cgroups   string // pids cgroup parent, "" when none
 }
 
-// NewShellExec returns shell_exec with cfg.
-func NewShellExec(cfg ShellConfig) *ShellExec {
+// New returns shell_exec with cfg.
+func New(cfg Config) *Tool {
 	if cfg.Mode == "" {
-		cfg.Mode = ShellOff
+		cfg.Mode = Off
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 60 * time.Second
@@ -104,16 +104,16 @@ func NewShellExec(cfg ShellConfig) *ShellExec {
 	if cfg.MaxProcesses <= 0 {
 		cfg.MaxProcesses = 128
 	}
-	return &ShellExec{cfg: cfg}
+	return &Tool{cfg: cfg}
 }
 
 // Name implements Tool.
-func (t *ShellExec) Name() string { return NameShellExec }
+func (t *Tool) Name() string { return ToolName }
 
 // Description implements Tool.
-func (t *ShellExec) Description() string {
+func (t *Tool) Description() string {
 	where := "in the workspace directory"
-	if t.cfg.Mode == ShellIsolated {
+	if t.cfg.Mode == Isolated {
 		where = "in an isolated sandbox whose only writable directory is the workspace (/workspace)"
 		if !t.cfg.Network {
 			where += ", without network access"
@@ -123,7 +123,7 @@ func (t *ShellExec) Description() string {
 }
 
 // Schema implements Tool.
-func (t *ShellExec) Schema() json.RawMessage {
+func (t *Tool) Schema() json.RawMessage {
 	return json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -135,17 +135,17 @@ func (t *ShellExec) Schema() json.RawMessage {
 }
 
 // Tier implements Tool: a command can do anything the gateway's user can.
-func (t *ShellExec) Tier() tools.Tier { return tools.Danger }
+func (t *Tool) Tier() tools.Tier { return tools.Danger }
 
 // Runnable implements Tool. In the isolated mode the first call tries the
 // sandbox once (a `true` inside it): a host without user namespaces or
 // without bubblewrap makes the tool unrunnable, so a call is refused
 // before any approval card, with the reason.
-func (t *ShellExec) Runnable() error {
+func (t *Tool) Runnable() error {
 	switch t.cfg.Mode {
-	case ShellHost:
+	case Host:
 		return nil
-	case ShellIsolated:
+	case Isolated:
 		t.probeOnce.Do(func() { t.probeErr = t.probe() })
 		return t.probeErr
 	default:
@@ -154,11 +154,11 @@ func (t *ShellExec) Runnable() error {
 }
 
 // Idempotent implements Tool: a command may do anything, twice.
-func (t *ShellExec) Idempotent() bool { return false }
+func (t *Tool) Idempotent() bool { return false }
 
 // Run implements Tool. The output is External: a command prints what files
 // and servers hold.
-func (t *ShellExec) Run(ctx context.Context, call tools.Call) (tools.Result, error) {
+func (t *Tool) Run(ctx context.Context, call tools.Call) (tools.Result, error) {
 	if err := t.Runnable(); err != nil {
 		return tools.ErrorResult("shell_exec cannot run: %v", err), nil
 	}
@@ -185,7 +185,7 @@ func (t *ShellExec) Run(ctx context.Context, call tools.Call) (tools.Result, err
 		cmd     *exec.Cmd
 		cleanup = func() {}
 	)
-	if t.cfg.Mode == ShellIsolated {
+	if t.cfg.Mode == Isolated {
 		var err error
 		cmd, cleanup, err = t.sandboxed(rctx, call.Workspace, a.Command)
 		if err != nil {
@@ -252,7 +252,7 @@ func (t *ShellExec) Run(ctx context.Context, call tools.Call) (tools.Result, err
 }
 
 // env is the command's whole environment; home is its HOME.
-func (t *ShellExec) env(home string) []string {
+func (t *Tool) env(home string) []string {
 	if t.cfg.Env != nil {
 		return t.cfg.Env
 	}
@@ -294,11 +294,11 @@ func (c *cappedBuffer) result() (string, int64) {
 
 // Isolation describes how commands run on this install, for the startup
 // log and the admin: the sandbox, its process bound and its network.
-func (t *ShellExec) Isolation() string {
+func (t *Tool) Isolation() string {
 	switch t.cfg.Mode {
-	case ShellHost:
+	case Host:
 		return "host: commands run as the gateway's user, unisolated"
-	case ShellIsolated:
+	case Isolated:
 		if err := t.Runnable(); err != nil {
 			return err.Error()
 		}

@@ -2,25 +2,27 @@ package shell_test
 
 import (
 	"context"
-	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gatehouse/gatehouse/tools/toolstest"
+
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/tools/shell"
 )
 
 func TestShellExecOffByDefault(t *testing.T) {
-	tool := shell.NewShellExec(shell.ShellConfig{})
+	tool := shell.New(shell.Config{})
 	err := tool.Runnable()
 	if err == nil || !strings.Contains(err.Error(), "GATEHOUSE_SHELL=on") {
 		t.Fatalf("Runnable: %v, want switched off", err)
 	}
 	marker := filepath.Join(t.TempDir(), "ran")
-	res, err := tool.Run(context.Background(), tools.Call{Arguments: toolstest.Args(t, map[string]string{"command": "touch " + marker}), Workspace: t.TempDir()})
+	res, err := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"command": "touch " + marker})}, Workspace: t.TempDir()})
 	if err != nil || !res.IsError {
 		t.Fatalf("Run while off: %v %+v", err, res)
 	}
@@ -32,7 +34,7 @@ func TestShellExecOffByDefault(t *testing.T) {
 func TestShellExecOutputAndExitCode(t *testing.T) {
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "here.txt"), nil, 0o644)
-	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost})
+	tool := shell.New(shell.Config{Mode: shell.Host})
 	if tool.Runnable() != nil || tool.Tier() != tools.Danger || tool.Idempotent() {
 		t.Fatal("an enabled shell is runnable, danger, not idempotent")
 	}
@@ -55,7 +57,7 @@ func TestShellExecOutputAndExitCode(t *testing.T) {
 }
 
 func TestShellExecOutputCap(t *testing.T) {
-	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost, MaxOutputBytes: 100})
+	tool := shell.New(shell.Config{Mode: shell.Host, MaxOutputBytes: 100})
 	res := toolstest.Run(t, tool, t.TempDir(), map[string]string{"command": "head -c 1000 /dev/zero | tr '\\0' x"})
 	if !strings.Contains(res.Content, strings.Repeat("x", 100)) || strings.Contains(res.Content, strings.Repeat("x", 101)) || !strings.Contains(res.Content, "900 more bytes") {
 		t.Fatalf("capped output:\n%s", res.Content)
@@ -65,7 +67,7 @@ func TestShellExecOutputCap(t *testing.T) {
 func TestShellExecTimeoutKillsIt(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
-	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost, Timeout: 300 * time.Millisecond})
+	tool := shell.New(shell.Config{Mode: shell.Host, Timeout: 300 * time.Millisecond})
 	start := time.Now()
 	// A background child holding the output pipe must die too.
 	res := toolstest.Run(t, tool, ws, map[string]string{"command": "echo started; (sleep 2; touch late) & sleep 2; touch late2"})
@@ -84,10 +86,10 @@ func TestShellExecTimeoutKillsIt(t *testing.T) {
 }
 
 func TestShellExecCancelledContext(t *testing.T) {
-	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost})
+	tool := shell.New(shell.Config{Mode: shell.Host})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	res, err := tool.Run(ctx, tools.Call{Arguments: toolstest.Args(t, map[string]string{"command": "sleep 5"}), Workspace: t.TempDir()})
+	res, err := tool.Run(ctx, tools.Call{ToolCall: gh.ToolCall{Arguments: toolstest.Args(t, map[string]string{"command": "sleep 5"})}, Workspace: t.TempDir()})
 	if err == nil || !res.IsError {
 		t.Fatalf("got %v %+v, want the context's error", err, res)
 	}
@@ -95,7 +97,7 @@ func TestShellExecCancelledContext(t *testing.T) {
 
 func TestHostShellBackgroundChildDiesWithTheCommand(t *testing.T) {
 	ws := t.TempDir()
-	tool := shell.NewShellExec(shell.ShellConfig{Mode: shell.ShellHost})
+	tool := shell.New(shell.Config{Mode: shell.Host})
 	// The child does not hold the output pipe, so the command returns at once.
 	res := toolstest.Run(t, tool, ws, map[string]string{"command": "(sleep 1; touch late) >/dev/null 2>&1 & echo started"})
 	if !strings.Contains(res.Content, "exit code: 0") {

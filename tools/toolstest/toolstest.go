@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/tools"
 )
 
@@ -24,7 +25,7 @@ func Args(t testing.TB, v any) json.RawMessage {
 // test when Run returns an error (a Result with IsError is returned).
 func Run(t testing.TB, tool tools.Tool, workspace string, a any) tools.Result {
 	t.Helper()
-	res, err := tool.Run(context.Background(), tools.Call{ID: "c", Arguments: Args(t, a), IdempotencyKey: "k", Workspace: workspace})
+	res, err := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{ID: "c", Arguments: Args(t, a)}, IdempotencyKey: "k", Workspace: workspace})
 	if err != nil {
 		t.Fatalf("%s: %v", tool.Name(), err)
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/gatehouse/gatehouse/tools"
 )
 
-// NameWebFetch is the name of the web fetch tool.
-const NameWebFetch = "web_fetch"
+// ToolName is the name of the web fetch tool.
+const ToolName = "web_fetch"
 
 // Resolver looks up the addresses of a host name. *net.Resolver is one.
 type Resolver interface {
@@ -29,8 +29,8 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// WebFetchConfig configures web_fetch.
-type WebFetchConfig struct {
+// Config configures web_fetch.
+type Config struct {
 	// Client makes the requests. Defaults to a client with no proxy that
 	// connects only to public addresses (see AllowPrivateNetworks). A
 	// Client given here is used as it is: the address check is then its
@@ -59,13 +59,13 @@ type WebFetchConfig struct {
 	UserAgent string
 }
 
-// WebFetch is the web_fetch tool: GET one http(s) URL and return its text.
-type WebFetch struct {
-	cfg WebFetchConfig
+// Tool is the web_fetch tool: GET one http(s) URL and return its text.
+type Tool struct {
+	cfg Config
 }
 
-// NewWebFetch returns web_fetch with cfg.
-func NewWebFetch(cfg WebFetchConfig) *WebFetch {
+// New returns web_fetch with cfg.
+func New(cfg Config) *Tool {
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = 1 << 20
 	}
@@ -81,7 +81,7 @@ func NewWebFetch(cfg WebFetchConfig) *WebFetch {
 	if cfg.Client == nil {
 		cfg.Client = newFetchClient(cfg.Resolver, cfg.AllowPrivateNetworks)
 	}
-	return &WebFetch{cfg: cfg}
+	return &Tool{cfg: cfg}
 }
 
 // dialTimeout bounds connecting to one host, all its addresses together.
@@ -478,15 +478,15 @@ var special6 = []specialRange{
 }
 
 // Name implements Tool.
-func (t *WebFetch) Name() string { return NameWebFetch }
+func (t *Tool) Name() string { return ToolName }
 
 // Description implements Tool.
-func (t *WebFetch) Description() string {
+func (t *Tool) Description() string {
 	return fmt.Sprintf("Fetch a web page (http or https, GET) and return its text, at most %d bytes.", t.cfg.MaxBytes)
 }
 
 // Schema implements Tool.
-func (t *WebFetch) Schema() json.RawMessage {
+func (t *Tool) Schema() json.RawMessage {
 	return json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -498,13 +498,13 @@ func (t *WebFetch) Schema() json.RawMessage {
 }
 
 // Tier implements Tool: a GET only reads.
-func (t *WebFetch) Tier() tools.Tier { return tools.Safe }
+func (t *Tool) Tier() tools.Tier { return tools.Safe }
 
 // Runnable implements Tool.
-func (t *WebFetch) Runnable() error { return nil }
+func (t *Tool) Runnable() error { return nil }
 
 // Idempotent implements Tool: a GET has no effect to repeat.
-func (t *WebFetch) Idempotent() bool { return true }
+func (t *Tool) Idempotent() bool { return true }
 
 // Run implements Tool.
 //
@@ -513,7 +513,7 @@ func (t *WebFetch) Idempotent() bool { return true }
 // that quotes the server) is External, error results included, so the
 // toolworker fences it. Results made only of our words and the model's own
 // URL are not.
-func (t *WebFetch) Run(ctx context.Context, call tools.Call) (tools.Result, error) {
+func (t *Tool) Run(ctx context.Context, call tools.Call) (tools.Result, error) {
 	var a struct {
 		URL string `json:"url"`
 	}
@@ -595,7 +595,7 @@ func (t *WebFetch) Run(ctx context.Context, call tools.Call) (tools.Result, erro
 	return tools.Result{Content: b.String(), IsError: resp.StatusCode >= 400, External: true}, nil
 }
 
-func (t *WebFetch) failure(parent, fctx context.Context, u *url.URL, err error) (tools.Result, error) {
+func (t *Tool) failure(parent, fctx context.Context, u *url.URL, err error) (tools.Result, error) {
 	if parent.Err() != nil {
 		return tools.ErrorResult("web_fetch: %s: %v", u, parent.Err()), parent.Err()
 	}

@@ -3,7 +3,6 @@ package webfetch_test
 import (
 	"context"
 	"fmt"
-	"github.com/gatehouse/gatehouse/tools/toolstest"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,13 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse/gatehouse/tools/toolstest"
+
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/tools/webfetch"
 )
 
-func fetch(t *testing.T, tool *webfetch.WebFetch, url string) tools.Result {
+func fetch(t *testing.T, tool *webfetch.Tool, url string) tools.Result {
 	t.Helper()
-	res, err := tool.Run(context.Background(), tools.Call{ID: "c", Arguments: toolstest.Args(t, map[string]string{"url": url})})
+	res, err := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{ID: "c", Arguments: toolstest.Args(t, map[string]string{"url": url})}})
 	if err != nil {
 		t.Fatalf("Run(%s): %v", url, err)
 	}
@@ -44,7 +46,7 @@ func TestWebFetchReturnsTextAsExternal(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{AllowPrivateNetworks: true})
+	tool := webfetch.New(webfetch.Config{AllowPrivateNetworks: true})
 	if tool.Tier() != tools.Safe || tool.Runnable() != nil {
 		t.Fatal("web_fetch should be safe and runnable")
 	}
@@ -81,7 +83,7 @@ func TestWebFetchSizeCapTruncates(t *testing.T) {
 		fmt.Fprint(w, strings.Repeat("é", 5000)) // 10000 bytes
 	}))
 	defer srv.Close()
-	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{AllowPrivateNetworks: true, MaxBytes: 1001})
+	tool := webfetch.New(webfetch.Config{AllowPrivateNetworks: true, MaxBytes: 1001})
 	res := fetch(t, tool, srv.URL)
 	if res.IsError || !strings.Contains(res.Content, "[truncated") {
 		t.Fatalf("result %+v, want a truncated page", res)
@@ -93,7 +95,7 @@ func TestWebFetchSizeCapTruncates(t *testing.T) {
 }
 
 func TestWebFetchRefusesOtherSchemes(t *testing.T) {
-	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{})
+	tool := webfetch.New(webfetch.Config{})
 	for _, u := range []string{"file:///etc/passwd", "ftp://example.com/x", "gopher://example.com", "javascript:alert(1)", "/relative"} {
 		res := fetch(t, tool, u)
 		if !res.IsError {
@@ -123,7 +125,7 @@ func TestWebFetchRefusesPrivateAddressesByDefault(t *testing.T) {
 		"mapped.example": {netip.MustParseAddr("::ffff:127.0.0.1")},
 		"loop.example":   {netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.255.255.254")},
 	}}
-	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{Resolver: res})
+	tool := webfetch.New(webfetch.Config{Resolver: res})
 	urls := []string{srv.URL, fmt.Sprintf("http://[::1]:%d/", port), fmt.Sprintf("http://[::ffff:127.0.0.1]:%d/", port)}
 	for name := range res.hosts {
 		urls = append(urls, fmt.Sprintf("http://%s:%d/admin", name, port))
@@ -176,7 +178,7 @@ func TestWebFetchUsesTheInjectedResolver(t *testing.T) {
 	defer srv.Close()
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	res := &fakeResolver{t: t, hosts: map[string][]netip.Addr{"app.test": {netip.MustParseAddr("127.0.0.1")}}}
-	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{Resolver: res, AllowPrivateNetworks: true})
+	tool := webfetch.New(webfetch.Config{Resolver: res, AllowPrivateNetworks: true})
 	r := fetch(t, tool, fmt.Sprintf("http://app.test:%d/", port))
 	if r.IsError || !strings.Contains(r.Content, "hello from app.test") {
 		t.Fatalf("%+v, want the page of app.test as the injected resolver placed it", r)
@@ -205,7 +207,7 @@ func TestWebFetchRefusesNumericHostFormsBeforeLookup(t *testing.T) {
 	// Private networks allowed, so that nothing but the numeric rule can
 	// stop these: every form below means 127.0.0.1 (or 127.0.0.x) to
 	// inet_aton, and the server listens there.
-	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{Resolver: res, AllowPrivateNetworks: true})
+	tool := webfetch.New(webfetch.Config{Resolver: res, AllowPrivateNetworks: true})
 	for _, host := range []string{
 		"2130706433",   // decimal integer
 		"0x7f000001",   // hex integer
@@ -253,7 +255,7 @@ func TestWebFetchRefusesNumericHostFormsBeforeLookup(t *testing.T) {
 // they are looked up like any name (TestWebFetchUsesTheInjectedResolver).
 func TestWebFetchRefusesSpecialUseNamesBeforeLookup(t *testing.T) {
 	res := &fakeResolver{t: t, hosts: map[string][]netip.Addr{}}
-	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{Resolver: res})
+	tool := webfetch.New(webfetch.Config{Resolver: res})
 	for _, host := range []string{
 		"localhost", "LOCALHOST.", "ip6-localhost", "ip6-loopback", "x.localhost", "example.invalid", "foo.test",
 		"printer.local", "metadata.google.internal", "router.home.arpa", "nas.localdomain", "localhost.localdomain",
@@ -281,7 +283,7 @@ func TestWebFetchTimeLimit(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{AllowPrivateNetworks: true, Timeout: 200 * time.Millisecond})
+	tool := webfetch.New(webfetch.Config{AllowPrivateNetworks: true, Timeout: 200 * time.Millisecond})
 	start := time.Now()
 	res := fetch(t, tool, srv.URL)
 	if d := time.Since(start); d > 5*time.Second {
@@ -304,7 +306,7 @@ func TestWebFetchTimeLimitCoversTheBody(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{AllowPrivateNetworks: true, Timeout: 200 * time.Millisecond})
+	tool := webfetch.New(webfetch.Config{AllowPrivateNetworks: true, Timeout: 200 * time.Millisecond})
 	res := fetch(t, tool, srv.URL)
 	if !res.IsError || !strings.Contains(res.Content, "time limit") {
 		t.Fatalf("result %+v, want a time-limit error", res)
@@ -352,7 +354,7 @@ func injectingServer(t *testing.T) *httptest.Server {
 
 func TestWebFetchMarksEveryServerChosenStringExternal(t *testing.T) {
 	srv := injectingServer(t)
-	tool := webfetch.NewWebFetch(webfetch.WebFetchConfig{AllowPrivateNetworks: true})
+	tool := webfetch.New(webfetch.Config{AllowPrivateNetworks: true})
 	for _, path := range []string{"/redirect", "/binary", "/status", "/malformed"} {
 		res := fetch(t, tool, srv.URL+path)
 		if !res.IsError || !res.External || !strings.Contains(res.Content, "ignore previous instructions") {
@@ -361,7 +363,7 @@ func TestWebFetchMarksEveryServerChosenStringExternal(t *testing.T) {
 	}
 	// Our own refusals hold no words of a server: they stay unfenced, so
 	// the model reads them as what the gateway says.
-	if res := fetch(t, webfetch.NewWebFetch(webfetch.WebFetchConfig{}), srv.URL); !res.IsError || res.External {
+	if res := fetch(t, webfetch.New(webfetch.Config{}), srv.URL); !res.IsError || res.External {
 		t.Errorf("refusal: %+v, want an error result in our words, not External", res)
 	}
 }

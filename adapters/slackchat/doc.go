@@ -1,4 +1,4 @@
-// Package slack is Gatehouse's Slack adapter, built on slack-go. It owns the
+// Package slackchat is Gatehouse's Slack adapter, built on slack-go. It owns the
 // translation between Slack and the gateway, and nothing else: Slack message
 // events become gh.Inbound, block_actions button presses become gh.Press,
 // and the dispatcher's sends become chat.postMessage and chat.update calls.
@@ -24,4 +24,4 @@
 // message in a thread belongs to the thread (thread_ts); a top-level message
 // in a channel starts a thread (its own ts) that the replies go to; a direct
 // message conversation is one session without threads.
-package slack
+package slackchat

@@ -16,7 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 	slackgo "github.com/slack-go/slack"
 
-	"github.com/gatehouse/gatehouse/adapters/slack/slacktest"
+	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest"
 )
 
 type slackAnswer struct {

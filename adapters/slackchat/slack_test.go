@@ -1,4 +1,4 @@
-package slack_test
+package slackchat_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
-	"github.com/gatehouse/gatehouse/adapters/slack"
-	"github.com/gatehouse/gatehouse/adapters/slack/slacktest"
+	"github.com/gatehouse/gatehouse/adapters/slackchat"
+	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest"
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 )
@@ -51,7 +51,7 @@ func (r *recorder) Receive(ctx context.Context, in gh.Inbound) (gateway.ReceiveR
 	if fail {
 		return gateway.ReceiveResult{}, errors.New("database is down")
 	}
-	return gateway.ReceiveResult{Outcome: gateway.OutcomeHandedOn}, nil
+	return gateway.ReceiveResult{Outcome: gateway.ReceiveHandedOn}, nil
 }
 
 func (r *recorder) Press(ctx context.Context, p gh.Press) (gateway.PressResult, error) {
@@ -103,12 +103,12 @@ var fixedNow = time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // socketPair starts a fake Slack and a Socket Mode adapter connected to
 // it; Connect runs until the test ends and must then return nil.
-func socketPair(t *testing.T, s gateway.Sink, opts ...slacktest.SlackOption) (*slack.Adapter, *slacktest.SlackFake) {
+func socketPair(t *testing.T, s gateway.Sink, opts ...slacktest.SlackOption) (*slackchat.Adapter, *slacktest.SlackFake) {
 	t.Helper()
 	f := slacktest.NewSlack(t, opts...)
 	cfg := f.SocketConfig()
 	cfg.Now = func() time.Time { return fixedNow }
-	a, err := slack.New(cfg)
+	a, err := slackchat.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +371,7 @@ func TestLongCardAndManyOptionsStayValidBlockKit(t *testing.T) {
 	rec := newRecorder()
 	a, f := socketPair(t, rec)
 	long := strings.Repeat("word & ", 600) // 4200 characters before escaping
-	text := slack.Format(long)
+	text := slackchat.Format(long)
 	c := &gateway.Card{GateID: "g-9", Text: text}
 	for i := range 30 {
 		c.Buttons = append(c.Buttons, gateway.Button{
@@ -497,7 +497,7 @@ func TestSendErrors(t *testing.T) {
 
 	cfg := f.SocketConfig()
 	cfg.BotToken = "xoxb-wrong"
-	bad, err := slack.New(cfg)
+	bad, err := slackchat.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +552,7 @@ func TestConnectRefusesWrongAppToken(t *testing.T) {
 	f := slacktest.NewSlack(t)
 	cfg := f.SocketConfig()
 	cfg.AppToken = "xapp-wrong"
-	a, err := slack.New(cfg)
+	a, err := slackchat.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,13 +567,13 @@ func TestConnectRefusesWrongAppToken(t *testing.T) {
 }
 
 func TestNewChecksConfig(t *testing.T) {
-	if _, err := slack.New(slack.Config{AppToken: "xapp-1"}); err == nil {
+	if _, err := slackchat.New(slackchat.Config{AppToken: "xapp-1"}); err == nil {
 		t.Fatal("no bot token")
 	}
-	if _, err := slack.New(slack.Config{BotToken: "xoxb-1"}); err == nil {
+	if _, err := slackchat.New(slackchat.Config{BotToken: "xoxb-1"}); err == nil {
 		t.Fatal("neither Socket Mode nor Events API")
 	}
-	a, err := slack.New(slack.Config{BotToken: "xoxb-1", AppToken: "xapp-1", SigningSecret: "s"})
+	a, err := slackchat.New(slackchat.Config{BotToken: "xoxb-1", AppToken: "xapp-1", SigningSecret: "s"})
 	if err != nil || a.Handler(newRecorder()) != nil {
 		t.Fatalf("Socket Mode wins and has no handler: %v", err)
 	}
@@ -590,7 +590,7 @@ func TestFormatEscapesMarkup(t *testing.T) {
 		"this is **bold** and *not*": "this is *bold* and *not*",
 		"a ** b":                     "a ** b",
 	} {
-		if got := slack.Format(in); got != want {
+		if got := slackchat.Format(in); got != want {
 			t.Errorf("Format(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -612,7 +612,7 @@ func TestConnectLeavesNoGoroutinesBehind(t *testing.T) {
 		client := &http.Client{Transport: &http.Transport{}}
 		defer client.CloseIdleConnections()
 		cfg.HTTPClient = client
-		a, err := slack.New(cfg)
+		a, err := slackchat.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package redis_test
+package redisgates_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gates/gatestest"
-	redisgates "github.com/gatehouse/gatehouse/gates/redis"
+	"github.com/gatehouse/gatehouse/gates/redisgates"
 	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
@@ -166,7 +166,7 @@ func TestWinnerDiedBeforeSQL(t *testing.T) {
 	}
 	alice := gh.Decision{State: gh.GateApproved, By: "alice", Surface: "telegram"}
 	got, won, err := f.Service.Decide(f.Ctx, byPress.ID, gh.Decision{State: gh.GateDenied, By: "bob", Surface: "web"})
-	if err != nil || won || got.DecidedBy != "alice" || !got.Logged || !got.DecidedAt.Equal(now) {
+	if err != nil || won || got.DecidedBy != "alice" || !got.Committed || !got.DecidedAt.Equal(now) {
 		t.Fatalf("next press: %+v won=%v %v", got, won, err)
 	}
 	f.OneDecision(byPress, alice)

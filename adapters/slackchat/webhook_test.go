@@ -1,4 +1,4 @@
-package slack_test
+package slackchat_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
-	"github.com/gatehouse/gatehouse/adapters/slack/slacktest"
+	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest"
 	"github.com/gatehouse/gatehouse/gateway"
 )
 

@@ -1,4 +1,4 @@
-package redis_test
+package redisgates_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gates/gatestest"
-	redisgates "github.com/gatehouse/gatehouse/gates/redis"
+	"github.com/gatehouse/gatehouse/gates/redisgates"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )

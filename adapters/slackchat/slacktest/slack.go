@@ -17,7 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
-	slackad "github.com/gatehouse/gatehouse/adapters/slack"
+	"github.com/gatehouse/gatehouse/adapters/slackchat"
 	"github.com/gatehouse/gatehouse/gateway"
 )
 
@@ -295,8 +295,8 @@ func NewSlack(t adaptertest.TB, opts ...SlackOption) *SlackFake {
 }
 
 // SocketConfig is an adapter configuration in Socket Mode aimed at f.
-func (f *SlackFake) SocketConfig() slackad.Config {
-	return slackad.Config{
+func (f *SlackFake) SocketConfig() slackchat.Config {
+	return slackchat.Config{
 		BotToken: f.BotToken,
 		AppToken: f.AppToken,
 		APIURL:   f.URL,
@@ -306,8 +306,8 @@ func (f *SlackFake) SocketConfig() slackad.Config {
 
 // EventsConfig is an adapter configuration in Events API mode aimed at f;
 // call SetEventsURL with the URL its Handler is served at.
-func (f *SlackFake) EventsConfig() slackad.Config {
-	return slackad.Config{
+func (f *SlackFake) EventsConfig() slackchat.Config {
+	return slackchat.Config{
 		BotToken:      f.BotToken,
 		SigningSecret: f.SigningSecret,
 		APIURL:        f.URL,
@@ -319,7 +319,7 @@ func (f *SlackFake) EventsConfig() slackad.Config {
 func SlackFactory(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
 	t.Helper()
 	f := NewSlack(t)
-	a, err := slackad.New(slackSuiteConfig(t, f.SocketConfig()))
+	a, err := slackchat.New(slackSuiteConfig(t, f.SocketConfig()))
 	if err != nil {
 		t.Fatalf("slack adapter: %v", err)
 	}
@@ -335,7 +335,7 @@ func SlackEventsFactory(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
 	// Slack retries a refused event only three times: give the gateway
 	// time to take its lease between them.
 	f := NewSlack(t, SlackRetryDelay(time.Second))
-	a, err := slackad.New(slackSuiteConfig(t, f.EventsConfig()))
+	a, err := slackchat.New(slackSuiteConfig(t, f.EventsConfig()))
 	if err != nil {
 		t.Fatalf("slack adapter: %v", err)
 	}
@@ -347,7 +347,7 @@ func SlackEventsFactory(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
 }
 
 // slackSuiteConfig logs the adapter's warnings to the test.
-func slackSuiteConfig(t adaptertest.TB, cfg slackad.Config) slackad.Config {
+func slackSuiteConfig(t adaptertest.TB, cfg slackchat.Config) slackchat.Config {
 	cfg.Logger = slog.New(slog.NewTextHandler(adaptertest.LogWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return cfg
 }
@@ -356,7 +356,7 @@ func slackSuiteConfig(t adaptertest.TB, cfg slackad.Config) slackad.Config {
 // gateway as sink, while Connect runs. Between Connects it answers 503 and
 // the fake resends.
 type slackEvents struct {
-	*slackad.Adapter
+	*slackchat.Adapter
 	mu    sync.Mutex
 	h     http.Handler
 	ready chan struct{} // closed on the first Connect
@@ -396,10 +396,10 @@ func (w *slackEvents) serve(rw http.ResponseWriter, r *http.Request) {
 // SlackEventsPair starts a fake Slack and an Events API mode adapter whose
 // Handler(sink) is served on loopback, and aims the fake's deliveries at
 // it: for tests that drive the handler without a gateway.
-func SlackEventsPair(t adaptertest.TB, sink gateway.Sink, opts ...SlackOption) (*slackad.Adapter, *SlackFake) {
+func SlackEventsPair(t adaptertest.TB, sink gateway.Sink, opts ...SlackOption) (*slackchat.Adapter, *SlackFake) {
 	t.Helper()
 	f := NewSlack(t, opts...)
-	a, err := slackad.New(f.EventsConfig())
+	a, err := slackchat.New(f.EventsConfig())
 	if err != nil {
 		t.Fatalf("slack adapter: %v", err)
 	}

@@ -1,4 +1,4 @@
-// Package redis is a gate registry for many replicas: the compare-and-set
+// Package redisgates is a gate registry for many replicas: the compare-and-set
 // of every press is one Lua script on a Redis hash, so a crowd of presses
 // on one gate, from any replica, costs Redis round trips instead of
 // database writes.
@@ -10,7 +10,7 @@
 // restarted: Redis is not expected to keep anything on disk) is seeded
 // from the SQL row. When SQL disagrees with Redis, SQL wins and the hash
 // is overwritten.
-package redis
+package redisgates
 
 import (
 	"context"
@@ -127,7 +127,7 @@ type load struct {
 var (
 	_ gates.Registry        = (*Registry)(nil)
 	_ gates.DeferredClaimer = (*Registry)(nil)
-	_ gates.LogMarker       = (*Registry)(nil)
+	_ gates.CommitMarker    = (*Registry)(nil)
 )
 
 // New returns a registry deciding on client, with st (the database the
@@ -198,9 +198,9 @@ func (r *Registry) remember(g gh.Gate) {
 	r.fixed[g.ID] = g
 }
 
-// MarkLogged implements gates.LogMarker: g is the gate as SQL has it, and
+// MarkCommitted implements gates.LogMarker: g is the gate as SQL has it, and
 // replaces the hash (SQL is the truth).
-func (r *Registry) MarkLogged(ctx context.Context, g gh.Gate) error {
+func (r *Registry) MarkCommitted(ctx context.Context, g gh.Gate) error {
 	if g.State == gh.GatePending {
 		return nil
 	}
@@ -211,7 +211,7 @@ func (r *Registry) seed(ctx context.Context, g gh.Gate, overwrite bool) error {
 	now := gates.Clock(r.cfg.Now)
 	ttl := max(g.ExpiresAt.Sub(now), 0) + r.cfg.TTL
 	logged, replace := "0", "0"
-	if g.Logged {
+	if g.Committed {
 		logged = "1"
 	}
 	if overwrite {
@@ -355,7 +355,7 @@ func parseClaim(fixed gh.Gate, res any) (g gh.Gate, won, changed bool, err error
 	g.State = gh.GateState(str(2))
 	g.DecidedBy, g.Surface, g.Reason, g.Answer = str(3), str(4), str(5), str(6)
 	g.DecidedAt, g.ExpiresAt = fromMicros(str(7)), fromMicros(str(8))
-	g.Logged = str(9) == "1"
+	g.Committed = str(9) == "1"
 	if g.State == "" {
 		return g, false, false, errors.New("reply without a state")
 	}
