@@ -119,7 +119,9 @@ type Button struct {
 	Style string `json:"style,omitempty"`
 }
 
-// Limits are a platform's sending limits. Zero means no limit.
+// Limits are a platform's sending limits. Zero means no limit. MaxText
+// sizes answers and cards (package cards); the rates pace the dispatcher
+// (package gateway/pacing).
 type Limits struct {
 	// MaxText is the longest message in characters (runes); longer
 	// answers are split.

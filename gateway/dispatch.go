@@ -10,6 +10,8 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/cards"
+	"github.com/gatehouse/gatehouse/gateway/pacing"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -33,7 +35,7 @@ const (
 type dispatcher struct {
 	g      *Gateway
 	a      Adapter
-	pace   *pacer
+	pace   *pacing.Pacer
 	mu     sync.Mutex
 	flying map[string]bool // sessions with a send in flight
 	sem    chan struct{}
@@ -42,7 +44,9 @@ type dispatcher struct {
 }
 
 func (g *Gateway) dispatch(ctx context.Context, a Adapter) {
-	d := &dispatcher{g: g, a: a, pace: newPacer(a.Limits()), flying: map[string]bool{}, sem: make(chan struct{}, maxInflight), done: make(chan struct{}, 1)}
+	l := a.Limits()
+	pace := pacing.New(pacing.Limits{PerChat: l.PerChat, GroupPerMinute: l.GroupPerMinute, PerSecond: l.PerSecond})
+	d := &dispatcher{g: g, a: a, pace: pace, flying: map[string]bool{}, sem: make(chan struct{}, maxInflight), done: make(chan struct{}, 1)}
 	defer d.wg.Wait()
 	for {
 		next, err := d.round(ctx)
@@ -101,7 +105,7 @@ func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
 		if !ok {
 			continue
 		}
-		if wait := d.pace.reserve(addr.Address, now); wait > 0 {
+		if wait := d.pace.Reserve(addr.Address, now); wait > 0 {
 			if next == 0 || wait < next {
 				next = wait
 			}
@@ -162,7 +166,7 @@ func (d *dispatcher) send(ctx context.Context, r store.OutboxEntry, addr store.A
 	case isSend && se.Status == 429:
 		wait := max(se.RetryAfter, min429Wait)
 		r.State, r.AvailableAt, r.LastError = store.OutboxPending, now.Add(wait), err.Error()
-		d.pace.hold(addr.Address, now.Add(wait))
+		d.pace.Hold(addr.Address, now.Add(wait))
 		g.cfg.Logger.Warn("platform rate limit: send rescheduled", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "retryAfter", wait)
 	case (isSend && !se.Permanent) || (!isSend && notDelivered(err)):
 		r.Attempts++
@@ -220,7 +224,7 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 		if err := json.Unmarshal(r.Payload, &p); err != nil {
 			return &SendError{Permanent: true, Err: err}
 		}
-		parts := SplitText(p.Text, d.a.Limits().MaxText, d.a.Format)
+		parts := cards.SplitText(p.Text, d.a.Limits().MaxText, d.a.Format)
 		for i := r.PartsSent; i < len(parts); i++ {
 			if i > r.PartsSent {
 				if err := d.waitPace(ctx, addr.Address); err != nil {
@@ -311,7 +315,7 @@ func (d *dispatcher) sendOne(ctx context.Context, m Outgoing) (string, error) {
 
 func (d *dispatcher) waitPace(ctx context.Context, addr gh.Address) error {
 	for {
-		wait := d.pace.reserve(addr, d.g.cfg.Now())
+		wait := d.pace.Reserve(addr, d.g.cfg.Now())
 		if wait == 0 {
 			return nil
 		}

@@ -15,18 +15,15 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/httpapi"
+	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/kernel"
-	"github.com/gatehouse/gatehouse/models"
-	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/storetest"
-	"github.com/gatehouse/gatehouse/supervisor"
-	"github.com/gatehouse/gatehouse/tools"
-	"github.com/gatehouse/gatehouse/toolworker"
 )
 
 // The ingest benchmark: Telegram updates POSTed to the webhook, each
@@ -62,20 +59,16 @@ func BenchmarkTelegramWebhookIngest(b *testing.B) {
 
 func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy bool) {
 	st, bare := target.Open(b)
-	defer st.Close()
-	ctx := context.Background()
-	k := kernel.New(st, kernel.Config{})
-	fake := telegramtest.NewTelegram(b, telegramtest.TelegramOptions{})
-	a, err := telegram.New(telegram.Config{Token: fake.Token, APIURL: fake.URL, WebhookSecret: "bench-secret", Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	gw := gateway.New(gateway.Config{Kernel: k, Store: st, Adapters: []gateway.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, Logger: quiet})
-	if busy {
-		stop := startWorkers(b, k)
-		defer stop()
-	}
-	srv := httptest.NewServer(webhookServer(a.Handler(gw)))
+	b.Cleanup(func() { st.Close() }) // first registered, so closed after the stack has stopped
+	// The whole stack (internal/stacktest) around a webhook-mode Telegram
+	// adapter, everyone allowed. Its gateway is not started: Receive needs
+	// no Start, and the follower and dispatcher are not what is measured.
+	// With busy the supervisor's workers answer every update the whole
+	// time, so ingest competes with turns being claimed and answered;
+	// without, the same stack has no workers.
+	e := stacktest.NewEnv(b, webhookTelegram, stacktest.EnvOptions{Store: st, Allowed: []string{"*"}, NoStart: true, NoWorkers: !busy, LogLevel: slog.LevelError})
+	ctx := e.Ctx
+	srv := httptest.NewServer(webhookServer(e.Adapter.Handler(e.Gateway)))
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders * 2}, Timeout: time.Minute}
 
@@ -148,28 +141,15 @@ func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy b
 	}
 }
 
-// startWorkers runs a supervisor answering every queued run with a fake
-// model, so ingest competes with turns being claimed and answered.
-func startWorkers(b *testing.B, k *kernel.Kernel) func() {
-	m := modeltest.NewOpenAI(b, "k")
-	m.SetDefault(modeltest.Reply{Text: "ok"})
-	reg, err := models.New(models.Config{Selection: "openai:m", OpenAIAPIKey: "k", OpenAIBaseURL: m.BaseURL(), MaxRetries: 1, RetryBase: time.Millisecond})
+// webhookTelegram is a Telegram adapter in webhook mode with the secret
+// the benchmarks send, logging nothing: a benchmark prints every line.
+func webhookTelegram(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+	fake := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
+	a, err := telegram.New(telegram.Config{Token: fake.Token, APIURL: fake.URL, WebhookSecret: "bench-secret", Logger: quiet})
 	if err != nil {
-		b.Fatal(err)
+		t.Fatalf("telegram adapter: %v", err)
 	}
-	sup, err := supervisor.New(supervisor.Config{Kernel: k, Models: reg, Tools: toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry()}),
-		Poll: 20 * time.Millisecond, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := sup.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		sup.Stop(ctx)
-	}
+	return a, fake
 }
 
 // BenchmarkTelegramRedelivery delivers each of 1,000 updates 4 times at
@@ -188,6 +168,11 @@ func BenchmarkTelegramRedelivery(b *testing.B) {
 	}
 }
 
+// benchRedelivery wires only the kernel and the gateway, by hand, not the
+// whole stack: what it counts (one user.message and one queued run per
+// update) is what the receive path alone writes. Workers answering would
+// add events and settle runs under the count, and a gate service or a
+// started gateway would measure nothing more.
 func benchRedelivery(b *testing.B, target storetest.BenchTarget) {
 	const updates, copies, senders = 1000, 4, 32
 	st, _ := target.Open(b)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/cards"
 )
 
 // Press implements [Sink]: a button press on an approval card. The press
@@ -99,7 +100,7 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 	case gate.State == gh.GateExpired:
 		res.Text = "This approval expired: the call did not run."
 	default:
-		res.Text = "Already decided. " + DecisionLine(gate.State, gate.DecidedBy, gate.Surface, gate.Answer) + "."
+		res.Text = "Already decided. " + cards.DecisionLine(gate.State, gate.DecidedBy, gate.Surface, gate.Answer) + "."
 	}
 	return res, nil
 }

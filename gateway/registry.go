@@ -37,6 +37,8 @@ type Platform struct {
 	SessionPrefix string
 	// Settings are the platform's configuration values.
 	Settings []Setting
+	// Token is the Env of the setting that turns the platform on.
+	Token string
 	// Allowed is the Env of the setting listing the users allowed on the
 	// platform (comma-separated ids, * for everyone).
 	Allowed string

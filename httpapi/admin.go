@@ -78,7 +78,7 @@ func (s *Server) receiveLog(w http.ResponseWriter, r *http.Request) {
 func (s *Server) adapters(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Admin == nil {
 		writeJSON(w, http.StatusOK, map[string]any{"adapters": []gateway.AdapterStatus{},
-			"hint": "No chat platform is configured: set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN."})
+			"hint": s.cfg.NoPlatformHint})
 		return
 	}
 	st, err := s.cfg.Admin.Status(r.Context())

@@ -121,7 +121,7 @@ func TestWebhookRedeliveryIsLoggedOnce(t *testing.T) {
 
 func TestAdminWithoutPlatforms(t *testing.T) {
 	st := openSQLite(t)
-	ts := httptest.NewServer(httpapi.New(httpapi.Config{Kernel: kernel.New(st, kernel.Config{}), Store: st, Logger: slog.New(slog.DiscardHandler)}).Handler())
+	ts := httptest.NewServer(httpapi.New(httpapi.Config{Kernel: kernel.New(st, kernel.Config{}), Store: st, Logger: slog.New(slog.DiscardHandler), NoPlatformHint: "No chat platform is configured: set TELEGRAM_BOT_TOKEN."}).Handler())
 	defer ts.Close()
 	if code, body := call(t, "GET", ts.URL+"/v1/receive-log", ""); code != 503 || !strings.Contains(body, "no chat platform") {
 		t.Fatalf("receive log without platforms: %d %s", code, body)

@@ -119,6 +119,10 @@ type Config struct {
 	// /v1/adapters, /v1/outbox). Defaults to nil: no chat platform, and
 	// those endpoints say so.
 	Admin Admin
+	// NoPlatformHint is what GET /v1/adapters says when Admin is nil: how
+	// to turn a platform on (cmd names the settings of the platforms it
+	// offers). Defaults to a sentence naming none.
+	NoPlatformHint string
 	// Hooks are platform webhooks by platform name, served at
 	// POST /hooks/<platform> without the API token (each checks its
 	// platform's own secret). Defaults to none.
@@ -175,6 +179,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Tenant == "" {
 		c.Tenant = gh.DefaultTenant
+	}
+	if c.NoPlatformHint == "" {
+		c.NoPlatformHint = "No chat platform is configured."
 	}
 	if c.Version == "" {
 		c.Version = "dev"

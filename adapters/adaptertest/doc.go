@@ -10,6 +10,6 @@
 //
 //	adaptertest.Run(t, stacktest.Stack, telegramtest.TelegramFactory)
 //
-// Connect, Eventually and LogWriter are small helpers the fakes and the
-// adapters' own tests share.
+// Connect, Eventually (internal/testenv's) and LogWriter are small
+// helpers the fakes and the adapters' own tests share.
 package adaptertest

@@ -8,20 +8,15 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/store"
 )
 
-// Eventually polls cond every 10 ms until it holds. After 10 s the test
-// fails: the timeout only keeps a broken test from hanging.
+// Eventually polls cond until it holds, failing the test after a while:
+// it is testenv.Eventually, here for the fakes and the adapters' tests.
 func Eventually(t TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, what, cond)
 }
 
 // WaitReceive returns the first receive-log row of a platform update,

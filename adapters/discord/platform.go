@@ -12,6 +12,7 @@ import (
 var Platform = gateway.Platform{
 	Name:          gh.PlatformDiscord,
 	SessionPrefix: "dc_",
+	Token:         "DISCORD_BOT_TOKEN",
 	Allowed:       "DISCORD_ALLOWED_USERS",
 	Settings: []gateway.Setting{
 		{Env: "DISCORD_BOT_TOKEN", Key: "discord_bot_token", Default: "", Help: "starts the Discord adapter (gateway connection)", Secret: true},

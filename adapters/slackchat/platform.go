@@ -13,6 +13,7 @@ import (
 var Platform = gateway.Platform{
 	Name:          gh.PlatformSlack,
 	SessionPrefix: "sl_",
+	Token:         "SLACK_BOT_TOKEN",
 	Allowed:       "SLACK_ALLOWED_USERS",
 	Settings: []gateway.Setting{
 		{Env: "SLACK_BOT_TOKEN", Key: "slack_bot_token", Default: "", Help: "starts the Slack adapter (xoxb-…)", Secret: true},

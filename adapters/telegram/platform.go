@@ -13,6 +13,7 @@ import (
 var Platform = gateway.Platform{
 	Name:          gh.PlatformTelegram,
 	SessionPrefix: "tg_",
+	Token:         "TELEGRAM_BOT_TOKEN",
 	Allowed:       "TELEGRAM_ALLOWED_USERS",
 	Settings: []gateway.Setting{
 		{Env: "TELEGRAM_BOT_TOKEN", Key: "telegram_bot_token", Default: "", Help: "starts the Telegram adapter (long polling unless TELEGRAM_WEBHOOK_SECRET is set)", Secret: true, SecretParts: secretPart},

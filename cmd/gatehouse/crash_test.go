@@ -10,6 +10,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
 
@@ -40,15 +41,11 @@ func sessionEvents(t *testing.T, addr, session string) []gh.Event {
 	return out.Events
 }
 
+// waitUntil waits on whole processes (a start, a kill -9 and its
+// successor taking the run over), so it allows a minute.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.EventuallyWithin(t, time.Minute, what, cond)
 }
 
 // A kill -9 while the model streams: the next process takes the run over

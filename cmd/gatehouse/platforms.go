@@ -113,3 +113,19 @@ func newAdapters(cfg Config, log *slog.Logger) ([]gateway.Adapter, error) {
 	}
 	return out, nil
 }
+
+// noPlatformHint tells the admin how to turn a platform on, naming the
+// token setting of each platform this binary offers.
+func noPlatformHint() string {
+	var names []string
+	for _, p := range platforms {
+		names = append(names, p.Token)
+	}
+	switch len(names) {
+	case 0:
+		return "No chat platform is configured."
+	case 1:
+		return "No chat platform is configured: set " + names[0] + "."
+	}
+	return "No chat platform is configured: set " + strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1] + "."
+}

@@ -36,3 +36,22 @@ func TestAdaptersStartWithTheirToken(t *testing.T) {
 		t.Fatalf("slack without a mode: %v", err)
 	}
 }
+
+// With no platform on, the admin page says how to turn one on: by the
+// token setting of every platform offered, each a real setting whose
+// value alone makes newAdapters try to start it.
+func TestNoPlatformHintNamesEachPlatformsToken(t *testing.T) {
+	hint := noPlatformHint()
+	for _, p := range platforms {
+		if p.Token == "" || !strings.Contains(hint, p.Token) {
+			t.Errorf("%s: token %q missing from the hint %q", p.Name, p.Token, hint)
+		}
+		c, err := loadConfig("", env(map[string]string{p.Token: "x"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if as, err := newAdapters(c, nil); len(as) == 0 && err == nil {
+			t.Errorf("%s: %s set, yet newAdapters neither started it nor said what is missing", p.Name, p.Token)
+		}
+	}
+}

@@ -122,6 +122,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	if gw != nil {
 		apiCfg.Admin, apiCfg.Hooks = gw, gw.Handlers()
+	} else {
+		apiCfg.NoPlatformHint = noPlatformHint()
 	}
 	api := httpapi.New(apiCfg)
 

@@ -14,6 +14,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gates"
+	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/storetest"
@@ -241,18 +242,6 @@ func wantCode(t testing.TB, err error, code gh.Code) {
 	}
 }
 
-// Eventually polls cond until it holds or 15s pass.
-func Eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // Run runs the whole suite.
 func Run(t *testing.T, h Harness) {
 	tests := []struct {
@@ -363,7 +352,7 @@ func testSweeperExpires(t *testing.T, h Harness) {
 		t.Fatalf("second start: %v", err)
 	}
 	f.Clock.Advance(2 * time.Minute)
-	Eventually(t, "the sweeper to expire the due gate", func() bool { return f.Get(due.ID).Committed })
+	testenv.Eventually(t, "the sweeper to expire the due gate", func() bool { return f.Get(due.ID).Committed })
 	if err := f.Service.Stop(f.Ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +533,7 @@ func testTwoServicesSweeping(t *testing.T, h Harness) {
 		}
 	}
 	wg.Wait()
-	Eventually(t, "every gate logged", func() bool {
+	testenv.Eventually(t, "every gate logged", func() bool {
 		for _, g := range append(append([]gh.Gate{}, due...), claimed...) {
 			if !f.Get(g.ID).Committed {
 				return false

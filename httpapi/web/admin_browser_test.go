@@ -10,11 +10,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gates"
-	"github.com/gatehouse/gatehouse/gateway"
-	"github.com/gatehouse/gatehouse/httpapi"
-	"github.com/gatehouse/gatehouse/kernel"
-	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
@@ -26,23 +22,20 @@ func TestBrowserAdmin(t *testing.T) {
 	send := toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger, Desc: "send a thing",
 		Fn: func(context.Context, tools.Call) (string, error) { sends.Add(1); return "sent", nil }}
 	script := `[{"match": "please send", "toolCalls": [{"id": "call_1", "name": "send", "arguments": {"to": "x"}}]}, {"text": "Sent it."}]`
-	var gw *gateway.Gateway
-	s := startStack(t, stackOpts{script: script, tools: []tools.Tool{send}, admin: func(k *kernel.Kernel, st store.Store, g *gates.Service) httpapi.Admin {
-		a, _ := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
-		gw = gateway.New(gateway.Config{Kernel: k, Store: st, Gates: g, Adapters: []gateway.Adapter{a}})
-		return gw
-	}})
+	// A Telegram gateway over the same stack serves the admin endpoints;
+	// nobody is allowed on it yet.
+	s, url := startStack(t, telegramtest.TelegramFactory, stacktest.EnvOptions{Script: script, Tools: []tools.Tool{send}, Allowed: []string{}, NoStart: true})
 	// A stranger writes on Telegram: nobody is allowed yet.
-	if _, err := gw.Receive(context.Background(), gh.Inbound{Platform: gh.PlatformTelegram, UpdateID: "41", ChatID: "5005", UserID: "5005",
+	if _, err := s.Gateway.Receive(context.Background(), gh.Inbound{Platform: gh.PlatformTelegram, UpdateID: "41", ChatID: "5005", UserID: "5005",
 		UserName: "stranger", Text: "hello bot"}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := browser(t)
-	newChat(t, ctx, s.url)
+	newChat(t, ctx, url)
 	sendMessage(t, ctx, "please send it")
 	until(t, ctx, "the approval card in the chat", `!!document.querySelector('[data-testid="gate-approve"]')`)
 
-	do(t, ctx, "open the admin page", chromedp.Navigate(s.url+"/admin"))
+	do(t, ctx, "open the admin page", chromedp.Navigate(url+"/admin"))
 	until(t, ctx, "the dropped message in the receive log", `Array.from(document.querySelectorAll('[data-testid="receive-row"]')).some(r => r.textContent.includes("hello bot") && r.textContent.includes("not_allowed"))`)
 	until(t, ctx, "the hint to allow someone", `document.getElementById("adapters-hint").textContent.includes("TELEGRAM_ALLOWED_USERS")`)
 	until(t, ctx, "the served platform in the receive-log filter", `Array.from(document.querySelectorAll('#receive-filter select[name="platform"] option')).map(o => o.value).join() === ",telegram"`)
@@ -58,7 +51,7 @@ func TestBrowserAdmin(t *testing.T) {
 	if n := sends.Load(); n != 1 {
 		t.Fatalf("approving on the admin page ran the effect %d times", n)
 	}
-	gs, err := s.st.ListGates(context.Background(), "", gh.GateApproved, 10)
+	gs, err := s.Store.ListGates(context.Background(), "", gh.GateApproved, 10)
 	if err != nil || len(gs) != 1 || gs[0].DecidedBy != "admin" || !strings.Contains(gs[0].Surface, "web") {
 		t.Fatalf("the decision is the admin's, from the web: %+v %v", gs, err)
 	}

@@ -1,24 +1,16 @@
 package web_test
 
 import (
-	"sync/atomic"
-
-	"github.com/gatehouse/gatehouse/gates"
-	"github.com/gatehouse/gatehouse/memory"
-	"github.com/gatehouse/gatehouse/tools"
-	"github.com/gatehouse/gatehouse/toolworker"
-
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,13 +18,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/httpapi/web"
+	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/kernel"
-	"github.com/gatehouse/gatehouse/models"
-	"github.com/gatehouse/gatehouse/store"
-	"github.com/gatehouse/gatehouse/store/sqlite"
-	"github.com/gatehouse/gatehouse/supervisor"
+	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/toolworker"
 )
 
 // waitFor bounds how long a test waits for something that must happen; it
@@ -67,104 +59,20 @@ func missing(t *testing.T, why string) {
 	t.Skip(why)
 }
 
-// stack is the real Gatehouse on loopback: a SQLite store, the kernel, the
-// scripted model, the supervisor (unless manual) and the HTTP API with the
-// web chat.
-type stack struct {
-	url string
-	k   *kernel.Kernel
-	st  store.Store
-}
-
-// stackOpts says what startStack runs.
-type stackOpts struct {
-	script string // the scripted model's steps
-	manual bool   // no supervisor: the test plays the worker
-	token  string // the API token, if any
-	tools  []tools.Tool
-	memory bool
-	// admin, when set, builds the chat gateway over the stack's kernel,
-	// store and gates for the admin endpoints.
-	admin func(k *kernel.Kernel, st store.Store, g *gates.Service) httpapi.Admin
-}
-
-func startStack(t *testing.T, o stackOpts) *stack {
+// startStack starts the real Gatehouse on loopback with the web chat:
+// internal/stacktest's whole stack (SQLite, the kernel, the model — here
+// o.Script for the scripted one —, the supervisor unless o.NoWorkers, the
+// gates) with the HTTP API serving web.Handler(), and no chat platform
+// unless platform is given. It returns the page's base URL.
+func startStack(t *testing.T, platform adaptertest.Factory, o stacktest.EnvOptions) (*stacktest.Env, string) {
 	t.Helper()
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if o.HTTP == nil {
+		o.HTTP = &httpapi.Config{}
 	}
-
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "gatehouse.db")})
-	if err != nil {
-		t.Fatalf("open sqlite: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	k := kernel.New(st, kernel.Config{})
-	var mem *memory.Memory
-	var keeper httpapi.MemoryKeeper
-	if o.memory {
-		mem = memory.New(st, memory.Config{NoModelPass: true})
-		keeper = mem
-	}
-
-	if !o.manual {
-		scriptFile := filepath.Join(dir, "script.json")
-		if err := os.WriteFile(scriptFile, []byte(o.script), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		reg, err := models.New(models.Config{Selection: "scripted:demo", ScriptFile: scriptFile})
-		if err != nil {
-			t.Fatalf("models: %v", err)
-		}
-		worker := toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry(o.tools...), Logger: log})
-		sup, err := supervisor.New(supervisor.Config{Kernel: k, Models: reg, Tools: worker, Memory: mem, Logger: log, Poll: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatalf("supervisor: %v", err)
-		}
-		if err := sup.Start(ctx); err != nil {
-			t.Fatalf("supervisor start: %v", err)
-		}
-		t.Cleanup(func() {
-			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer scancel()
-			if err := sup.Stop(sctx); err != nil {
-				t.Errorf("supervisor stop: %v", err)
-			}
-		})
-	}
-
-	gateSvc := gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: k, Store: st, Logger: log})
-	if err := gateSvc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gateSvc.Stop(context.Background()) })
-	var admin httpapi.Admin
-	if o.admin != nil {
-		admin = o.admin(k, st, gateSvc)
-	}
-	srv := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Kernel: k, Store: st, Web: web.Handler(), Logger: log, APIToken: o.token, Gates: gateSvc, Model: "scripted:demo", Memory: keeper, Admin: admin})
-	if err := srv.Start(ctx); err != nil {
-		t.Fatalf("http start: %v", err)
-	}
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer scancel()
-		if err := srv.Stop(sctx); err != nil {
-			t.Errorf("http stop: %v", err)
-		}
-	})
-	return &stack{url: "http://" + srv.Addr(), k: k, st: st}
-}
-
-type tlog struct{ t *testing.T }
-
-func (l tlog) Write(p []byte) (int, error) {
-	l.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
+	o.HTTP.Web = web.Handler()
+	o.Poll = 100 * time.Millisecond
+	e := stacktest.NewEnv(t, platform, o)
+	return e, "http://" + e.Addr
 }
 
 // browser starts a headless chromium with a fresh profile and returns a
@@ -329,10 +237,10 @@ const answer = "Hello! I am the scripted demo. <b>not bold</b> & done."
 
 func TestBrowserChat(t *testing.T) {
 	script := fmt.Sprintf(`[{"match": "hello", "text": %q}]`, answer)
-	s := startStack(t, stackOpts{script: script})
+	_, url := startStack(t, nil, stacktest.EnvOptions{Script: script})
 	ctx := browser(t)
 
-	newChat(t, ctx, s.url)
+	newChat(t, ctx, url)
 	sendMessage(t, ctx, "hello gatehouse")
 
 	until(t, ctx, "the scripted answer",
@@ -370,10 +278,10 @@ func TestBrowserChat(t *testing.T) {
 
 func TestBrowserFailedTurn(t *testing.T) {
 	// model-unauthorized is not retried: the turn fails at once.
-	s := startStack(t, stackOpts{script: `[{"error": "model-unauthorized"}]`})
+	_, url := startStack(t, nil, stacktest.EnvOptions{Script: `[{"error": "model-unauthorized"}]`})
 	ctx := browser(t)
 
-	newChat(t, ctx, s.url)
+	newChat(t, ctx, url)
 	sendMessage(t, ctx, "will this work?")
 	until(t, ctx, "the failure", `!!document.querySelector('[data-testid="message"][data-error="true"]')`)
 	until(t, ctx, "the turn to end", `!document.querySelector('[data-testid="typing"]')`)
@@ -397,15 +305,15 @@ func TestBrowserFailedTurn(t *testing.T) {
 // answer replaces, and an input typed while the turn runs stays queued
 // until the run.finished boundary.
 func TestBrowserStreamingQueue(t *testing.T) {
-	s := startStack(t, stackOpts{manual: true})
+	s, url := startStack(t, nil, stacktest.EnvOptions{NoWorkers: true})
 	ctx := browser(t)
 	bg := context.Background()
 
-	id := newChat(t, ctx, s.url)
+	id := newChat(t, ctx, url)
 	sendMessage(t, ctx, "first question")
 	until(t, ctx, "the input", `!!document.querySelector('[data-testid="message"][data-role="user"]')`)
 
-	lease := claim(t, s.k)
+	lease := claim(t, s.Kernel)
 	if lease.SessionID != id {
 		t.Fatalf("claimed session %q, want %q", lease.SessionID, id)
 	}
@@ -414,7 +322,7 @@ func TestBrowserStreamingQueue(t *testing.T) {
 	const gen = "u1-a1"
 	until(t, ctx, "the stream to connect", `document.querySelector('[data-testid="conn-status"]').dataset.state === 'live'`)
 	for _, d := range []string{"Thinking ", "about <i>it</i>", "…"} {
-		s.k.PublishPartial(kernel.Partial{SessionID: id, GenerationID: gen, Text: d})
+		s.Kernel.PublishPartial(kernel.Partial{SessionID: id, GenerationID: gen, Text: d})
 	}
 	until(t, ctx, "the streaming text",
 		`(document.querySelector('[data-testid="streaming"] .bubble') || {}).textContent === 'Thinking about <i>it</i>…'`)
@@ -425,7 +333,7 @@ func TestBrowserStreamingQueue(t *testing.T) {
 
 	// The committed answer replaces the streaming bubble; the queue does
 	// not drain on an assistant message.
-	commit(t, s.k, lease, gh.KindAssistantMessage, gen, gh.AssistantMessage{
+	commit(t, s.Kernel, lease, gh.KindAssistantMessage, gen, gh.AssistantMessage{
 		GenerationID: gen, Text: "The first answer.", InputSeqs: []int64{1}, StopReason: gh.StopEndTurn,
 	})
 	until(t, ctx, "the answer", `Array.from(document.querySelectorAll('[data-testid="message"][data-role="assistant"]')).some(m => m.textContent === 'The first answer.')`)
@@ -436,7 +344,7 @@ func TestBrowserStreamingQueue(t *testing.T) {
 
 	// run.finished is the boundary: the queued input opens the next turn.
 	finished, _ := json.Marshal(gh.RunFinished{RunID: lease.RunID, Status: "done", ModelRequests: 1, StopReason: gh.StopEndTurn, DurationMs: 1200})
-	if _, err := s.k.Finish(bg, lease, kernel.Settle{Outcome: gh.OutcomeDone, Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: finished}}}); err != nil {
+	if _, err := s.Kernel.Finish(bg, lease, kernel.Settle{Outcome: gh.OutcomeDone, Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: finished}}}); err != nil {
 		t.Fatalf("finish: %v", err)
 	}
 	until(t, ctx, "the queue to drain", `!document.querySelector('[data-testid="message"][data-queued="true"]')`)
@@ -450,8 +358,8 @@ func TestBrowserStreamingQueue(t *testing.T) {
 	}
 
 	// A guide with no turn running is committed as queued, and says so.
-	edge(t, s.k, id, gh.UserMessage{Text: "a guide", Delivery: gh.DeliveryQueue, RequestedDelivery: gh.DeliveryGuide, Source: "api"})
-	edge(t, s.k, id, gh.UserMessage{Text: "<script>alert(1)</script>", Delivery: gh.DeliveryQueue, Source: "api"})
+	edge(t, s.Kernel, id, gh.UserMessage{Text: "a guide", Delivery: gh.DeliveryQueue, RequestedDelivery: gh.DeliveryGuide, Source: "api"})
+	edge(t, s.Kernel, id, gh.UserMessage{Text: "<script>alert(1)</script>", Delivery: gh.DeliveryQueue, Source: "api"})
 	until(t, ctx, "the downgrade note", `!!document.querySelector('[data-testid="note-downgraded"]')`)
 	screenshot(t, ctx, "streaming-queue.png")
 	if bs := bubbles(t, ctx); bs[len(bs)-1].Text != "<script>alert(1)</script>" || bs[len(bs)-1].Tags != 0 {
@@ -460,14 +368,14 @@ func TestBrowserStreamingQueue(t *testing.T) {
 
 	// The next turn uses a tool: the work folds under the turn, with the
 	// tool's name and result.
-	lease = claim(t, s.k)
-	commit(t, s.k, lease, gh.KindAssistantMessage, "u2-a1", gh.AssistantMessage{
+	lease = claim(t, s.Kernel)
+	commit(t, s.Kernel, lease, gh.KindAssistantMessage, "u2-a1", gh.AssistantMessage{
 		GenerationID: "u2-a1", Text: "Let me look.", InputSeqs: []int64{2}, StopReason: gh.StopToolUse,
 		ToolCalls: []gh.ToolCall{{ID: "tc_1", Name: "workspace.list", Arguments: json.RawMessage(`{"path":"."}`)}},
 	})
-	commit(t, s.k, lease, gh.KindToolResult, "tc_1", gh.ToolResult{ToolCallID: "tc_1", Name: "workspace.list", Content: "src/ web/ docs/", DurationMs: 90})
-	commit(t, s.k, lease, gh.KindNotice, "", gh.Notice{Code: "model-fallback", Text: "scripted:a failed (model-timeout); answered by scripted:b"})
-	commit(t, s.k, lease, gh.KindAssistantMessage, "u2-a2", gh.AssistantMessage{
+	commit(t, s.Kernel, lease, gh.KindToolResult, "tc_1", gh.ToolResult{ToolCallID: "tc_1", Name: "workspace.list", Content: "src/ web/ docs/", DurationMs: 90})
+	commit(t, s.Kernel, lease, gh.KindNotice, "", gh.Notice{Code: "model-fallback", Text: "scripted:a failed (model-timeout); answered by scripted:b"})
+	commit(t, s.Kernel, lease, gh.KindAssistantMessage, "u2-a2", gh.AssistantMessage{
 		GenerationID: "u2-a2", Text: "There are three folders.", InputSeqs: []int64{2}, StopReason: gh.StopEndTurn,
 	})
 	until(t, ctx, "the tool work", `(document.querySelector('[data-testid="tool-work"] summary') || {}).textContent === 'Used workspace.list'`)
@@ -484,20 +392,16 @@ func TestBrowserStreamingQueue(t *testing.T) {
 // claim plays a worker: it waits for the session's queued run and claims it.
 func claim(t *testing.T, k *kernel.Kernel) gh.Lease {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		l, ok, err := k.Claim(context.Background(), "test-worker")
-		if err != nil {
+	var l gh.Lease
+	stacktest.Eventually(t, "a run to claim", func() bool {
+		var ok bool
+		var err error
+		if l, ok, err = k.Claim(context.Background(), "test-worker"); err != nil {
 			t.Fatalf("claim: %v", err)
 		}
-		if ok {
-			return l
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no run to claim")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return ok
+	})
+	return l
 }
 
 func commit(t *testing.T, k *kernel.Kernel, l gh.Lease, kind gh.Kind, key string, payload any) {
@@ -525,11 +429,11 @@ func edge(t *testing.T, k *kernel.Kernel, session string, u gh.UserMessage) {
 // TestBrowserToken: with an API token the page asks for it once, keeps it,
 // and uses it on fetch and on the stream.
 func TestBrowserToken(t *testing.T) {
-	s := startStack(t, stackOpts{script: `[{"text": "Authorised answer."}]`, token: "s3cret-token"})
+	_, url := startStack(t, nil, stacktest.EnvOptions{Script: `[{"text": "Authorised answer."}]`, HTTP: &httpapi.Config{APIToken: "s3cret-token"}})
 	ctx := browser(t)
 
 	do(t, ctx, "open the page and give the token",
-		chromedp.Navigate(s.url+"/"),
+		chromedp.Navigate(url+"/"),
 		chromedp.WaitVisible(css(`[data-testid="token-input"]`)),
 		chromedp.SendKeys(css(`[data-testid="token-input"]`), "s3cret-token"),
 		chromedp.Click(css(`[data-testid="token-submit"]`)),
@@ -556,9 +460,9 @@ func TestBrowserApproval(t *testing.T) {
 	send := toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger, Desc: "send a thing",
 		Fn: func(context.Context, tools.Call) (string, error) { sends.Add(1); return "sent", nil }}
 	script := `[{"match": "please send", "toolCalls": [{"id": "call_1", "name": "send", "arguments": {"to": "x"}}]}, {"text": "Sent it."}]`
-	s := startStack(t, stackOpts{script: script, tools: []tools.Tool{send}})
+	_, url := startStack(t, nil, stacktest.EnvOptions{Script: script, Tools: []tools.Tool{send}})
 	ctx := browser(t)
-	newChat(t, ctx, s.url)
+	newChat(t, ctx, url)
 	sendMessage(t, ctx, "please send it")
 	until(t, ctx, "the approval card", `!!document.querySelector('[data-testid="gate-card"] [data-testid="gate-approve"]')`)
 	if sends.Load() != 0 {
@@ -580,9 +484,9 @@ func TestBrowserApproval(t *testing.T) {
 // panel where the person can forget it.
 func TestBrowserMemory(t *testing.T) {
 	script := `[{"match": "sara is", "text": "Noted."}, {"match": "what is", "text": "It is sara@example.com."}]`
-	s := startStack(t, stackOpts{script: script, memory: true})
+	_, url := startStack(t, nil, stacktest.EnvOptions{Script: script, Memory: true})
 	ctx := browser(t)
-	newChat(t, ctx, s.url)
+	newChat(t, ctx, url)
 	sendMessage(t, ctx, "Sara is sara@example.com")
 	until(t, ctx, "the first answer", `Array.from(document.querySelectorAll('[data-testid="message"][data-role="assistant"] .bubble')).some(b => b.textContent === "Noted.")`)
 	until(t, ctx, "the turn to end", `!document.querySelector('[data-testid="typing"],[data-testid="pending"]')`)

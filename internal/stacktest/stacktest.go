@@ -3,6 +3,7 @@ package stacktest
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -11,7 +12,10 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/httpapi"
+	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store"
@@ -22,36 +26,72 @@ import (
 )
 
 // Env is a whole gateway — store, kernel, supervisor with a fake model,
-// a tool worker with one danger tool, the gate service and the gateway —
-// wired to one adapter and its fake platform.
+// a tool worker, the gate service, the gateway and, when asked, the HTTP
+// API — wired to one adapter and its fake platform, or to none.
 type Env struct {
-	T       testing.TB
-	Ctx     context.Context
-	Store   store.Store
-	Kernel  *kernel.Kernel
-	Model   *modeltest.OpenAI
-	Gates   *gates.Service
+	T      testing.TB
+	Ctx    context.Context
+	Store  store.Store
+	Kernel *kernel.Kernel
+	// Model is the fake OpenAI server the turns call; nil when
+	// EnvOptions.Script gave the scripted model instead.
+	Model *modeltest.OpenAI
+	// Memory is set with EnvOptions.Memory.
+	Memory *memory.Memory
+	Gates  *gates.Service
+	// Gateway, Adapter and Fake are nil without a factory (web/API only).
 	Gateway *gateway.Gateway
 	Adapter gateway.Adapter
 	Fake    adaptertest.Fake
-	// Posted counts runs of the danger tool post_note.
+	// HTTP and Addr (host:port on loopback) are set with EnvOptions.HTTP.
+	HTTP *httpapi.Server
+	Addr string
+	// Posted counts runs of the default danger tool post_note.
 	Posted atomic.Int32
 }
 
-// EnvOptions adjust an Env.
+// EnvOptions adjust an Env. The zero value is the stack the adapter
+// suite drives.
 type EnvOptions struct {
-	// Allowed are user handles allowed on the platform. Defaults to alice.
+	// Allowed are user handles allowed on the platform; "*" allows
+	// everyone and an empty, non-nil list nobody. Defaults to alice.
 	Allowed []string
 	// FloodLimit defaults to the gateway's default (30).
 	FloodLimit int
-	// Store, when set, is used instead of a fresh SQLite file.
+	// Store, when set, is used instead of a fresh SQLite file; the caller
+	// closes it, after the Env's cleanups.
 	Store store.Store
 	// NoStart leaves the gateway stopped (webhook benchmarks start nothing
-	// but the handler).
+	// but the handler; Receive works without Start).
 	NoStart bool
+	// NoWorkers starts no supervisor: the test claims and commits turns
+	// itself.
+	NoWorkers bool
+	// Poll is the supervisor's wait between claims without a wake-up.
+	// Defaults to 20 ms.
+	Poll time.Duration
+	// Tools, when set, are the tool worker's tools instead of post_note.
+	Tools []tools.Tool
+	// Script, when set, is a script for the scripted model (a JSON list of
+	// models.ScriptStep, selection scripted:demo), which answers instead of
+	// the fake OpenAI server.
+	Script string
+	// Memory gives the supervisor and the HTTP API a memory (rule pass
+	// only, no model pass).
+	Memory bool
+	// LogLevel is the lowest level the stack logs to the test. Defaults to
+	// warn.
+	LogLevel slog.Leveler
+	// HTTP, when set, starts the HTTP API (httpapi.New) with these fields
+	// (APIToken, Web, Admin …) on a loopback port. Those left empty among
+	// Addr, Logger, Kernel, Store, Gates, Memory and Model are the Env's;
+	// with a platform, Admin and Hooks are the gateway's.
+	HTTP *httpapi.Config
 }
 
-// NewEnv starts an Env for the platform the factory makes.
+// NewEnv starts an Env for the platform the factory makes, or with a nil
+// factory an Env without a chat platform (the web chat and the API).
+// Everything it starts is stopped when the test ends.
 func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 	t.Helper()
 	ctx := context.Background()
@@ -65,71 +105,153 @@ func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 		st = s
 	}
 	e := &Env{T: t, Ctx: ctx, Store: st}
-	log := slog.New(slog.NewTextHandler(adaptertest.LogWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e.Kernel = kernel.New(st, kernel.Config{RetryBackoff: time.Millisecond})
-	e.Model = modeltest.NewOpenAI(t, "test-key")
-	e.Model.SetDefault(modeltest.Reply{Text: "ok"})
-	reg, err := models.New(models.Config{Selection: "openai:test-model", OpenAIAPIKey: "test-key", OpenAIBaseURL: e.Model.BaseURL(),
-		RetryBase: time.Millisecond, MaxRetries: 1, Ledger: supervisor.Ledger(e.Kernel, nil)})
-	if err != nil {
-		t.Fatal(err)
+	level := o.LogLevel
+	if level == nil {
+		level = slog.LevelWarn
 	}
+	log := slog.New(slog.NewTextHandler(adaptertest.LogWriter(t), &slog.HandlerOptions{Level: level}))
+	e.Kernel = kernel.New(st, kernel.Config{RetryBackoff: time.Millisecond})
+	if o.Memory {
+		e.Memory = memory.New(st, memory.Config{NoModelPass: true})
+	}
+	reg := e.models(o.Script)
 	e.Gates = gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: e.Kernel, Store: st, Sweep: 50 * time.Millisecond, Logger: log})
 	if err := e.Gates.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Gates.Stop(context.Background()) })
-	post := toolworker.FuncTool{ToolName: "post_note", Desc: "Posts a note where everyone sees it.", ToolTier: tools.Danger,
-		Fn: func(ctx context.Context, c tools.Call) (string, error) { e.Posted.Add(1); return "posted", nil }}
-	worker := toolworker.New(toolworker.Config{Kernel: e.Kernel, Tools: tools.NewRegistry(post), ApprovalTimeout: time.Hour, OnOpen: e.Gates.Opened})
-	sup, err := supervisor.New(supervisor.Config{Kernel: e.Kernel, Models: reg, Tools: worker, Poll: 20 * time.Millisecond, Logger: log})
-	if err != nil {
-		t.Fatal(err)
+	if !o.NoWorkers {
+		e.startWorkers(reg, o, log)
 	}
-	if err := sup.Start(ctx); err != nil {
-		t.Fatal(err)
+	if factory != nil {
+		e.startGateway(factory, o, log)
 	}
-	t.Cleanup(func() {
-		c, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		sup.Stop(c)
-	})
-	e.Adapter, e.Fake = factory(t)
-	allowed := o.Allowed
-	if allowed == nil {
-		allowed = []string{"alice"}
-	}
-	var ids []string
-	for _, h := range allowed {
-		ids = append(ids, e.Fake.UserID(h))
-	}
-	e.Gateway = gateway.New(gateway.Config{Kernel: e.Kernel, Store: st, Gates: e.Gates, Adapters: []gateway.Adapter{e.Adapter},
-		Allowed: map[string][]string{e.Adapter.Platform(): ids}, FloodLimit: o.FloodLimit, Poll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second, Logger: log})
-	if !o.NoStart {
-		if err := e.Gateway.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			c, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			e.Gateway.Stop(c)
-		})
+	if o.HTTP != nil {
+		e.startHTTP(*o.HTTP, reg, log)
 	}
 	return e
 }
 
-// Eventually polls cond until it holds or 10 s pass.
-func (e *Env) Eventually(what string, cond func() bool) {
-	e.T.Helper()
-	Eventually(e.T, what, cond)
+// models builds the registry: the scripted model when script is set,
+// else the fake OpenAI server answering "ok" unless told otherwise.
+func (e *Env) models(script string) *models.Registry {
+	cfg := models.Config{RetryBase: time.Millisecond, MaxRetries: 1, Ledger: supervisor.Ledger(e.Kernel, nil)}
+	if script != "" {
+		cfg.Selection, cfg.ScriptFile = "scripted:demo", filepath.Join(e.T.TempDir(), "script.json")
+		if err := os.WriteFile(cfg.ScriptFile, []byte(script), 0o600); err != nil {
+			e.T.Fatal(err)
+		}
+	} else {
+		e.Model = modeltest.NewOpenAI(e.T, "test-key")
+		e.Model.SetDefault(modeltest.Reply{Text: "ok"})
+		cfg.Selection, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL = "openai:test-model", "test-key", e.Model.BaseURL()
+	}
+	reg, err := models.New(cfg)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return reg
 }
 
-// Eventually polls cond every 10 ms until it holds; after 10 s the test
-// fails (the timeout only keeps a broken test from hanging). It is
-// adaptertest.Eventually, which the fakes' own tests use below the stack.
+func (e *Env) startWorkers(reg *models.Registry, o EnvOptions, log *slog.Logger) {
+	ts := o.Tools
+	if ts == nil {
+		ts = []tools.Tool{toolworker.FuncTool{ToolName: "post_note", Desc: "Posts a note where everyone sees it.", ToolTier: tools.Danger,
+			Fn: func(ctx context.Context, c tools.Call) (string, error) { e.Posted.Add(1); return "posted", nil }}}
+	}
+	worker := toolworker.New(toolworker.Config{Kernel: e.Kernel, Tools: tools.NewRegistry(ts...), ApprovalTimeout: time.Hour, OnOpen: e.Gates.Opened, Logger: log})
+	poll := o.Poll
+	if poll == 0 {
+		poll = 20 * time.Millisecond
+	}
+	sup, err := supervisor.New(supervisor.Config{Kernel: e.Kernel, Models: reg, Tools: worker, Memory: e.Memory, Poll: poll, Logger: log})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if err := sup.Start(e.Ctx); err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(func() { e.stop("supervisor", sup.Stop) })
+}
+
+func (e *Env) startGateway(factory adaptertest.Factory, o EnvOptions, log *slog.Logger) {
+	e.Adapter, e.Fake = factory(e.T)
+	allowed := o.Allowed
+	if allowed == nil {
+		allowed = []string{"alice"}
+	}
+	ids := []string{}
+	for _, h := range allowed {
+		if h != "*" {
+			h = e.Fake.UserID(h)
+		}
+		ids = append(ids, h)
+	}
+	e.Gateway = gateway.New(gateway.Config{Kernel: e.Kernel, Store: e.Store, Gates: e.Gates, Adapters: []gateway.Adapter{e.Adapter},
+		Allowed: map[string][]string{e.Adapter.Platform(): ids}, FloodLimit: o.FloodLimit, Poll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second, Logger: log})
+	if o.NoStart {
+		return
+	}
+	if err := e.Gateway.Start(e.Ctx); err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(func() { e.stop("gateway", e.Gateway.Stop) })
+}
+
+func (e *Env) startHTTP(cfg httpapi.Config, reg *models.Registry, log *slog.Logger) {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = log
+	}
+	if cfg.Kernel == nil {
+		cfg.Kernel, cfg.Store = e.Kernel, e.Store
+	}
+	if cfg.Gates == nil {
+		cfg.Gates = e.Gates
+	}
+	if cfg.Memory == nil && e.Memory != nil {
+		cfg.Memory = e.Memory
+	}
+	if cfg.Model == "" {
+		cfg.Model = reg.Selection().String()
+	}
+	if e.Gateway != nil {
+		if cfg.Admin == nil {
+			cfg.Admin = e.Gateway
+		}
+		if cfg.Hooks == nil {
+			cfg.Hooks = e.Gateway.Handlers()
+		}
+	}
+	e.HTTP = httpapi.New(cfg)
+	if err := e.HTTP.Start(e.Ctx); err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(func() { e.stop("http", e.HTTP.Stop) })
+	e.Addr = e.HTTP.Addr()
+}
+
+// stop stops one part of the stack within 10 s; an error fails the test.
+func (e *Env) stop(what string, stop func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		e.T.Errorf("%s stop: %v", what, err)
+	}
+}
+
+// Eventually polls cond until it holds (testenv.Eventually).
+func (e *Env) Eventually(what string, cond func() bool) {
+	e.T.Helper()
+	testenv.Eventually(e.T, what, cond)
+}
+
+// Eventually is testenv.Eventually, the one polling helper of the tests.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	adaptertest.Eventually(t, what, cond)
+	testenv.Eventually(t, what, cond)
 }
 
 // Stack is NewEnv as the shared adapter suite takes it:

@@ -3,6 +3,9 @@
 // GATEHOUSE_TEST_REDIS_URL. Without the variable a test skips with a
 // message saying how to run it; with GATEHOUSE_TEST_REQUIRE_SERVICES=1 a
 // missing service fails the test instead, which is how CI runs.
+//
+// It also holds the one polling helper every test uses, Eventually. It
+// imports nothing of this module, so every layer's tests may import it.
 package testenv
 
 import (

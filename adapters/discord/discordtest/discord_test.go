@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/internal/testenv"
 )
 
 // These tests hold the Discord fake to Discord's rules with raw HTTP
@@ -155,7 +157,7 @@ func TestDiscordFakeGateway(t *testing.T) {
 	// Drop, say, resume from the last read sequence: the missed event
 	// comes, the read one does not.
 	_ = c.ws.Close()
-	waitDiscord(t, func() bool { return !f.Connected() })
+	testenv.Eventually(t, "the fake to see the socket closed", func() bool { return !f.Connected() })
 	missed := f.Say("room", "alice", "missed", false)
 	c2 := discordDialGateway(t, f)
 	c2.send(map[string]any{"op": 6, "d": map[string]any{"token": "Bot " + f.Token(), "session_id": r.SessionID, "seq": fr.S}})
@@ -175,17 +177,6 @@ func TestDiscordFakeGateway(t *testing.T) {
 	}
 	if errs := f.Errors(); len(errs) != 1 || !strings.Contains(errs[0], "wrong token") {
 		t.Errorf("errors = %q, want just the wrong token", errs)
-	}
-}
-
-func waitDiscord(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

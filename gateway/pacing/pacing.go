@@ -1,4 +1,4 @@
-package gateway
+package pacing
 
 import (
 	"sync"
@@ -9,11 +9,21 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 )
 
-// pacer keeps one platform's sends inside its limits: per chat, per group
+// Limits are the rates a platform allows. Zero means no limit.
+type Limits struct {
+	// PerChat is the least time between two sends to one chat.
+	PerChat time.Duration
+	// GroupPerMinute caps sends to one group chat per minute.
+	GroupPerMinute int
+	// PerSecond caps all of the bot's sends.
+	PerSecond int
+}
+
+// Pacer keeps one platform's sends inside its limits: per chat, per group
 // chat per minute, and overall. A send reserves from every bucket that
 // applies or from none, so a chat that must wait does not use up the
 // others' room.
-type pacer struct {
+type Pacer struct {
 	lim    Limits
 	mu     sync.Mutex
 	global *rate.Limiter
@@ -27,15 +37,16 @@ type pacer struct {
 // clock and the platform's do not start their windows together.
 const margin = 1.1
 
-func newPacer(l Limits) *pacer {
-	p := &pacer{lim: l, chats: map[string]*rate.Limiter{}, groups: map[string]*rate.Limiter{}, held: map[string]time.Time{}}
+// New returns a pacer for one platform's limits.
+func New(l Limits) *Pacer {
+	p := &Pacer{lim: l, chats: map[string]*rate.Limiter{}, groups: map[string]*rate.Limiter{}, held: map[string]time.Time{}}
 	if l.PerSecond > 0 {
 		p.global = rate.NewLimiter(rate.Limit(float64(l.PerSecond)/margin), 1)
 	}
 	return p
 }
 
-func (p *pacer) buckets(addr gh.Address) []*rate.Limiter {
+func (p *Pacer) buckets(addr gh.Address) []*rate.Limiter {
 	var out []*rate.Limiter
 	if p.global != nil {
 		out = append(out, p.global)
@@ -60,9 +71,9 @@ func (p *pacer) buckets(addr gh.Address) []*rate.Limiter {
 	return out
 }
 
-// reserve takes one send's room at now, or returns how long to wait and
+// Reserve takes one send's room at now, or returns how long to wait and
 // takes nothing.
-func (p *pacer) reserve(addr gh.Address, now time.Time) time.Duration {
+func (p *Pacer) Reserve(addr gh.Address, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if until := p.held[addr.ChatID]; until.After(now) {
@@ -86,8 +97,8 @@ func (p *pacer) reserve(addr gh.Address, now time.Time) time.Duration {
 	return wait
 }
 
-// hold makes a chat wait until until: the platform answered 429.
-func (p *pacer) hold(addr gh.Address, until time.Time) {
+// Hold makes a chat wait until until: the platform answered 429.
+func (p *Pacer) Hold(addr gh.Address, until time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if until.After(p.held[addr.ChatID]) {
