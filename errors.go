@@ -21,6 +21,8 @@ const (
 	CodeLeaseLost           Code = "lease-lost"           // lease expired or the run was settled
 	CodeNotFound            Code = "not-found"            // some other named thing does not exist
 	CodeConflict            Code = "conflict"             // state does not allow the operation
+	CodeUnknownPairingCode  Code = "unknown-pairing-code" // no pairing code like that was given (or it was used)
+	CodePairingCodeExpired  Code = "pairing-code-expired" // the pairing code is past its expiry
 	CodeUnauthorized        Code = "unauthorized"         // missing or wrong credentials
 	CodeUnavailable         Code = "unavailable"          // a dependency is down; retry later
 	CodeInternal            Code = "internal"             // a bug or an unexpected failure

@@ -21,6 +21,8 @@ const (
 	KindRunFinished      Kind = "run.finished"      // an attempt's own account (bookkeeping)
 	KindNotice           Kind = "notice"            // something the user should be told (fallback, expiry)
 	KindReceipt          Kind = "effect.receipt"    // effect journal state change
+	KindGrantCreated     Kind = "grant.created"     // "approve for this chat" recorded (see GrantCreated)
+	KindGrantRevoked     Kind = "grant.revoked"     // a grant ended before its time (see GrantRevoked)
 )
 
 // KindClass says on which commit path a kind may be written and whether it
@@ -45,6 +47,8 @@ var kindClasses = map[Kind]KindClass{
 	KindRunFinished:      {},
 	KindNotice:           {},
 	KindReceipt:          {},
+	KindGrantCreated:     {},
+	KindGrantRevoked:     {},
 }
 
 // ClassOf returns the class of k and whether k is known.

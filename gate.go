@@ -2,6 +2,7 @@ package gatehouse
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
@@ -77,6 +78,41 @@ type GateOpened struct {
 	// Workspace is the directory the turn started in: an approved call
 	// runs there even if the session switched workspace meanwhile.
 	Workspace string `json:"workspace,omitempty"`
+	// Fields are what the card shows: each argument that decides what the
+	// effect does, as the tool reads it (see [CardField]). Every surface
+	// renders these, so a card says the same everywhere. Events from
+	// before fields existed have none; surfaces then show Arguments.
+	Fields []CardField `json:"fields,omitempty"`
+	// Requesters are the user keys (UserMessage.UserKey) of the people
+	// whose messages the turn that asked for the call answers: each of
+	// them may decide the gate, besides the approvers named for the
+	// tool. Events from before requesters were recorded have none.
+	Requesters []string `json:"requesters,omitempty"`
+	// GrantBound, when set, is the bound the tool declares for these
+	// arguments (tools.Grantable): the card then also offers "Approve for
+	// this chat", and a grant covers later calls with the same bound.
+	// GrantLabel says the bound in words ("the same recipients: …").
+	GrantBound string `json:"grantBound,omitempty"`
+	GrantLabel string `json:"grantLabel,omitempty"`
+}
+
+// CardField is one line of an approval card: an argument as the tool will
+// act on it ("To", "evil@attacker.example (name \"Sara\")"), whole and
+// unescaped; each surface escapes it for display.
+type CardField struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+	// FreeText marks prose (a mail's body, a file's content): on a chat
+	// platform it may be clipped to fit, marked, with a link to the whole
+	// card. Every other field is shown whole or the call is refused
+	// before any card.
+	FreeText bool `json:"freeText,omitempty"`
+}
+
+// GateOpenedKey is the idempotency key of the n-th gate.opened of a tool
+// call (n from 1).
+func GateOpenedKey(toolCallID string, n int) string {
+	return "gateopen:" + toolCallID + ":" + strconv.Itoa(n)
 }
 
 // GateDecided is the payload of gate.decided, keyed "gate:<id>".

@@ -60,8 +60,12 @@ type Press struct {
 	// UpdateID identifies the press (a callback query id, an interaction id).
 	UpdateID string `json:"updateId"`
 	GateID   string `json:"gateId"`
-	// Choice is "approve", "deny" or "option:<n>" for a clarify gate.
-	Choice    string `json:"choice"`
+	// Choice is "approve", "deny", "deny_reason" (asks for a reason
+	// first: nothing is decided) or "option:<n>" for a clarify gate.
+	Choice string `json:"choice"`
+	// Reason is why a deny was chosen, as the presser typed it (a reply
+	// to a Telegram prompt, a Slack or Discord modal); empty otherwise.
+	Reason    string `json:"reason,omitempty"`
 	UserID    string `json:"userId"`
 	UserName  string `json:"userName,omitempty"`
 	ChatID    string `json:"chatId"`

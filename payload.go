@@ -122,7 +122,12 @@ type ToolResult struct {
 	Name       string `json:"name"`
 	Content    string `json:"content"`
 	IsError    bool   `json:"isError,omitempty"`
-	DurationMs int64  `json:"durationMs"`
+	// External marks a result that is outside text (a fetched page, an
+	// MCP server's output, a file, a mail server's words): committed
+	// fenced, and it taints its turn, so that memory is not written
+	// through a tool without a person's approval afterwards.
+	External   bool  `json:"external,omitempty"`
+	DurationMs int64 `json:"durationMs"`
 }
 
 // Compaction is the payload of compaction: older messages summarised.

@@ -89,7 +89,8 @@ func CheckID(id string) error { return checkText("gate id", id, MaxIDLen, true) 
 //     expired on a gate whose expiry is at or before now (the sweeper's
 //     path: [Service.Decide] refuses expired from a client);
 //   - By (≤ 200 characters) and Surface (≤ 200) are not empty; Reason is
-//     at most 2000 characters; only an answered decision has an Answer.
+//     at most 2000 characters; only an answered decision has an Answer,
+//     except an approval "for this chat" (Answer gh.ScopeChat).
 //
 // Anything else is a CodeInvalid error. It does not look at g.State: a
 // valid press on a decided gate is answered with the decision made.
@@ -112,7 +113,8 @@ func ValidateDecision(g gh.Gate, d gh.Decision, now time.Time) error {
 		if clarify {
 			return gh.Errorf(gh.CodeInvalid, "gate %q asks a question: answer it with one of its options, not %s", g.ID, d.State)
 		}
-		if d.Answer != "" {
+		// "Approve for this chat" is an approval whose answer is its scope.
+		if d.Answer != "" && !(d.State == gh.GateApproved && d.Answer == gh.ScopeChat) {
 			return gh.Errorf(gh.CodeInvalid, "only an answered decision carries an answer")
 		}
 	case gh.GateAnswered:

@@ -69,6 +69,10 @@ const (
 	ReasonDuplicate   = "duplicate"
 	ReasonUnsupported = "unsupported"
 	ReasonEmpty       = "empty"
+	// ReasonPairing is a stranger's message with pairing on: the detail
+	// holds the code they were sent, or why none was (one is live, or
+	// they asked too often).
+	ReasonPairing = "pairing"
 )
 
 // ReceiveResult is what became of an update.
@@ -91,7 +95,23 @@ type PressResult struct {
 	// buttons. Adapters that can answer a press by editing the card (a
 	// Discord interaction of type 7) use it.
 	Card Card
+	// AskReason answers a press of "Deny with reason…" (ChoiceDenyReason)
+	// by someone who may decide the pending gate: the adapter asks the
+	// presser for the reason (a reply, a modal) and presses again with
+	// ChoiceDeny and gh.Press.Reason. Nothing was decided.
+	AskReason bool
 }
+
+// ReasonAsker is implemented by an adapter that can ask a presser why
+// they deny (see PressResult.AskReason): its cards get a "Deny with
+// reason…" button.
+type ReasonAsker interface {
+	AsksReasons() bool
+}
+
+// MaxReason is the longest reason for a denial a chat platform takes, in
+// characters; a longer one is cut.
+const MaxReason = 1000
 
 // Outgoing is one message to send.
 type Outgoing struct {
@@ -163,17 +183,28 @@ func AsSendError(err error) (*SendError, bool) {
 const (
 	ChoiceApprove = "approve"
 	ChoiceDeny    = "deny"
+	// ChoiceApproveChat approves and grants the tool's later calls with
+	// the same bound in this chat ("Approve for this chat", gh.ScopeChat).
+	ChoiceApproveChat = "approve_chat"
+	// ChoiceDenyReason asks for a reason before denying: its press
+	// decides nothing (see PressResult.AskReason).
+	ChoiceDenyReason = "deny_reason"
 	// ChoiceOption prefixes a clarify gate's option index: "option:2".
 	ChoiceOption = "option:"
 )
 
 // ButtonData is the data a button carries: "gh:<choice>:<gateID>", with
-// choice a (approve), d (deny) or o<n> (option n).
+// choice a (approve), c (approve for this chat), d (deny), r (deny with a
+// reason) or o<n> (option n).
 func ButtonData(gateID, choice string) string {
 	c := "a"
 	switch {
 	case choice == ChoiceDeny:
 		c = "d"
+	case choice == ChoiceApproveChat:
+		c = "c"
+	case choice == ChoiceDenyReason:
+		c = "r"
 	case strings.HasPrefix(choice, ChoiceOption):
 		c = "o" + strings.TrimPrefix(choice, ChoiceOption)
 	}
@@ -196,6 +227,10 @@ func ParseButtonData(data string) (gateID, choice string, ok bool) {
 		return id, ChoiceApprove, true
 	case c == "d":
 		return id, ChoiceDeny, true
+	case c == "c":
+		return id, ChoiceApproveChat, true
+	case c == "r":
+		return id, ChoiceDenyReason, true
 	case strings.HasPrefix(c, "o"):
 		n, err := strconv.Atoi(c[1:])
 		if err != nil || n < 0 || n > 99 {

@@ -22,6 +22,10 @@ type AdapterStatus struct {
 	Webhook    bool   `json:"webhook"`
 	// Allowed describes the allow-list: "everyone", "nobody", or a count.
 	Allowed string `json:"allowed"`
+	// People counts those let in besides it (pairing); Pairing says
+	// whether strangers are given codes.
+	People  int  `json:"people"`
+	Pairing bool `json:"pairing"`
 	// Hint says what to do when something needs doing (nobody allowed,
 	// the last message dropped).
 	Hint string `json:"hint,omitempty"`
@@ -34,11 +38,20 @@ type AdapterStatus struct {
 // Status reports every configured platform.
 func (g *Gateway) Status(ctx context.Context) ([]AdapterStatus, error) {
 	var out []AdapterStatus
+	people, err := g.st.ListPeople(ctx, 10000)
+	if err != nil {
+		return nil, err
+	}
 	for _, p := range g.Platforms() {
 		g.mu.Lock()
 		st := *g.states[p]
 		g.mu.Unlock()
-		s := AdapterStatus{Platform: p, State: st.state, Since: st.since, LastError: st.lastError, Webhook: g.hooks[p] != nil}
+		s := AdapterStatus{Platform: p, State: st.state, Since: st.since, LastError: st.lastError, Webhook: g.hooks[p] != nil, Pairing: g.cfg.Pairing}
+		for _, person := range people {
+			if person.Platform == p {
+				s.People++
+			}
+		}
 		if l, ok, err := g.st.GetPlatformLease(ctx, "platform:"+p); err != nil {
 			return nil, err
 		} else if ok && l.ExpiresAt.After(g.cfg.Now()) {
@@ -48,9 +61,16 @@ func (g *Gateway) Status(ctx context.Context) ([]AdapterStatus, error) {
 		switch {
 		case set["*"]:
 			s.Allowed = "everyone"
+		case len(set) == 0 && g.cfg.Pairing:
+			s.Allowed = "nobody"
+			if s.People == 0 {
+				s.Hint = "Nobody is on " + strings.ToUpper(p) + "_ALLOWED_USERS: a stranger who writes to the bot in a direct chat gets a pairing code; approve it under People."
+			}
+		case len(set) == 0 && s.People == 0:
+			s.Allowed = "nobody"
+			s.Hint = "Nobody may talk to the agent on " + p + " yet: set " + strings.ToUpper(p) + "_ALLOWED_USERS to their user ids (comma-separated, or * for everyone) and restart, or turn GATEHOUSE_PAIRING on to let people in with a code. The receive log shows the user id of every message dropped as not_allowed."
 		case len(set) == 0:
 			s.Allowed = "nobody"
-			s.Hint = "Nobody may talk to the agent on " + p + " yet: set " + strings.ToUpper(p) + "_ALLOWED_USERS to their user ids (comma-separated, or * for everyone) and restart. The receive log shows the user id of every message dropped as not_allowed."
 		default:
 			s.Allowed = itoa(int64(len(set))) + " user(s)"
 		}
@@ -77,7 +97,9 @@ func (g *Gateway) Status(ctx context.Context) ([]AdapterStatus, error) {
 func dropHint(reason, platform string) string {
 	switch reason {
 	case ReasonNotAllowed:
-		return "Add the sender's user id to " + strings.ToUpper(platform) + "_ALLOWED_USERS."
+		return "Add the sender's user id to " + strings.ToUpper(platform) + "_ALLOWED_USERS, or let them in under People."
+	case ReasonPairing:
+		return "A stranger asked to be let in: approve their code under People, or with gatehouse pair approve CODE."
 	case ReasonFlood:
 		return "The chat sent more than the flood limit in a minute (GATEHOUSE_FLOOD_LIMIT)."
 	case ReasonFromBot:

@@ -33,10 +33,29 @@ type Config struct {
 	Gates Decider
 	// Adapters are the platforms to serve, at most one per platform.
 	Adapters []Adapter
+	// PublicURL is the web UI's address as people reach it
+	// (GATEHOUSE_PUBLIC_URL): a card whose free text had to be clipped
+	// links to the whole card there. Defaults to empty: the card says to
+	// open the web chat's /admin instead.
+	PublicURL string
 	// Allowed lists, per platform, the user ids allowed to talk to the
 	// agent and decide its approvals; "*" allows everyone. A platform
 	// with no entry allows nobody: every message is dropped not_allowed.
 	Allowed map[string][]string
+	// Approvers are who, besides the requester, may decide a gate from a
+	// chat platform (see [Approvers]). Defaults to the zero value: the
+	// requester alone.
+	Approvers Approvers
+	// ApprovalChat, when its Platform is set, is an approvers' chat every
+	// card of a chat session is also sent to (GATEHOUSE_APPROVAL_CHAT):
+	// the first decision on any surface wins, and every copy is edited
+	// to the outcome. Its platform must be one of Adapters.
+	ApprovalChat gh.Address
+	// Pairing gives a stranger who writes in a direct chat a one-time
+	// code, sent back as a reply, that an admin approves to let them in
+	// (see People). Defaults to false: strangers are dropped not_allowed.
+	// People let in earlier stay allowed either way.
+	Pairing bool
 	// FloodLimit is how many messages one chat may hand on per minute;
 	// more are dropped as flood. Defaults to 30.
 	FloodLimit int

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,11 +99,14 @@ func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
 		if d.isFlying(r.SessionID) {
 			continue
 		}
-		addr, ok, err := g.st.AddressBySession(ctx, r.SessionID)
+		addr, ok, err := g.addressOf(ctx, r)
 		if err != nil {
 			return 0, err
 		}
 		if !ok {
+			if strings.HasPrefix(r.SessionID, approvalCopyPrefix) {
+				d.bury(ctx, r, "the approval chat is no longer configured for "+platform+": not sent")
+			}
 			continue
 		}
 		if wait := d.pace.Reserve(addr.Address, now); wait > 0 {
@@ -256,7 +260,7 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 		if err != nil {
 			return notSent(err)
 		}
-		card := cardFor(d.a, o, &gate)
+		card := d.g.cardFor(d.a, o, &gate)
 		id, err := d.sendOne(ctx, Outgoing{Address: addr.Address, Text: card.Text, Card: &card})
 		if err != nil {
 			return err
@@ -264,7 +268,7 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 		r.PartsSent, r.MessageIDs = 1, []string{id}
 		// The card is out: sending it again would show two. Its record
 		// (which later edits need) is retried here instead.
-		c := store.GateCard{GateID: o.GateID, SessionID: r.SessionID, Platform: addr.Platform, ChatID: addr.ChatID,
+		c := store.GateCard{GateID: o.GateID, SessionID: gate.SessionID, Platform: addr.Platform, ChatID: addr.ChatID,
 			ThreadID: addr.ThreadID, MessageID: id, Created: d.g.cfg.Now().UTC()}
 		for try := range 5 {
 			if err = d.g.st.PutGateCard(ctx, c); err == nil {
@@ -285,13 +289,15 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 		if err != nil {
 			return notSent(err)
 		}
-		card := cardFor(d.a, openedFrom(gate), &gate)
+		card := d.g.cardFor(d.a, d.g.openedOf(ctx, gate), &gate)
 		cards, err := d.g.st.GateCards(ctx, dec.GateID)
 		if err != nil {
 			return notSent(err)
 		}
+		// A row edits the cards of its own chat: the session's, or (its
+		// copy) the approval chat's, which has a row of its own.
 		for i, c := range cards {
-			if i < r.PartsSent || c.Platform != d.a.Platform() {
+			if i < r.PartsSent || c.Platform != d.a.Platform() || c.ChatID != addr.ChatID {
 				continue
 			}
 			cctx, cancel := context.WithTimeout(ctx, d.g.cfg.SendTimeout)
@@ -305,6 +311,37 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 		return nil
 	}
 	return &SendError{Permanent: true, Err: gh.Errorf(gh.CodeInternal, "unknown outbox kind %q", r.Kind)}
+}
+
+// addressOf is where row r goes: its session's address, or for a copy of
+// a card for the approval chat, that chat while it is configured on the
+// row's platform.
+func (g *Gateway) addressOf(ctx context.Context, r store.OutboxEntry) (store.AddressEntry, bool, error) {
+	session, copied := strings.CutPrefix(r.SessionID, approvalCopyPrefix)
+	if !copied {
+		return g.st.AddressBySession(ctx, r.SessionID)
+	}
+	ac := g.cfg.ApprovalChat
+	if ac.Platform == "" || ac.Platform != r.Platform {
+		return store.AddressEntry{}, false, nil
+	}
+	return store.AddressEntry{SessionID: session, Address: ac}, true, nil
+}
+
+// bury makes r a dead letter for reason, unless another replica took it.
+func (d *dispatcher) bury(ctx context.Context, r store.OutboxEntry, reason string) {
+	g, now := d.g, d.g.cfg.Now().UTC()
+	claimed, ok, err := g.st.ClaimOutbox(ctx, r.ID, g.cfg.Owner, now, now.Add(g.cfg.SendTimeout))
+	if err != nil || !ok {
+		return
+	}
+	claimed.State, claimed.LastError, claimed.Updated = store.OutboxDead, reason, now
+	if _, err := g.st.UpdateOutbox(ctx, claimed); err != nil {
+		g.cfg.Logger.Warn("could not bury an outbox row", "session", r.SessionID, "seq", r.Seq, "err", err)
+		return
+	}
+	g.metrics.sends.WithLabelValues(r.Platform, r.Kind, "dead").Inc()
+	g.cfg.Logger.Error("outbox row is a dead letter", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "kind", r.Kind, "err", reason)
 }
 
 func (d *dispatcher) sendOne(ctx context.Context, m Outgoing) (string, error) {

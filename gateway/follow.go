@@ -81,8 +81,31 @@ func (g *Gateway) followSession(ctx context.Context, a store.AddressEntry) (int,
 			if ok {
 				added++
 			}
+			if copied, err := g.copyToApprovalChat(ctx, tx, a, e.Seq, kind, payload, now); err != nil {
+				return err
+			} else if copied {
+				added++
+			}
 		}
 		return tx.AdvanceCursor(ctx, a.SessionID, events[len(events)-1].Seq, now)
 	})
 	return added, err
+}
+
+// approvalCopyPrefix starts the outbox "session" of the copies of a
+// session's cards sent to the approval chat: their own queue, in seq
+// order (a card before its update), keyed apart from the session's rows.
+const approvalCopyPrefix = "approvals:"
+
+// copyToApprovalChat enqueues, beside a card or a card update of session
+// a, its copy for the approval chat (Config.ApprovalChat), unless there is
+// none or it is the session's own chat.
+func (g *Gateway) copyToApprovalChat(ctx context.Context, tx store.Tx, a store.AddressEntry, seq int64, kind string, payload []byte, now time.Time) (bool, error) {
+	ac := g.cfg.ApprovalChat
+	if ac.Platform == "" || (kind != store.OutboxCard && kind != store.OutboxCardUpdate) ||
+		(ac.Platform == a.Platform && ac.ChatID == a.ChatID) {
+		return false, nil
+	}
+	return tx.EnqueueOutbox(ctx, store.OutboxEntry{SessionID: approvalCopyPrefix + a.SessionID, Seq: seq, Platform: ac.Platform, Kind: kind,
+		Payload: payload, AvailableAt: now, Created: now})
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 
@@ -8,18 +9,38 @@ import (
 	"github.com/gatehouse/gatehouse/cards"
 )
 
-// cardFor is the card of a gate as it stands: buttons while pending, the
-// outcome and none once decided. Its words come from package cards.
-func cardFor(a Adapter, o gh.GateOpened, g *gh.Gate) Card {
-	body, maxText := cards.Body(o), a.Limits().MaxText
-	if g != nil && g.State != gh.GatePending {
-		outcome := "\n\n" + cards.DecisionLine(g.State, g.DecidedBy, g.Surface, g.Answer)
-		return Card{GateID: o.GateID, Text: cards.Fit(body, outcome, maxText, a.Format)}
+// CardFormatter is implemented by an adapter whose answers keep some
+// markup (Telegram's bold and code, Discord's Markdown, Slack's mrkdwn):
+// FormatCard renders a card's text literally instead, every character as
+// written and nothing read as markup, a mention or an emoji code, so the
+// card shows the arguments exactly. An adapter without it has its cards
+// formatted by Format.
+type CardFormatter interface {
+	FormatCard(text string) string
+}
+
+// cardFormat is how adapter a formats a card's text.
+func cardFormat(a Adapter) func(string) string {
+	if f, ok := a.(CardFormatter); ok {
+		return f.FormatCard
 	}
-	c := Card{GateID: o.GateID, Text: cards.Fit(body, "", maxText, a.Format)}
+	return a.Format
+}
+
+// cardFor is the card of a gate as it stands: buttons while pending, the
+// outcome and none once decided. Its words come from package cards: every
+// field that decides the effect whole, free text clipped to fit with a
+// link to the whole card (Config.PublicURL).
+func (g *Gateway) cardFor(a Adapter, o gh.GateOpened, gate *gh.Gate) Card {
+	maxText, format := a.Limits().MaxText, cardFormat(a)
+	if gate != nil && gate.State != gh.GatePending {
+		outcome := "\n\n" + cards.DecisionLine(gate.State, gate.DecidedBy, gate.Surface, gate.Answer, gate.Reason)
+		return Card{GateID: o.GateID, Text: cards.Text(o, outcome, maxText, format, g.cfg.PublicURL)}
+	}
+	c := Card{GateID: o.GateID, Text: cards.Text(o, "", maxText, format, g.cfg.PublicURL)}
 	if o.Kind == gh.GateKindClarify {
 		for i, opt := range o.Options {
-			c.Buttons = append(c.Buttons, Button{Label: cards.Clip(opt, 60), Data: ButtonData(o.GateID, ChoiceOption+itoa(int64(i))), Style: "primary"})
+			c.Buttons = append(c.Buttons, Button{Label: cards.Clip(cards.Visible(opt), 60), Data: ButtonData(o.GateID, ChoiceOption+itoa(int64(i))), Style: "primary"})
 		}
 		return c
 	}
@@ -27,7 +48,28 @@ func cardFor(a Adapter, o gh.GateOpened, g *gh.Gate) Card {
 		{Label: "Approve", Data: ButtonData(o.GateID, ChoiceApprove), Style: "primary"},
 		{Label: "Deny", Data: ButtonData(o.GateID, ChoiceDeny), Style: "danger"},
 	}
+	if o.GrantBound != "" {
+		// A grant is offered: the tool declared what it would cover.
+		c.Buttons = append(c.Buttons[:1], append([]Button{{Label: "Approve for this chat", Data: ButtonData(o.GateID, ChoiceApproveChat)}}, c.Buttons[1:]...)...)
+	}
+	if r, ok := a.(ReasonAsker); ok && r.AsksReasons() {
+		c.Buttons = append(c.Buttons, Button{Label: "Deny with reason…", Data: ButtonData(o.GateID, ChoiceDenyReason)})
+	}
 	return c
+}
+
+// openedOf is the gate.opened of gate, card fields included, read from
+// the log; a gate whose event cannot be read is shown from its row (its
+// arguments, as cards show an event from before fields existed).
+func (g *Gateway) openedOf(ctx context.Context, gate gh.Gate) gh.GateOpened {
+	o, ok, err := g.k.GateOpened(ctx, gate)
+	if err != nil {
+		g.cfg.Logger.Warn("card shown from the gate row: its gate.opened could not be read", "gate", gate.ID, "err", err)
+	}
+	if !ok {
+		return openedFrom(gate)
+	}
+	return o
 }
 
 // deliverable is what an event becomes in the outbox, if anything.
@@ -46,6 +88,21 @@ func deliverable(e gh.Event) (kind string, payload json.RawMessage, ok bool) {
 			return "", nil, false
 		}
 		p, _ := json.Marshal(textPayload{Text: "ℹ️ " + n.Text})
+		return "message", p, true
+	case gh.KindGrantCreated:
+		var g gh.GrantCreated
+		if json.Unmarshal(e.Payload, &g) != nil {
+			return "", nil, false
+		}
+		p, _ := json.Marshal(textPayload{Text: "🔓 " + cards.Visible(g.By) + " approved " + g.Tool + " for this chat (" + cards.Visible(g.Label) +
+			") until " + g.ExpiresAt.UTC().Format("15:04 MST") + ": calls with the same bound run without a card. Grant " + g.GrantID + "."})
+		return "message", p, true
+	case gh.KindGrantRevoked:
+		var g gh.GrantRevoked
+		if json.Unmarshal(e.Payload, &g) != nil {
+			return "", nil, false
+		}
+		p, _ := json.Marshal(textPayload{Text: "🔒 Grant " + g.GrantID + " (" + g.Tool + ") was revoked by " + cards.Visible(g.By) + ": its calls ask again."})
 		return "message", p, true
 	case gh.KindGateOpened:
 		return "card", e.Payload, true

@@ -70,6 +70,14 @@ func New(cfg Config) *Gateway {
 			g.hooks[p] = h
 		}
 	}
+	if ac := &g.cfg.ApprovalChat; ac.Platform != "" {
+		if g.adapters[ac.Platform] == nil || ac.ChatID == "" {
+			cfg.Logger.Error("the approval chat's platform is not served: cards are not copied there", "platform", ac.Platform, "chat", ac.ChatID)
+			*ac = gh.Address{}
+		} else if ac.ChatType == "" {
+			ac.ChatType = gh.ChatGroup // paced as a group: never faster than the platform allows
+		}
+	}
 	for p, ids := range cfg.Allowed {
 		set := map[string]bool{}
 		for _, id := range ids {
@@ -172,7 +180,9 @@ func PseudonymousUserID(platform, userID string) string {
 	return "u_" + hex.EncodeToString(h[:8])
 }
 
-// Allowed reports whether user may talk to the agent on platform.
+// Allowed reports whether the platform's allow-list (Config.Allowed) lets
+// user talk to the agent. People let in by pairing are not on it: the
+// receive and press paths look them up in the store as well.
 func (g *Gateway) Allowed(platform, userID string) bool {
 	set := g.allowed[platform]
 	return set["*"] || (userID != "" && set[userID])
@@ -202,6 +212,11 @@ func (g *Gateway) prune(ctx context.Context) {
 			if n < pruneBatch {
 				break
 			}
+		}
+		// Pairing codes are kept as long (the rate limit needs the last
+		// hour only).
+		if _, err := g.st.PrunePairingCodes(ctx, before, pruneBatch); err != nil && ctx.Err() == nil {
+			g.cfg.Logger.Warn("pruning old pairing codes failed; next pass in an hour", "err", err)
 		}
 		sleep(ctx, pruneEvery)
 		if ctx.Err() != nil {

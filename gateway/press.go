@@ -10,9 +10,13 @@ import (
 )
 
 // Press implements [Sink]: a button press on an approval card. The press
-// decides only when its user is allowed on the platform and the card it
-// pressed is one the gateway sent for that gate to that chat; the first
-// decision on any surface wins, and every later press hears it.
+// decides only when its user is allowed on the platform (or named as an
+// approver), the card it pressed is one the gateway sent for that gate to
+// that chat, and its user may decide the gate (see [Approvers]: the
+// requester, an approver named for the tool); the first decision on any
+// surface wins, and every later press hears it. A press of "Deny with
+// reason…" decides nothing: it is answered with AskReason when the
+// presser may decide.
 func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 	// Only errors a retry can cure are returned (the platform then
 	// delivers the press again); everything else is answered with text.
@@ -21,7 +25,17 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 		g.cfg.Logger.Warn("refused a malformed press", "platform", p.Platform, "err", err)
 		return PressResult{Text: "This press could not be read."}, nil
 	}
-	if p.IsBot || !g.Allowed(p.Platform, p.UserID) {
+	admitted := false
+	if !p.IsBot {
+		var err error
+		if admitted, err = g.admits(ctx, g.st, p.Platform, p.UserID); err != nil {
+			return PressResult{}, err
+		}
+		// A named approver is heard whether or not an allow-list names
+		// them; the tool's rule says below whether their press counts.
+		admitted = admitted || g.cfg.Approvers.names(p.Platform, p.UserID)
+	}
+	if !admitted {
 		g.cfg.Logger.Info("refused a press", "platform", p.Platform, "gate", p.GateID, "user", p.UserID, "reason", "not_allowed")
 		return PressResult{Text: "You are not allowed to decide this."}, nil
 	}
@@ -42,7 +56,7 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 	// from a card the gateway sent for it: a button copied into another
 	// chat decides nothing. The chat's session is derived, so a press
 	// that beats the recording of its card's message id still counts.
-	if SessionFor(p.Platform, p.ChatID, p.ThreadID) != gate.SessionID {
+	if SessionFor(p.Platform, p.ChatID, p.ThreadID) != gate.SessionID && !g.inApprovalChat(p.Platform, p.ChatID) {
 		cards, err := g.st.GateCards(ctx, p.GateID)
 		if err != nil {
 			return PressResult{}, err
@@ -58,13 +72,27 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 			return PressResult{Text: "This card is not one this chat was sent."}, nil
 		}
 	}
-	opened := openedFrom(gate)
+	opened := g.openedOf(ctx, gate)
+	// Someone who may not decide hears who may, while there is something
+	// to decide; once decided, everyone in the chat hears the decision.
+	if gate.State == gh.GatePending && !g.mayDecide(p, opened, gate.Tool) {
+		g.cfg.Logger.Info("refused a press", "platform", p.Platform, "gate", p.GateID, "user", p.UserID, "reason", "not_an_approver")
+		return PressResult{Gate: gate, Text: g.whoDecides(opened, gate.Tool)}, nil
+	}
 	d := gh.Decision{By: firstNonEmpty(p.UserName, p.UserID), Surface: p.Platform}
 	switch {
 	case p.Choice == ChoiceApprove:
 		d.State = gh.GateApproved
+	case p.Choice == ChoiceApproveChat && opened.GrantBound != "":
+		d.State, d.Answer = gh.GateApproved, gh.ScopeChat
 	case p.Choice == ChoiceDeny:
-		d.State = gh.GateDenied
+		d.State, d.Reason = gh.GateDenied, clip(strings.TrimSpace(p.Reason), MaxReason)
+	case p.Choice == ChoiceDenyReason && gate.Kind == gh.GateKindClarify:
+		return PressResult{Text: "That choice is not on this card."}, nil
+	case p.Choice == ChoiceDenyReason && gate.State == gh.GatePending:
+		return PressResult{Gate: gate, AskReason: true, Text: "Why deny it? The reason is shown on the card and given to the agent."}, nil
+	case p.Choice == ChoiceDenyReason:
+		return PressResult{Gate: gate, Card: g.cardFor(g.adapters[p.Platform], opened, &gate), Text: decidedText(gate)}, nil
 	case strings.HasPrefix(p.Choice, ChoiceOption):
 		n, err := strconv.Atoi(strings.TrimPrefix(p.Choice, ChoiceOption))
 		if err != nil || n < 0 || n >= len(opened.Options) {
@@ -89,20 +117,35 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 		// Decided, not yet logged: the sweeper logs it; the presser hears it.
 		g.cfg.Logger.Warn("press decided a gate whose log commit failed; the sweeper logs it", "gate", p.GateID, "err", err)
 	}
-	res := PressResult{Gate: gate, Won: won, Card: cardFor(g.adapters[p.Platform], opened, &gate)}
+	res := PressResult{Gate: gate, Won: won, Card: g.cardFor(g.adapters[p.Platform], opened, &gate)}
 	switch {
+	case won && gate.State == gh.GateApproved && gate.Answer == gh.ScopeChat:
+		res.Text = "Approved for this chat."
 	case won && gate.State == gh.GateApproved:
 		res.Text = "Approved."
 	case won && gate.State == gh.GateDenied:
 		res.Text = "Denied."
 	case won:
 		res.Text = "Answered: " + gate.Answer
-	case gate.State == gh.GateExpired:
-		res.Text = "This approval expired: the call did not run."
 	default:
-		res.Text = "Already decided. " + cards.DecisionLine(gate.State, gate.DecidedBy, gate.Surface, gate.Answer) + "."
+		res.Text = decidedText(gate)
 	}
 	return res, nil
+}
+
+// decidedText tells a later presser the decision made on gate.
+func decidedText(gate gh.Gate) string {
+	if gate.State == gh.GateExpired {
+		return "This approval expired: the call did not run."
+	}
+	return "Already decided. " + cards.DecisionLine(gate.State, gate.DecidedBy, gate.Surface, gate.Answer, gate.Reason) + "."
+}
+
+// inApprovalChat reports whether a chat is the approvers' chat, which
+// every card is sent to.
+func (g *Gateway) inApprovalChat(platform, chatID string) bool {
+	ac := g.cfg.ApprovalChat
+	return ac.Platform != "" && ac.Platform == platform && ac.ChatID == chatID
 }
 
 func openedFrom(gate gh.Gate) gh.GateOpened {

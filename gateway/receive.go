@@ -44,6 +44,15 @@ func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, er
 		in.Unsupported = "malformed: " + err.Error()
 	}
 	start := time.Now()
+	// "cancel" from someone who may decide a pending card of the chat
+	// denies it, as a press would, instead of being handed on.
+	if res, ok, err := g.cancelByWord(ctx, in); err != nil {
+		g.cfg.Logger.Error("receive of a cancel failed; the platform is not acknowledged and will redeliver", "platform", in.Platform, "update", in.UpdateID, "err", err)
+		return ReceiveResult{}, err
+	} else if ok {
+		g.metrics.receive(in.Platform, res, start)
+		return res, nil
+	}
 	res, err := g.batcher().submit(ctx, in)
 	if err != nil {
 		g.cfg.Logger.Error("receive failed; the platform is not acknowledged and will redeliver", "platform", in.Platform, "update", in.UpdateID, "err", err)
@@ -53,6 +62,9 @@ func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, er
 	if res.Outcome == ReceiveHandedOn {
 		g.k.Notify(res.SessionID)
 	} else {
+		if res.Reason == ReasonPairing && res.SessionID != "" {
+			g.wakeDispatch() // a code to send
+		}
 		g.cfg.Logger.Info("dropped inbound update", "platform", in.Platform, "update", in.UpdateID, "reason", res.Reason)
 	}
 	return res, nil
@@ -148,7 +160,19 @@ func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, loo
 				return g.drop(ctx, tx, &res, entry, ReasonDuplicate, "first received as #"+itoa(first.ID), first.SessionID, first.Seq)
 			}
 		}
-		reason, detail := g.dropReason(in, text)
+		// Someone let in by pairing is looked up here, in the receive's
+		// transaction: a revocation holds for the next message.
+		admitted := g.Allowed(in.Platform, in.UserID)
+		if !admitted && in.UserID != "" && !in.IsBot {
+			var err error
+			if admitted, err = g.admits(ctx, tx, in.Platform, in.UserID); err != nil {
+				return err
+			}
+		}
+		reason, detail := g.dropReason(in, text, admitted)
+		if reason == ReasonNotAllowed && g.pairable(in, text) {
+			return g.pair(ctx, tx, &res, entry, in, now)
+		}
 		if reason != "" {
 			return g.drop(ctx, tx, &res, entry, reason, detail, "", 0)
 		}
@@ -232,31 +256,42 @@ func chatKey(in gh.Inbound) string { return in.Platform + "\x00" + in.ChatID }
 // drop records entry as dropped for reason. A concurrent first receive of
 // the same update makes it a duplicate instead.
 func (g *Gateway) drop(ctx context.Context, tx store.Tx, res *ReceiveResult, e store.ReceiveEntry, reason, detail, session string, seq int64) error {
-	e.Outcome, e.Reason, e.Detail, e.SessionID, e.Seq = ReceiveDropped, reason, detail, session, seq
-	_, inserted, err := tx.InsertReceive(ctx, e)
-	if err != nil {
-		return err
-	}
-	if !inserted {
-		return errRaced
-	}
-	*res = ReceiveResult{Outcome: ReceiveDropped, Reason: reason, SessionID: session, Seq: seq}
-	return nil
+	_, err := g.dropRow(ctx, tx, res, e, reason, detail, session, seq)
+	return err
 }
 
-// dropReason decides the drops that need no database: a bot, a stranger,
+// dropRow is drop, returning the row written.
+func (g *Gateway) dropRow(ctx context.Context, tx store.Tx, res *ReceiveResult, e store.ReceiveEntry, reason, detail, session string, seq int64) (store.ReceiveEntry, error) {
+	e.Outcome, e.Reason, e.Detail, e.SessionID, e.Seq = ReceiveDropped, reason, detail, session, seq
+	row, inserted, err := tx.InsertReceive(ctx, e)
+	if err != nil {
+		return row, err
+	}
+	if !inserted {
+		return row, errRaced
+	}
+	*res = ReceiveResult{Outcome: ReceiveDropped, Reason: reason, SessionID: session, Seq: seq}
+	return row, nil
+}
+
+// dropReason decides the drops that need no more of the database: a bot,
+// a stranger (admitted says whether the sender is allowed or let in),
 // nothing we handle, nothing at all.
-func (g *Gateway) dropReason(in gh.Inbound, text string) (reason, detail string) {
+func (g *Gateway) dropReason(in gh.Inbound, text string, admitted bool) (reason, detail string) {
 	switch {
 	case strings.HasPrefix(in.Unsupported, "malformed: "):
 		return ReasonUnsupported, clip(in.Unsupported, maxFieldLen)
 	case in.IsBot:
 		return ReasonFromBot, ""
-	case !g.Allowed(in.Platform, in.UserID):
-		if len(g.allowed[in.Platform]) == 0 {
-			return ReasonNotAllowed, "nobody is allowed on " + in.Platform + " yet: set " + strings.ToUpper(in.Platform) + "_ALLOWED_USERS"
+	case !admitted:
+		how := " (or turn GATEHOUSE_PAIRING on)"
+		if g.cfg.Pairing {
+			how = " (pairing codes are given in a direct chat, for a text message)"
 		}
-		return ReasonNotAllowed, "user " + in.UserID + " is not on " + strings.ToUpper(in.Platform) + "_ALLOWED_USERS"
+		if len(g.allowed[in.Platform]) == 0 {
+			return ReasonNotAllowed, "nobody is allowed on " + in.Platform + " yet: set " + strings.ToUpper(in.Platform) + "_ALLOWED_USERS" + how
+		}
+		return ReasonNotAllowed, "user " + in.UserID + " is not on " + strings.ToUpper(in.Platform) + "_ALLOWED_USERS" + how
 	case in.Unsupported != "":
 		return ReasonUnsupported, clip(in.Unsupported, maxFieldLen)
 	case strings.TrimSpace(text) == "":

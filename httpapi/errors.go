@@ -17,8 +17,10 @@ func statusOf(code gh.Code) int {
 		return http.StatusBadRequest
 	case gh.CodeUnauthorized:
 		return http.StatusUnauthorized
-	case gh.CodeUnknownSession, gh.CodeNotFound:
+	case gh.CodeUnknownSession, gh.CodeNotFound, gh.CodeUnknownPairingCode:
 		return http.StatusNotFound
+	case gh.CodePairingCodeExpired:
+		return http.StatusGone
 	case gh.CodeIdempotencyConflict, gh.CodeConflict, gh.CodeStaleEpoch, gh.CodeLeaseLost:
 		return http.StatusConflict
 	case gh.CodePayloadTooLarge:

@@ -17,9 +17,16 @@ type GateDecider interface {
 type decisionRequest struct {
 	// Decision is approve, deny, or answer (a clarifying question's option).
 	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
-	Answer   string `json:"answer,omitempty"`
-	By       string `json:"by"`
+	// Reason is why, for a denial: the model reads it, and the cards on
+	// chat platforms show it.
+	Reason string `json:"reason,omitempty"`
+	Answer string `json:"answer,omitempty"`
+	// Scope "chat" approves for the gate's chat ("Approve for this
+	// chat"): only on a gate that offers a grant (gate.opened grantBound).
+	Scope string `json:"scope,omitempty"`
+	// By is accepted for older clients and not recorded: the web UI and
+	// the API decide as the operator, gh.LocalUser.
+	By string `json:"by,omitempty"`
 }
 
 type decisionResponse struct {
@@ -52,10 +59,6 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "decision must be approve, deny or answer, not %q", req.Decision))
 		return
 	}
-	if strings.TrimSpace(req.By) == "" {
-		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "by must name who decides"))
-		return
-	}
 	surface := "api"
 	if r.Header.Get("X-Gatehouse-Source") == "web" {
 		surface = "web"
@@ -65,7 +68,15 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	g, won, err := s.cfg.Gates.Decide(r.Context(), id, gh.Decision{State: state, By: strings.TrimSpace(req.By), Surface: surface, Reason: req.Reason, Answer: req.Answer})
+	answer := req.Answer
+	if scope := strings.ToLower(strings.TrimSpace(req.Scope)); scope != "" {
+		if err := s.grantScope(r.Context(), id, scope, state, answer); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		answer = gh.ScopeChat
+	}
+	g, won, err := s.cfg.Gates.Decide(r.Context(), id, gh.Decision{State: state, By: gh.LocalUser, Surface: surface, Reason: strings.TrimSpace(req.Reason), Answer: answer})
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -98,7 +109,29 @@ func (s *Server) getGate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"gate": g})
+	v, err := s.gateView(r.Context(), g)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"gate": v})
+}
+
+// gateView is a gate as the API shows it: its row, and the fields its
+// card shows (each argument that decides the effect, as the tool worker
+// committed them in gate.opened). A gate opened before cards had fields
+// has none: show its arguments.
+type gateView struct {
+	gh.Gate
+	Fields []gh.CardField `json:"fields,omitempty"`
+}
+
+func (s *Server) gateView(ctx context.Context, g gh.Gate) (gateView, error) {
+	o, _, err := s.k.GateOpened(ctx, g)
+	if err != nil {
+		return gateView{}, err
+	}
+	return gateView{Gate: g, Fields: o.Fields}, nil
 }
 
 // listGates is GET /v1/gates?session=&state=&limit=.
@@ -128,15 +161,19 @@ func (s *Server) listGates(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Without a session filter, keep only this tenant's gates.
-	out := make([]gh.Gate, 0, len(gates))
+	out := make([]gateView, 0, len(gates))
 	for _, g := range gates {
-		if session != "" {
-			out = append(out, g)
-			continue
+		if session == "" {
+			if _, err := s.session(r.Context(), g.SessionID); err != nil {
+				continue
+			}
 		}
-		if _, err := s.session(r.Context(), g.SessionID); err == nil {
-			out = append(out, g)
+		v, err := s.gateView(r.Context(), g)
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
 		}
+		out = append(out, v)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"gates": out})
 }

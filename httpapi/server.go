@@ -119,6 +119,10 @@ type Config struct {
 	// /v1/adapters, /v1/outbox). Defaults to nil: no chat platform, and
 	// those endpoints say so.
 	Admin Admin
+	// People lists, lets in and revokes people (GET/POST /v1/people,
+	// DELETE /v1/people/{platform}/{user}); gateway.People is one.
+	// Defaults to nil: those endpoints answer 503.
+	People PeopleKeeper
 	// NoPlatformHint is what GET /v1/adapters says when Admin is nil: how
 	// to turn a platform on (cmd names the settings of the platforms it
 	// offers). Defaults to a sentence naming none.
@@ -282,6 +286,11 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		{"GET", "/v1/receive-log", s.receiveLog},
 		{"GET", "/v1/adapters", s.adapters},
 		{"GET", "/v1/outbox", s.outbox},
+		{"GET", "/v1/people", s.listPeople},
+		{"POST", "/v1/people", s.letIn},
+		{"DELETE", "/v1/people/{platform}/{user}", s.revokePerson},
+		{"GET", "/v1/grants", s.listGrants},
+		{"DELETE", "/v1/grants/{id}", s.revokeGrant},
 	}
 	allow := map[string][]string{}
 	var paths []string

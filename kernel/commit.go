@@ -30,7 +30,9 @@ type Committed struct {
 // EdgeCommit validates in, appends it and makes sure a run is queued for
 // the session, in one transaction. A repeat of the idempotency key returns
 // the committed event; the key with another payload is an
-// idempotency-conflict error. Nothing is written on any error.
+// idempotency-conflict error. Nothing is written on any error. A
+// user.message committed while a gate of its session is pending is
+// followed by a notice saying so (see NoticeCardPending).
 func (k *Kernel) EdgeCommit(ctx context.Context, in EdgeInput) (Committed, error) {
 	p, err := k.edgeParams(in)
 	if err != nil {
@@ -39,6 +41,15 @@ func (k *Kernel) EdgeCommit(ctx context.Context, in EdgeInput) (Committed, error
 	res, err := k.st.Append(ctx, p)
 	c, err := k.edgeResult(res, p, err)
 	if err == nil && !c.Duplicate {
+		if res.GatePending {
+			// The input committed on its own (on Postgres in one
+			// statement, for speed); its notice follows at once, keyed
+			// by the input. Should that fail, the input stands and is
+			// answered after the decision all the same: only the
+			// courtesy of the notice is lost, so it is not an error of
+			// the input.
+			_ = k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return k.noteWaiting(ctx, tx, c.Event) })
+		}
 		k.Notify(in.SessionID)
 	}
 	return c, err
@@ -52,7 +63,15 @@ func (k *Kernel) EdgeCommitTx(ctx context.Context, tx store.Tx, in EdgeInput) (C
 		return Committed{}, err
 	}
 	res, err := tx.Append(ctx, p)
-	return k.edgeResult(res, p, err)
+	c, err := k.edgeResult(res, p, err)
+	if err == nil && !c.Duplicate && res.GatePending {
+		// In the input's transaction: a redelivery, a duplicate, adds
+		// no second notice.
+		if err := k.noteWaiting(ctx, tx, c.Event); err != nil {
+			return Committed{}, err
+		}
+	}
+	return c, err
 }
 
 func (k *Kernel) edgeParams(in EdgeInput) (store.AppendParams, error) {
@@ -69,6 +88,8 @@ func (k *Kernel) edgeParams(in EdgeInput) (store.AppendParams, error) {
 	return store.AppendParams{
 		SessionID: in.SessionID, Tenant: in.Tenant, Kind: in.Event.Kind, Payload: payload, Key: in.Event.Key,
 		Now: k.now(), Input: class.Input, QueueRun: true, MaxAttempts: k.cfg.MaxAttempts,
+		// A person's message while a card waits is told so (noteWaiting).
+		CheckGates: in.Event.Kind == gh.KindUserMessage,
 	}, nil
 }
 

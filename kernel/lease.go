@@ -199,6 +199,14 @@ type Settle struct {
 	// NoRetry makes a failure terminal at once: retrying cannot help (no
 	// model configured, a key refused).
 	NoRetry bool
+	// Unanswered says the attempt read input it left for a turn of its
+	// own: a turn resumed after a decision answers what it was asked,
+	// and a message typed while its card waited is answered next. A
+	// settle that ends the run (done, cancelled, failed for good) then
+	// queues the session again, as it does for input above the
+	// watermark; one awaiting approval again leaves it for the resumed
+	// turn after that decision.
+	Unanswered bool
 }
 
 // Settled reports what Finish did.
@@ -214,8 +222,9 @@ type Settled struct {
 
 // Finish settles the lease's run. Input above the read watermark re-queues
 // the session, so a message that arrived mid-run is answered rather than
-// stranded. A failed attempt is retried (after a backoff) until MaxAttempts,
-// then the run fails with the reason kept. A cancel, asked for or reported,
+// stranded; so does input the attempt left unanswered (Settle.Unanswered).
+// A failed attempt is retried (after a backoff) until MaxAttempts, then
+// the run fails with the reason kept. A cancel, asked for or reported,
 // settles terminally without re-queuing.
 func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, error) {
 	switch s.Outcome {
@@ -246,6 +255,7 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 			}
 		}
 		unread := sess.LastInputSeq > wm
+		owed := unread || s.Unanswered
 		run.ReadWatermark = max(run.ReadWatermark, wm)
 		run.LeaseExpiresAt, run.Updated = time.Time{}, now
 		if s.Reason != "" {
@@ -261,10 +271,10 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 			// The cancelled turn ends; input that arrived and nobody read
 			// (a message typed after pressing stop) still gets its turn.
 			run.State = gh.RunCancelled
-			requeueNew = unread
+			requeueNew = owed
 		case gh.OutcomeDone:
 			run.State = gh.RunDone
-			requeueNew = unread
+			requeueNew = owed
 		case gh.OutcomeAwaitingApproval:
 			// Waiting for a person is not a failed attempt: the resumed
 			// run gets its full set of attempts.
@@ -279,7 +289,7 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 				run.AvailableAt = now.Add(time.Duration(run.Attempts) * k.cfg.RetryBackoff)
 			} else {
 				run.State = gh.RunFailed
-				requeueNew = unread
+				requeueNew = owed
 			}
 		}
 		if err := tx.UpdateRun(ctx, run); err != nil {

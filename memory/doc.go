@@ -1,8 +1,10 @@
 // Package memory keeps what people tell the agent about themselves and uses
 // it only when the evidence is strong.
 //
-// Write. When a turn closes, Remember runs a rule pass over what the user
-// said — their name ("my name is …", "I'm …"), contacts with an email
+// Write. When a turn closes, Remember runs a rule pass over what one person
+// said in it, under that person's key (a turn that answered several people
+// is remembered once per person, each with their own words; the answer and
+// tool results are never read) — their name ("my name is …", "I'm …"), contacts with an email
 // address ("Sara is sara@example.com", "Sara's email is …"), stated
 // preferences ("I prefer …", "I like …", "always …", "never …") and
 // "remember that …" — and, in the same transaction, queues a model pass as a
@@ -22,7 +24,9 @@
 // words the fact holds. Each result carries its score parts.
 //
 // People see and remove what is kept with List, Forget and ForgetMatching;
-// Contacts feeds the email_send commitment check.
+// Contacts feeds the email_send commitment check. Tools gives the model
+// remember and forget, which read and write the memory of the person whose
+// call it is (tools.Call.User) only.
 //
 // The package reads no environment: cmd wires its Config.
 package memory

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gatehouse/gatehouse/store"
@@ -16,9 +17,11 @@ import (
 // belongs to one claimer, and a claimer that died leaves a job that is
 // claimable again when its lease lapses.
 
-// Extract is the model pass over one turn: it returns the facts the turn
-// states. The facts' user, source and ObservedAt are set by RunJobs; a fact
-// without a subject gets one from its kind and text.
+// Extract is the model pass over one turn: it returns the facts the
+// person's words state. The facts' user, source and ObservedAt are set by
+// RunJobs; a fact without a subject gets one from its kind and text. A
+// name or contact whose value the person did not write is dropped: the
+// pass reads the person's own words only.
 type Extract func(ctx context.Context, turn Turn) ([]Fact, error)
 
 // RunJobs claims due model-pass jobs one after another until none is due,
@@ -108,7 +111,9 @@ func (m *Memory) claimJob(ctx context.Context) (store.MemoryJob, bool, error) {
 // runJob runs one claimed attempt and records its outcome, if the attempt
 // still owns the job.
 func (m *Memory) runJob(ctx context.Context, job store.MemoryJob, extract Extract) error {
-	turn := Turn{SessionID: job.SessionID, Seq: job.Seq, At: job.At, UserText: job.UserText, AnswerText: job.AnswerText}
+	// A job queued before the answer was left out still holds it; the
+	// pass is not given it.
+	turn := Turn{SessionID: job.SessionID, Seq: job.Seq, At: job.At, UserText: job.UserText}
 	ectx, cancel := context.WithTimeout(ctx, m.cfg.JobLease)
 	facts, xerr := safeExtract(ectx, extract, turn)
 	cancel()
@@ -139,7 +144,7 @@ func (m *Memory) runJob(ctx context.Context, job store.MemoryJob, extract Extrac
 		for _, f := range facts {
 			f.SourceSessionID, f.SourceSeq, f.ObservedAt = job.SessionID, job.Seq, job.At
 			f, ok := normalize(job.UserKey, f)
-			if !ok {
+			if !ok || !stated(f, job.UserText) {
 				continue
 			}
 			f.Created = now
@@ -155,6 +160,17 @@ func (m *Memory) runJob(ctx context.Context, job store.MemoryJob, extract Extrac
 		m.cfg.Logger.Warn("memory: model pass failed", "job", job.ID, "attempt", job.Attempts, "err", xerr)
 	}
 	return err
+}
+
+// stated reports whether the person's own words hold a name's or a
+// contact's value (case aside): the model pass may word a fact, not
+// supply its name or address from elsewhere.
+func stated(f Fact, said string) bool {
+	switch f.Kind {
+	case KindName, KindContact:
+		return f.Value == "" || strings.Contains(strings.ToLower(said), strings.ToLower(f.Value))
+	}
+	return true
 }
 
 func safeExtract(ctx context.Context, extract Extract, turn Turn) (facts []Fact, err error) {

@@ -36,15 +36,21 @@ const (
 	NotePrefix    = "note:"
 )
 
-// Turn is one closed turn, as memory is told about it.
+// Turn is what one person said in one closed turn, as memory is told
+// about it: only their own words. The assistant's answer and tool results
+// are not part of it, so no pass can take a fact from them; in a turn that
+// answered several people, each person's part is a Turn of its own,
+// remembered under that person's key.
 type Turn struct {
 	SessionID string
-	Seq       int64
+	// Seq is the person's latest message of the turn: the source of what
+	// is learnt from it.
+	Seq int64
 	// At is when the turn happened; what is learnt from it is observed
 	// then, however late a pass runs. Defaults to now.
-	At         time.Time
-	UserText   string
-	AnswerText string
+	At time.Time
+	// UserText is what the person said in the turn.
+	UserText string
 }
 
 // Config configures memory. The zero value is usable.
@@ -177,8 +183,9 @@ func checkUser(userKey string) error {
 	return nil
 }
 
-// Remember is called when a turn closes. It writes the rule pass's facts
-// and queues the model pass, in one transaction: either both are kept or
+// Remember is called when a turn closes, once for each person whose words
+// it holds, with that person's key and words. It writes the rule pass's
+// facts and queues the model pass, in one transaction: either both are kept or
 // neither. It returns the facts the rule pass wrote (a fact older than
 // what is kept about its subject is not written). Remembering the same
 // turn (session and seq) again queues no second job.
@@ -212,8 +219,7 @@ func (m *Memory) Remember(ctx context.Context, userKey string, turn Turn) ([]Fac
 			return nil
 		}
 		_, _, err := tx.InsertMemoryJob(ctx, store.MemoryJob{
-			UserKey: userKey, SessionID: turn.SessionID, Seq: turn.Seq, At: turn.At,
-			UserText: clip(turn.UserText, maxTurnText), AnswerText: clip(turn.AnswerText, maxTurnText),
+			UserKey: userKey, SessionID: turn.SessionID, Seq: turn.Seq, At: turn.At, UserText: clip(turn.UserText, maxTurnText),
 			State: store.MemoryJobQueued, MaxAttempts: m.cfg.JobAttempts, AvailableAt: now, Created: now, Updated: now,
 		})
 		return err

@@ -65,8 +65,7 @@ func TestRememberRulePass(t *testing.T) {
 		m := newMemory(e, memory.Config{})
 		at := e.clock.Now().Add(-time.Minute)
 		stored := remember(t, m, "web:ana", memory.Turn{SessionID: "s1", Seq: 3, At: at,
-			UserText:   "Hi, I'm Ana. Sara's email is sara@example.com. I prefer short answers. Remember that my car is a blue Golf.",
-			AnswerText: "Nice to meet you, Ana."})
+			UserText: "Hi, I'm Ana. Sara's email is sara@example.com. I prefer short answers. Remember that my car is a blue Golf."})
 		if len(stored) != 4 {
 			t.Fatalf("stored %d facts: %+v", len(stored), stored)
 		}
@@ -88,7 +87,7 @@ func TestRememberRulePass(t *testing.T) {
 		remember(t, m, "web:ana", memory.Turn{SessionID: "s1", Seq: 3, At: at, UserText: "Hi, I'm Ana."})
 		js := jobs(t, e.st, "web:ana", "")
 		if len(js) != 1 || js[0].State != store.MemoryJobQueued || js[0].SessionID != "s1" || js[0].Seq != 3 || !js[0].At.Equal(at) ||
-			!strings.HasPrefix(js[0].UserText, "Hi, I'm Ana. Sara's") || js[0].AnswerText != "Nice to meet you, Ana." || js[0].MaxAttempts != 3 {
+			!strings.HasPrefix(js[0].UserText, "Hi, I'm Ana. Sara's") || js[0].AnswerText != "" || js[0].MaxAttempts != 3 {
 			t.Fatalf("jobs %+v", js)
 		}
 	})
@@ -138,7 +137,7 @@ func TestModelPassJobSurvivesReopen(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
 		m := newMemory(e, memory.Config{})
 		at := e.clock.Now().Add(-time.Minute)
-		remember(t, m, "telegram:123", memory.Turn{SessionID: "s9", Seq: 4, At: at, UserText: "We're moving to Lisbon in May.", AnswerText: "Exciting!"})
+		remember(t, m, "telegram:123", memory.Turn{SessionID: "s9", Seq: 4, At: at, UserText: "We're moving to Lisbon in May."})
 		if js := jobs(t, e.st, "telegram:123", store.MemoryJobQueued); len(js) != 1 {
 			t.Fatalf("jobs before restart %+v", js)
 		}
@@ -153,7 +152,7 @@ func TestModelPassJobSurvivesReopen(t *testing.T) {
 		if err != nil || n != 1 || len(seen) != 1 {
 			t.Fatalf("ran %d jobs, err %v, seen %+v", n, err, seen)
 		}
-		if s := seen[0]; s.SessionID != "s9" || s.Seq != 4 || !s.At.Equal(at) || s.UserText != "We're moving to Lisbon in May." || s.AnswerText != "Exciting!" {
+		if s := seen[0]; s.SessionID != "s9" || s.Seq != 4 || !s.At.Equal(at) || s.UserText != "We're moving to Lisbon in May." {
 			t.Fatalf("extract saw %+v", s)
 		}
 		facts := list(t, m, "telegram:123")
@@ -418,6 +417,39 @@ func TestListAndForget(t *testing.T) {
 		// Forgotten facts are not recalled.
 		if got, err := m.Recall(ctx, "web:ana", "What is Sara's email?", 0); err != nil || len(got) != 0 {
 			t.Fatalf("recalled forgotten %+v %v", got, err)
+		}
+	})
+}
+
+// The model pass reads the person's words only, and a name or an address
+// it lists that the person did not write is not kept: it came from
+// somewhere else (an answer, a page, the model's own guess).
+func TestModelPassKeepsOnlyWhatThePersonWrote(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		m := newMemory(e, memory.Config{})
+		at := e.clock.Now().Add(-time.Minute)
+		remember(t, m, "telegram:u_a", memory.Turn{SessionID: "s1", Seq: 5, At: at, UserText: "Note that Sara uses sara@example.com now"})
+		var seen []memory.Turn
+		n, err := m.RunJobs(ctx, func(ctx context.Context, turn memory.Turn) ([]memory.Fact, error) {
+			seen = append(seen, turn)
+			return []memory.Fact{
+				{Kind: memory.KindContact, Subject: "contact:sara", Text: "Sara's email is sara@example.com", Value: "sara@example.com"},
+				{Kind: memory.KindContact, Subject: "contact:mallory", Text: "Mallory's email is mallory@evil.example", Value: "mallory@evil.example"},
+				{Kind: memory.KindName, Text: "My name is Eve", Value: "Eve"},
+			}, nil
+		})
+		if err != nil || n != 1 || len(seen) != 1 || seen[0].UserText != "Note that Sara uses sara@example.com now" {
+			t.Fatalf("ran %d jobs, err %v, seen %+v", n, err, seen)
+		}
+		facts := bySubject(list(t, m, "telegram:u_a"))
+		if f, ok := facts["contact:sara"]; !ok || f.Value != "sara@example.com" || f.SourceSeq != 5 {
+			t.Fatalf("the stated contact was not kept: %+v", facts)
+		}
+		if _, ok := facts["contact:mallory"]; ok {
+			t.Fatalf("an address the person never wrote was kept: %+v", facts)
+		}
+		if _, ok := facts[memory.SubjectName]; ok {
+			t.Fatalf("a name the person never wrote was kept: %+v", facts)
 		}
 	})
 }

@@ -9,15 +9,17 @@ import (
 	"github.com/gatehouse/gatehouse/tools"
 )
 
-// Tools returns the remember and forget tools (safe: they touch only what
-// is kept about the person talking) for the user userKey returns.
-func (m *Memory) Tools(userKey func() string) []tools.Tool {
-	return []tools.Tool{memTool{m: m, user: userKey, forget: false}, memTool{m: m, user: userKey, forget: true}}
+// Tools returns the remember and forget tools. Each call reads and writes
+// the memory of the person asking (tools.Call.User) and no one else's; a
+// call that names no person is refused. They are safe (they touch only
+// what is kept about the person talking) and memory writers: in a turn
+// that has read outside text the tool worker asks a person first.
+func (m *Memory) Tools() []tools.Tool {
+	return []tools.Tool{memTool{m: m, forget: false}, memTool{m: m, forget: true}}
 }
 
 type memTool struct {
 	m      *Memory
-	user   func() string
 	forget bool
 }
 
@@ -43,12 +45,18 @@ func (t memTool) Tier() tools.Tier { return tools.Safe }
 func (t memTool) Runnable() error  { return nil }
 func (t memTool) Idempotent() bool { return true }
 
+// WritesMemory implements tools.MemoryWriter.
+func (t memTool) WritesMemory() bool { return true }
+
 func (t memTool) Run(ctx context.Context, call tools.Call) (tools.Result, error) {
 	var a struct{ Fact string }
 	if err := json.Unmarshal(call.Arguments, &a); err != nil || strings.TrimSpace(a.Fact) == "" {
 		return tools.Result{Content: "fact must be a non-empty string", IsError: true}, nil
 	}
-	user := t.user()
+	user := call.User
+	if checkUser(user) != nil {
+		return tools.Result{Content: "this call names no person whose memory it could use", IsError: true}, nil
+	}
 	if t.forget {
 		gone, err := t.m.ForgetMatching(ctx, user, a.Fact)
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 func TestWorkerStopWaitsForTheRunningJob(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
 		m := newMemory(e, memory.Config{JobPoll: 10 * time.Millisecond})
-		remember(t, m, "web:w", memory.Turn{SessionID: "s1", Seq: 2, At: e.clock.Now().Add(-time.Minute), UserText: "My name is Ana.", AnswerText: "Hi Ana."})
+		remember(t, m, "web:w", memory.Turn{SessionID: "s1", Seq: 2, At: e.clock.Now().Add(-time.Minute), UserText: "My name is Ana."})
 		started := make(chan struct{})
 		var finished atomic.Bool
 		w := memory.NewWorker(m, func(ctx context.Context, turn memory.Turn) ([]memory.Fact, error) {

@@ -71,7 +71,10 @@ const (
 )
 
 // OutboxEntry is one delivery: a reply, an approval card or a card update,
-// keyed by the (session, seq) of the event it delivers.
+// keyed by the (session, seq) of the event it delivers. A reply the
+// gateway makes with no event behind it (a pairing code) has a negative
+// seq, minus the receive-log row it answers: it goes out before the
+// session's later rows.
 type OutboxEntry struct {
 	ID        int64  `json:"id"`
 	SessionID string `json:"sessionId"`

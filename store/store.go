@@ -26,6 +26,11 @@ type AppendParams struct {
 	QueueRun bool
 	// MaxAttempts is stored on a newly queued run.
 	MaxAttempts int
+	// CheckGates (with QueueRun) asks whether the session has a gate
+	// pending, read with the append (on Postgres in the same statement):
+	// AppendResult.GatePending. A new append only; a repeat of the key
+	// reports false.
+	CheckGates bool
 }
 
 // AppendResult says what Append did.
@@ -38,11 +43,16 @@ type AppendResult struct {
 	RunID int64
 	// Woke is true when the append made a run claimable that was not.
 	Woke bool
+	// GatePending is true when CheckGates was asked and the session has
+	// a gate still pending.
+	GatePending bool
 }
 
 // Reader reads committed state.
 type Reader interface {
 	GatewayReader
+	PeopleReader
+	GrantsReader
 	// GetSession returns the session or a CodeUnknownSession error.
 	GetSession(ctx context.Context, id string) (gh.Session, error)
 	// ListSessions returns sessions of tenant, newest first, at most limit.
@@ -112,6 +122,8 @@ type GateDecision struct {
 // each call is its own transaction.
 type Writer interface {
 	GatewayWriter
+	PeopleWriter
+	GrantsWriter
 	// CreateSession inserts s unless a session with its id exists; it
 	// returns the stored session and whether it was created.
 	CreateSession(ctx context.Context, s gh.Session) (gh.Session, bool, error)

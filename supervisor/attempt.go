@@ -12,7 +12,6 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/answers"
 	"github.com/gatehouse/gatehouse/kernel"
-	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
@@ -32,14 +31,16 @@ type outcome struct {
 	reason  string
 	noRetry bool
 	summary gh.RunFinished
-	// remember is the answered turn, handed to memory after the settle.
-	remember *memory.Turn
-	userKey  string
+	// remember is the answered turn, each person's part, handed to memory
+	// after the settle.
+	remember []personTurn
 	// t, inputs and promptSeq describe the turn in progress, so an end
 	// forced from outside (the time limit) can still answer its inputs.
 	t         *transcript
 	inputs    []int64
 	promptSeq int64
+	// unanswered: the turn left input it read for a turn of its own.
+	unanswered bool
 }
 
 // attempt runs one claimed run to its settle.
@@ -71,6 +72,7 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 
 	settleCtx, settleCancel := context.WithTimeout(context.WithoutCancel(s.attemptsCtx), 30*time.Second)
 	defer settleCancel()
+	unanswered := out.unanswered
 	switch {
 	case errors.Is(cause, errLeaseLost) || gh.IsCode(err, gh.CodeStaleEpoch) || gh.IsCode(err, gh.CodeLeaseLost):
 		// Another worker owns the run now; nothing of ours may land.
@@ -119,7 +121,7 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	out.summary.DurationMs = time.Since(started).Milliseconds()
 	payload, _ := json.Marshal(out.summary)
 	settled, err := s.k.Finish(settleCtx, lease, kernel.Settle{
-		Outcome: out.status, Reason: out.reason, NoRetry: out.noRetry, Calls: calls.take(),
+		Outcome: out.status, Reason: out.reason, NoRetry: out.noRetry, Calls: calls.take(), Unanswered: unanswered,
 		Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: payload, Key: fmt.Sprintf("run%d-epoch%d-finished", lease.RunID, lease.Epoch)}},
 	})
 	if err != nil {
@@ -127,12 +129,15 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 		return
 	}
 	log.Info("attempt settled", "state", settled.State, "requeued", settled.Requeued, "turns", out.summary.ModelRequests, "took", time.Since(started).Round(time.Millisecond))
-	if s.cfg.Memory != nil && out.remember != nil && settled.State == gh.RunDone {
+	if s.cfg.Memory != nil && settled.State == gh.RunDone {
 		// After the settle: a memory failure never costs the user the
 		// answer, and a retried attempt that answers again remembers the
-		// same turn (keyed by session and seq) once.
-		if _, err := s.cfg.Memory.Remember(settleCtx, out.userKey, *out.remember); err != nil {
-			log.Warn("turn not remembered", "err", err)
+		// same turn (keyed by person, session and seq) once. Each person's
+		// words are remembered under their own key.
+		for _, p := range out.remember {
+			if _, err := s.cfg.Memory.Remember(settleCtx, p.userKey, p.turn); err != nil {
+				log.Warn("turn not remembered", "user", p.userKey, "err", err)
+			}
 		}
 	}
 }
@@ -196,6 +201,10 @@ type attemptPlan struct {
 	// cursor starts at the watermark: only input read past it may join
 	// the turn, and reading it is recorded first.
 	cursor int64
+	// held is input read but left for a turn of its own: the turn goes
+	// on from an earlier request (a decision came, or a batch is
+	// finished) that never presented it.
+	held []int64
 }
 
 // work is the attempt's work: pre-flight, the batch a predecessor left,
@@ -203,6 +212,9 @@ type attemptPlan struct {
 func (s *Supervisor) work(ctx context.Context, lease gh.Lease) (out outcome, err error) {
 	out = outcome{status: gh.OutcomeDone, summary: gh.RunFinished{Status: "done"}}
 	p, err := s.preflight(ctx, lease)
+	if p != nil {
+		out.unanswered = len(p.held) > 0
+	}
 	switch {
 	case err != nil:
 		return out, err
@@ -216,7 +228,7 @@ func (s *Supervisor) work(ctx context.Context, lease gh.Lease) (out outcome, err
 	// A predecessor died mid-batch, or the batch waited for a decision
 	// that has come.
 	if len(p.missing) > 0 {
-		if done, err := s.runTools(ctx, lease, p.t, p.missing, p.inputs, p.promptSeq, &out); done || err != nil {
+		if done, err := s.runTools(ctx, lease, p.t, p.t.newestAssistant(), p.missing, p.inputs, p.promptSeq, &out); done || err != nil {
 			return out, err
 		}
 	}
@@ -237,6 +249,18 @@ func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*attemptPla
 	t := decode(events, s.log)
 	p := &attemptPlan{t: t, pending: t.unanswered(), missing: t.missingResults(), cursor: lease.ReadWatermark}
 	continuing := t.awaitsAnswer()
+	a := t.newestAssistant()
+	goesOn := (len(p.missing) > 0 || continuing) && a != nil
+	if goesOn && len(p.pending) > 0 {
+		// The turn that asked for these calls goes on and answers what
+		// it was asked. Input it never presented (typed while a card
+		// waited, or while the batch ran) is not merged into it: the
+		// model does not see it now, and it is answered in a turn of
+		// its own once this one settles (kernel.Settle.Unanswered).
+		p.held = p.pending
+		t.hold(p.held)
+		p.pending = nil
+	}
 	p.owed = len(p.pending) > 0 || len(p.missing) > 0 || continuing
 	if !p.owed {
 		return p, nil
@@ -246,9 +270,8 @@ func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*attemptPla
 		return p, nil
 	}
 	p.inputs = p.pending
-	if a := t.newestAssistant(); (len(p.missing) > 0 || continuing) && a != nil {
-		// The turn that asked for these calls goes on.
-		p.promptSeq, p.inputs = promptOf(a.GenerationID), append(append([]int64(nil), a.InputSeqs...), p.pending...)
+	if goesOn {
+		p.promptSeq, p.inputs = promptOf(a.GenerationID), append([]int64(nil), a.InputSeqs...)
 	} else if len(p.pending) > 0 {
 		p.promptSeq = p.pending[len(p.pending)-1]
 	}
@@ -298,7 +321,7 @@ func (s *Supervisor) modelLoop(ctx context.Context, lease gh.Lease, p *attemptPl
 				return err
 			}
 		}
-		if done, err := s.runTools(ctx, lease, p.t, a.ToolCalls, p.inputs, p.promptSeq, out); done || err != nil {
+		if done, err := s.runTools(ctx, lease, p.t, &a, a.ToolCalls, p.inputs, p.promptSeq, out); done || err != nil {
 			return err
 		}
 	}
@@ -414,8 +437,9 @@ func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *attemp
 	if len(a.ToolCalls) > 0 {
 		return false, nil
 	}
-	if out.remember, out.userKey = p.t.turnForMemory(a, p.promptSeq, s.cfg.Now()); out.remember != nil {
-		out.remember.SessionID = lease.SessionID
+	out.remember = p.t.turnForMemory(a, s.cfg.Now())
+	for i := range out.remember {
+		out.remember[i].turn.SessionID = lease.SessionID
 	}
 	return true, nil
 }
@@ -521,12 +545,13 @@ func (s *Supervisor) selection(t *transcript, pending []int64) (models.Chain, er
 	return nil, nil // nil chain: the registry's configured selection
 }
 
-// runTools hands one batch to the tool worker. It reports done when the
-// turn cannot go on now: a call waits for a person (the attempt settles
-// awaiting approval, holding nothing), or an effect's outcome is unknown
-// (the user is told, and the model is not asked again).
-func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript, calls []gh.ToolCall, inputs []int64, promptSeq int64, out *outcome) (bool, error) {
-	res, err := s.cfg.Tools.RunBatch(ctx, lease, calls)
+// runTools hands one batch, calls of the assistant message a, to the tool
+// worker, made for the person whose message led to them (transcript.askerOf).
+// It reports done when the turn cannot go on now: a call waits for a person
+// (the attempt settles awaiting approval, holding nothing), or an effect's
+// outcome is unknown (the user is told, and the model is not asked again).
+func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript, a *gh.AssistantMessage, calls []gh.ToolCall, inputs []int64, promptSeq int64, out *outcome) (bool, error) {
+	res, err := s.cfg.Tools.RunBatch(ctx, lease, t.askerOf(a), calls)
 	if err != nil {
 		if ctx.Err() != nil {
 			return true, context.Cause(ctx)

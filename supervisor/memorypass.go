@@ -11,18 +11,19 @@ import (
 	"github.com/gatehouse/gatehouse/models"
 )
 
-const extractPrompt = `Read one exchange between a person and an assistant. List the lasting facts the PERSON stated about themselves or people they know: their name, contacts with an email address, stated preferences, and things they asked to be remembered. Ignore questions, small talk and anything the assistant said. Answer with JSON only:
-{"facts":[{"kind":"name|contact|preference|note","text":"the fact as a short sentence","value":"the name or email address when there is one"}]}
+const extractPrompt = `Read what one person said to an assistant. List the lasting facts the person stated about themselves or people they know: their name, contacts with an email address, stated preferences, and things they asked to be remembered. Ignore questions and small talk. Answer with JSON only:
+{"facts":[{"kind":"name|contact|preference|note","text":"the fact as a short sentence","subject":"for a contact: the contact's name","value":"the name or email address when there is one"}]}
 With no such fact, answer {"facts":[]}.`
 
-// ModelExtractor is memory's model pass: the model reads a turn and lists
-// the facts it holds. It runs later, as a job (memory.Work), so a turn
-// never waits for it.
+// ModelExtractor is memory's model pass: the model reads what one person
+// said in a turn — their own words only, never the answer or a tool
+// result — and lists the facts it holds. It runs later, as a job
+// (memory.Work), so a turn never waits for it.
 func ModelExtractor(reg *models.Registry) memory.Extract {
 	return func(ctx context.Context, turn memory.Turn) ([]memory.Fact, error) {
 		resp, _, err := reg.Call(ctx, nil, models.Request{Messages: []models.Message{
 			{Role: models.RoleSystem, Text: extractPrompt},
-			{Role: models.RoleUser, Text: "Person: " + turn.UserText + "\nAssistant: " + turn.AnswerText},
+			{Role: models.RoleUser, Text: "Person: " + turn.UserText},
 		}}, nil)
 		if err != nil {
 			return nil, err
@@ -33,7 +34,7 @@ func ModelExtractor(reg *models.Registry) memory.Extract {
 			return nil, gh.Errorf(gh.CodeInvalid, "the model's fact list is not JSON: %q", text)
 		}
 		var out struct {
-			Facts []struct{ Kind, Text, Value string }
+			Facts []struct{ Kind, Text, Subject, Value string }
 		}
 		if err := json.Unmarshal([]byte(text[start:end+1]), &out); err != nil {
 			return nil, fmt.Errorf("the model's fact list is not JSON: %w", err)
@@ -49,7 +50,9 @@ func ModelExtractor(reg *models.Registry) memory.Extract {
 			if strings.TrimSpace(f.Text) == "" {
 				continue
 			}
-			facts = append(facts, memory.Fact{Kind: kind, Text: strings.TrimSpace(f.Text), Value: strings.TrimSpace(f.Value)})
+			// A contact is looked up by its name, so it needs one: the
+			// subject the model names (memory files it under contact:).
+			facts = append(facts, memory.Fact{Kind: kind, Subject: strings.TrimSpace(f.Subject), Text: strings.TrimSpace(f.Text), Value: strings.TrimSpace(f.Value)})
 		}
 		return facts, nil
 	}

@@ -763,7 +763,7 @@ func TestModelPassExtractsFacts(t *testing.T) {
 	reg := mustModels(t, fake)
 	m := memory.New(st, memory.Config{})
 	said := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
-	if _, err := m.Remember(ctx, "local", memory.Turn{SessionID: "s1", Seq: 1, At: said, UserText: "Honestly, tea over coffee any day.", AnswerText: "Noted."}); err != nil {
+	if _, err := m.Remember(ctx, "local", memory.Turn{SessionID: "s1", Seq: 1, At: said, UserText: "Honestly, tea over coffee any day."}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := m.RunJobs(ctx, supervisor.ModelExtractor(reg)); err != nil || n != 1 {
@@ -778,6 +778,29 @@ func TestModelPassExtractsFacts(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("facts %+v", facts)
+	}
+}
+
+// A contact the model pass finds is kept under its name, so a later
+// "email Sara" finds her address.
+func TestModelPassKeepsContactsByName(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "m.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fake := modeltest.NewOpenAI(t, "test-key")
+	fake.Push(modeltest.Reply{Text: `{"facts":[{"kind":"contact","text":"Sara's email is sara@example.com","subject":"Sara","value":"sara@example.com"}]}`})
+	m := memory.New(st, memory.Config{})
+	if _, err := m.Remember(ctx, "telegram:u_1", memory.Turn{SessionID: "s1", Seq: 1, At: time.Now(), UserText: "my colleague Sara, reachable at sara@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m.RunJobs(ctx, supervisor.ModelExtractor(mustModels(t, fake))); err != nil || n != 1 {
+		t.Fatalf("jobs run %d: %v", n, err)
+	}
+	if got := m.Contacts(ctx, "telegram:u_1"); got["sara"] != "sara@example.com" && got["Sara"] != "sara@example.com" {
+		t.Fatalf("contacts after the model pass: %v", got)
 	}
 }
 

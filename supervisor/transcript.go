@@ -12,6 +12,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/toolworker"
 )
 
 // entry is one decoded event that matters to the conversation.
@@ -173,6 +174,12 @@ func (t *transcript) addAssistant(seq int64, a gh.AssistantMessage) {
 	t.entries = append(t.entries, entry{seq: seq, asst: &a})
 }
 
+// hold takes the inputs at seqs out of the attempt's view: read, but left
+// for a turn of their own (attemptPlan.held). The log keeps them.
+func (t *transcript) hold(seqs []int64) {
+	t.entries = slices.DeleteFunc(t.entries, func(e entry) bool { return e.user != nil && slices.Contains(seqs, e.seq) })
+}
+
 // addUser records input read during the attempt (guide injection).
 func (t *transcript) addUser(seq int64, u gh.UserMessage) {
 	t.entries = append(t.entries, entry{seq: seq, user: &u})
@@ -274,14 +281,38 @@ func estimateTokens(msgs []models.Message) int {
 	return n
 }
 
-// turnForMemory is the answered turn as memory reads it: what the person
-// said in the inputs the answer lists, and the answer.
-func (t *transcript) turnForMemory(a gh.AssistantMessage, promptSeq int64, at time.Time) (*memory.Turn, string) {
-	last := t.latestInput(a.InputSeqs)
-	if last == nil {
-		return nil, ""
+// personTurn is one person's part of an answered turn, for memory.
+type personTurn struct {
+	userKey string
+	turn    memory.Turn
+}
+
+// turnForMemory is the answered turn as memory reads it: for each person
+// whose input the answer lists, what that person said, to be remembered
+// under their own key, sourced at their latest input of the turn. Only the
+// people's own words go: never the answer, a tool result or an attached
+// document's text.
+func (t *transcript) turnForMemory(a gh.AssistantMessage, at time.Time) []personTurn {
+	var out []personTurn
+	index := map[string]int{}
+	for _, e := range t.entries {
+		if e.user == nil || !slices.Contains(a.InputSeqs, e.seq) {
+			continue
+		}
+		key := e.user.UserKey()
+		i, ok := index[key]
+		if !ok {
+			i, index[key] = len(out), len(out)
+			out = append(out, personTurn{userKey: key, turn: memory.Turn{At: at}})
+		}
+		p := &out[i]
+		if p.turn.UserText != "" {
+			p.turn.UserText += "\n"
+		}
+		p.turn.UserText += e.user.Text
+		p.turn.Seq = max(p.turn.Seq, e.seq)
 	}
-	return &memory.Turn{Seq: promptSeq, At: at, UserText: t.inputText(a.InputSeqs), AnswerText: a.Text}, last.UserKey()
+	return out
 }
 
 // inputText is what the person said in the given inputs, in order.
@@ -304,4 +335,75 @@ func (t *transcript) latestInput(seqs []int64) *gh.UserMessage {
 		}
 	}
 	return latest
+}
+
+// askerOf is who the calls of the assistant message a are made for. The
+// person is the one whose message led to the calls: the newest input a
+// presented (in a turn answering several people, the latest of them, the
+// one the model read last when it asked), else the newest input loaded.
+// Tainted says whether the turn has read outside text since that message.
+// Both are derived from the log, so a batch resumed after an approval or a
+// crash is made for the same person with the same taint.
+func (t *transcript) askerOf(a *gh.AssistantMessage) toolworker.Asker {
+	var from *entry
+	for i := range t.entries {
+		e := &t.entries[i]
+		if e.user == nil || (from != nil && e.seq < from.seq) {
+			continue
+		}
+		if a == nil || slices.Contains(a.InputSeqs, e.seq) {
+			from = e
+		}
+	}
+	if from == nil && a != nil {
+		return t.askerOf(nil)
+	}
+	if from == nil {
+		return toolworker.Asker{Tainted: t.tainted(0, nil)}
+	}
+	// Platform users are the platform's; input without a person (the web
+	// chat and the API) is the operator's, gh.LocalUser.
+	who := toolworker.Asker{User: from.user.UserKey(), Platform: from.user.Source, Tainted: t.tainted(from.seq, from.user)}
+	if who.Platform == "" {
+		who.Platform = "api"
+	}
+	who.Requesters = t.requesters(a, who.User)
+	return who
+}
+
+// requesters are the user keys of everyone whose message the assistant
+// message a answers (each may decide a gate its calls open), in the order
+// they spoke; user alone when a presented none of the inputs loaded.
+func (t *transcript) requesters(a *gh.AssistantMessage, user string) []string {
+	var out []string
+	for _, e := range t.entries {
+		if e.user != nil && a != nil && slices.Contains(a.InputSeqs, e.seq) && !slices.Contains(out, e.user.UserKey()) {
+			out = append(out, e.user.UserKey())
+		}
+	}
+	if !slices.Contains(out, user) {
+		out = append(out, user)
+	}
+	return out
+}
+
+// tainted reports whether the turn has read outside text since the
+// person's message u at seq since: a document sent with u, or a tool
+// result committed after it (by seq, as the log orders it, however this
+// attempt read it) that is outside text. A turn here runs from a person's
+// message: a person speaking again starts afresh.
+func (t *transcript) tainted(since int64, u *gh.UserMessage) bool {
+	if u != nil {
+		for _, at := range u.Attachments {
+			if strings.TrimSpace(at.Text) != "" {
+				return true
+			}
+		}
+	}
+	for _, e := range t.entries {
+		if e.tool != nil && e.seq > since && toolworker.ReadOutside(*e.tool) {
+			return true
+		}
+	}
+	return false
 }

@@ -195,12 +195,14 @@ func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 	if err := json.Unmarshal(call.Arguments, &a); err != nil {
 		return ErrorResult("email_send: bad arguments: %v", err), nil
 	}
-	to, err := netmail.ParseAddressList(a.To)
-	if err != nil || len(to) == 0 {
-		return ErrorResult("email_send: not sent: %q is not a valid address list (%v); give addresses like sara@example.com", a.To, err), nil
+	// Parsed as the approval card showed them (Present): the same parser,
+	// the same refusals.
+	to, err := parseRecipients(a.To)
+	if err != nil {
+		return ErrorResult("%v", err), nil
 	}
-	if strings.ContainsAny(a.Subject, "\r\n") {
-		return ErrorResult("email_send: not sent: the subject must be one line"), nil
+	if err := checkSubject(a.Subject); err != nil {
+		return ErrorResult("%v", err), nil
 	}
 
 	msg := mail.NewMsg()

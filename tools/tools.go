@@ -46,6 +46,25 @@ type Call struct {
 	IdempotencyKey string
 	// Workspace is the directory the turn started in (absolute path).
 	Workspace string
+	// SessionID is the session the call was made in.
+	SessionID string
+	// Platform is the surface the asking person's message came from:
+	// telegram, discord, slack, or web and api for the HTTP API.
+	Platform string
+	// User is the key of the person asking (gh.UserMessage.UserKey, e.g.
+	// "telegram:u_…"; gh.LocalUser for web and API input): whose memory
+	// and contacts the call reads and writes. Empty when no person is
+	// known; a tool that needs one refuses.
+	User string
+}
+
+// MemoryWriter is implemented by a tool that writes what is kept about the
+// asking person (remember, forget). Such a tool may be Safe, but in a turn
+// that has read outside text (a result marked External, a document sent
+// with the message) its call waits for a person's approval like a Danger
+// tool's: a fetched page must not rewrite someone's contacts.
+type MemoryWriter interface {
+	WritesMemory() bool
 }
 
 // Result is what a tool answers. A failure the model should read and act on

@@ -37,12 +37,12 @@ func BenchmarkApprovedStep(b *testing.B) {
 		e := &env{t: nil, ctx: ctx, st: st, k: k, w: w}
 		l := benchLease(b, e, session)
 		c := call("c1", "send", `{}`)
-		if _, err := w.RunBatch(ctx, l, []gh.ToolCall{c}); err != nil {
+		if _, err := w.RunBatch(ctx, l, toolworker.Asker{}, []gh.ToolCall{c}); err != nil {
 			b.Fatal(err)
 		}
 		l = benchDecide(b, e, l)
 		before := st.Commits()
-		out, err := w.RunBatch(ctx, l, []gh.ToolCall{c})
+		out, err := w.RunBatch(ctx, l, toolworker.Asker{}, []gh.ToolCall{c})
 		if err != nil || len(out.Results) != 1 {
 			b.Fatalf("%v %+v", err, out)
 		}

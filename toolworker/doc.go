@@ -1,9 +1,13 @@
-// Package toolworker runs one assistant message's tool calls, in this order
-// for each call: can it run at all (unknown tool, switched off, arguments
+// Package toolworker runs one assistant message's tool calls for their
+// asker (Asker: the person whose message led to them, their platform, and
+// whether the turn has read outside text; each tools.Call carries them, so
+// memory tools and the contact lookup touch that person's memory only), in
+// this order for each call: can it run at all (unknown tool, switched off, arguments
 // that fail the schema → an error result at once, no card); the commitment
 // check (a per-tool policy allows, rewrites the arguments, asks a clarifying
-// question with options, or refuses); the tier (a safe tool runs at once; a
-// danger tool opens an approval gate — a gate row and a gate.opened event in
+// question with options, or refuses); the tier (a safe tool runs at once, unless it writes
+// memory in a turn that has read outside text; a danger tool, and that one,
+// open an approval gate — a gate row and a gate.opened event in
 // one transaction — and the attempt settles awaiting approval, holding
 // nothing); on resume the decision (approved runs, denied and expired
 // answer so, never confusing the two), the approval bound to the exact

@@ -7,6 +7,8 @@ import (
 	"net/mail"
 	"sort"
 	"strings"
+
+	"github.com/gatehouse/gatehouse/tools"
 )
 
 // VerdictKind is what a commitment check decides.
@@ -36,13 +38,17 @@ type Verdict struct {
 // Policy is the commitment check of one tool: it resolves a request against
 // what the agent knows before anyone is asked to approve it.
 type Policy interface {
-	Check(ctx context.Context, sessionID string, args json.RawMessage) Verdict
+	// Check checks call.Arguments for the person asking (call.User, in
+	// call.SessionID).
+	Check(ctx context.Context, call tools.Call) Verdict
 	// Answer applies a clarify answer to the arguments.
 	Answer(args json.RawMessage, answer string) (json.RawMessage, error)
 }
 
-// Contacts returns the known contacts of a session's user: name → address.
-type Contacts func(ctx context.Context, sessionID string) map[string]string
+// Contacts returns the known contacts of the person with this user key
+// (tools.Call.User): name → address. It must read that person's memory
+// only; an empty key has none of their own.
+type Contacts func(ctx context.Context, userKey string) map[string]string
 
 // EmailPolicy resolves email_send's recipient: an address passes; a name
 // is looked up in the contacts — one match is rewritten to its address,
@@ -50,7 +56,8 @@ type Contacts func(ctx context.Context, sessionID string) map[string]string
 type EmailPolicy struct{ Contacts Contacts }
 
 // Check implements Policy.
-func (p EmailPolicy) Check(ctx context.Context, sessionID string, args json.RawMessage) Verdict {
+func (p EmailPolicy) Check(ctx context.Context, call tools.Call) Verdict {
+	args := call.Arguments
 	var a map[string]any
 	if err := json.Unmarshal(args, &a); err != nil {
 		return Verdict{Kind: Refuse, Reason: "the arguments are not a JSON object"}
@@ -65,7 +72,7 @@ func (p EmailPolicy) Check(ctx context.Context, sessionID string, args json.RawM
 	}
 	var contacts map[string]string
 	if p.Contacts != nil {
-		contacts = p.Contacts(ctx, sessionID)
+		contacts = p.Contacts(ctx, call.User)
 	}
 	var matches []string
 	name := strings.ToLower(to)

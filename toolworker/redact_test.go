@@ -219,6 +219,6 @@ func runBatchOnce(t *testing.T, cfg toolworker.Config, calls ...gh.ToolCall) (*k
 	if err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)
 	}
-	out, err := w.RunBatch(ctx, l, calls)
+	out, err := w.RunBatch(ctx, l, toolworker.Asker{}, calls)
 	return k, out, err
 }

@@ -29,11 +29,17 @@ type Config struct {
 	// email_send resolving names against Contacts.
 	Policies map[string]Policy
 	// Contacts is the address book the email policy resolves names
-	// against. Defaults to none.
+	// against, per person (the call's user key). Defaults to none.
 	Contacts Contacts
 	// ApprovalTimeout is how long a gate waits for a decision before it
 	// expires. Defaults to 5m.
 	ApprovalTimeout time.Duration
+	// CardLimit is how many characters of an approval card the smallest
+	// chat platform configured has for the fields that must be shown whole
+	// (its longest message less cards.Frame). A call whose card needs more
+	// (cards.Need) is refused with a result the model reads, and no gate
+	// is opened. Defaults to 0: no limit (no chat platform).
+	CardLimit int
 	// Workspace returns the session's current workspace directory.
 	// Defaults to "" (workspace tools then refuse).
 	Workspace func(sessionID string) string
@@ -43,6 +49,9 @@ type Config struct {
 	// EffectTimeout bounds an approved effect once it started; it runs to
 	// the end even through a drain. Defaults to 2m.
 	EffectTimeout time.Duration
+	// GrantTTL is how long an "Approve for this chat" lasts from the
+	// decision (GATEHOUSE_GRANT_TTL). Defaults to 1h.
+	GrantTTL time.Duration
 	// Secrets are the values of the gateway's own secrets (tokens, keys,
 	// passwords): every tool result, and every message made from one, is
 	// committed with them replaced by [redacted]. Defaults to none.
@@ -74,6 +83,9 @@ func New(cfg Config) *Worker {
 	}
 	if cfg.EffectTimeout <= 0 {
 		cfg.EffectTimeout = 2 * time.Minute
+	}
+	if cfg.GrantTTL <= 0 {
+		cfg.GrantTTL = time.Hour
 	}
 	if cfg.Workspace == nil {
 		cfg.Workspace = func(string) string { return "" }
@@ -108,13 +120,49 @@ type BatchResult struct {
 	Stop string
 }
 
+// Asker is who a batch's calls are made for, as the supervisor derives it
+// from the log (so a resumed batch gets the same): the person whose message
+// led to the calls, and whether the turn has read outside text.
+type Asker struct {
+	// User is the person's user key (gh.UserMessage.UserKey; gh.LocalUser
+	// for web and API input). Memory tools and the contact lookup read and
+	// write this person's memory only. Empty: nobody is known, and the
+	// memory tools refuse.
+	User string
+	// Platform is the surface of the person's message (telegram, discord,
+	// slack, web, api).
+	Platform string
+	// Tainted: the turn has read outside text (a result marked External,
+	// a document sent with the message) since the person's message that
+	// led to the calls. A call of a tool that writes memory (tools.MemoryWriter) then
+	// opens a gate as a Danger tool's does. Once a call of the batch
+	// commits an External result, the calls after it are tainted too.
+	Tainted bool
+	// Requesters are the user keys of everyone whose message the turn
+	// answers (in a group turn, several people): a gate the batch opens
+	// records them, and each may decide it. Empty: User alone.
+	Requesters []string
+}
+
+// requesters are who may decide a gate opened for the asker's calls.
+func (a Asker) requesters() []string {
+	if len(a.Requesters) > 0 {
+		return a.Requesters
+	}
+	if a.User != "" {
+		return []string{a.User}
+	}
+	return nil
+}
+
 // RunBatch handles the calls of one assistant message that have no result
-// yet, each committed under the lease and keyed by its call id.
-func (w *Worker) RunBatch(ctx context.Context, l gh.Lease, calls []gh.ToolCall) (BatchResult, error) {
+// yet, made for who, each committed under the lease and keyed by its call
+// id.
+func (w *Worker) RunBatch(ctx context.Context, l gh.Lease, who Asker, calls []gh.ToolCall) (BatchResult, error) {
 	var out BatchResult
 	for _, c := range calls {
 		start := time.Now()
-		st, err := w.handle(ctx, l, c)
+		st, err := w.handle(ctx, l, who, c)
 		if err != nil {
 			return out, err
 		}
@@ -123,6 +171,7 @@ func (w *Worker) RunBatch(ctx context.Context, l gh.Lease, calls []gh.ToolCall) 
 			out.Stop = st.stop
 		}
 		if st.committed != nil {
+			who.Tainted = who.Tainted || st.committed.Result.External
 			out.Results = append(out.Results, *st.committed)
 			out.Timings = append(out.Timings, gh.ToolTiming{Tool: c.Name, DurationMs: time.Since(start).Milliseconds()})
 		}
@@ -141,7 +190,7 @@ type step struct {
 }
 
 // handle decides and, when it can, runs one call.
-func (w *Worker) handle(ctx context.Context, l gh.Lease, c gh.ToolCall) (step, error) {
+func (w *Worker) handle(ctx context.Context, l gh.Lease, who Asker, c gh.ToolCall) (step, error) {
 	log := w.cfg.Logger.With("session", l.SessionID, "tool", c.Name, "call", c.ID)
 	// A gate already opened for this call: act on its decision.
 	n, opened, decided, err := w.latestGate(ctx, l.SessionID, c.ID)
@@ -172,7 +221,7 @@ func (w *Worker) handle(ctx context.Context, l gh.Lease, c gh.ToolCall) (step, e
 			if args, err = p.Answer(opened.Arguments, decided.Answer); err != nil {
 				return w.result(ctx, l, c, err.Error(), true)
 			}
-			return w.decideTier(ctx, l, c, args, workspace, n+1)
+			return w.decideTier(ctx, l, who, c, args, workspace, n+1)
 		case gh.GateApproved:
 			// The approval holds for the arguments it was given for: the
 			// call is checked again, and it must come to the same ones.
@@ -180,12 +229,19 @@ func (w *Worker) handle(ctx context.Context, l gh.Lease, c gh.ToolCall) (step, e
 			if err != nil {
 				return w.result(ctx, l, c, err.Error(), true)
 			}
-			current, verdict := w.commitmentOn(ctx, l.SessionID, c.Name, base)
+			current, verdict := w.commitmentOn(ctx, w.toolCall(l, who, c, base, workspace))
 			if verdict.Kind == Refuse || verdict.Kind == Clarify || argsHash(current) != opened.ArgsHash || argsHash(opened.Arguments) != opened.ArgsHash {
 				log.Warn("approved call no longer matches what was approved; not running it")
 				return w.result(ctx, l, c, "The arguments of this call no longer match what was approved, so it did not run. Ask again for a fresh approval.", true)
 			}
-			return w.runDanger(ctx, l, c, opened.Arguments, opened.ArgsHash, workspace)
+			if decided.Answer == gh.ScopeChat && opened.GrantBound != "" {
+				// "Approve for this chat": the grant is recorded before
+				// the call runs.
+				if err := w.recordGrant(ctx, l, opened, decided); err != nil {
+					return step{}, err
+				}
+			}
+			return w.runDanger(ctx, l, who, c, opened.Arguments, opened.ArgsHash, workspace, "")
 		}
 		return w.result(ctx, l, c, "unknown gate decision "+string(decided.Decision), true)
 	}
@@ -194,12 +250,12 @@ func (w *Worker) handle(ctx context.Context, l gh.Lease, c gh.ToolCall) (step, e
 		return w.result(ctx, l, c, err.Error(), true)
 	}
 	// 2. Commitment check.
-	args, verdict := w.commitment(ctx, l.SessionID, c)
+	args, verdict := w.commitmentOn(ctx, w.toolCall(l, who, c, c.Arguments, workspace))
 	switch verdict.Kind {
 	case Refuse:
 		return w.result(ctx, l, c, "Refused: "+verdict.Reason, true)
 	case Clarify:
-		return step{paused: true}, w.openGate(ctx, l, c, n+1, gh.GateKindClarify, args, workspace, verdict)
+		return step{paused: true}, w.openGate(ctx, l, c, n+1, gh.GateKindClarify, args, workspace, verdict, nil, who.requesters())
 	}
 	if verdict.Kind == Rewrite {
 		if err := w.cfg.Tools.Check(c.Name, args); err != nil {
@@ -207,24 +263,34 @@ func (w *Worker) handle(ctx context.Context, l gh.Lease, c gh.ToolCall) (step, e
 		}
 	}
 	// 3. Tier.
-	return w.decideTier(ctx, l, c, args, workspace, n+1)
+	return w.decideTier(ctx, l, who, c, args, workspace, n+1)
 }
 
-// commitment runs the tool's policy; without one the call is allowed.
-func (w *Worker) commitment(ctx context.Context, sessionID string, c gh.ToolCall) (json.RawMessage, Verdict) {
-	return w.commitmentOn(ctx, sessionID, c.Name, c.Arguments)
+// toolCall is a call as a tool runs it and a policy checks it: the model's
+// call with these arguments, the session, and who asks.
+func (w *Worker) toolCall(l gh.Lease, who Asker, c gh.ToolCall, args json.RawMessage, workspace string) tools.Call {
+	return tools.Call{ToolCall: gh.ToolCall{ID: c.ID, Name: c.Name, Arguments: args}, Workspace: workspace,
+		SessionID: l.SessionID, Platform: who.Platform, User: who.User}
 }
 
-func (w *Worker) commitmentOn(ctx context.Context, sessionID, tool string, args json.RawMessage) (json.RawMessage, Verdict) {
-	p := w.cfg.Policies[tool]
+// commitmentOn runs the tool's policy on call; without one the call is
+// allowed.
+func (w *Worker) commitmentOn(ctx context.Context, call tools.Call) (json.RawMessage, Verdict) {
+	p := w.cfg.Policies[call.Name]
 	if p == nil {
-		return args, Verdict{Kind: Allow}
+		return call.Arguments, Verdict{Kind: Allow}
 	}
-	v := p.Check(ctx, sessionID, args)
+	v := p.Check(ctx, call)
 	if v.Kind == Rewrite {
 		return v.Arguments, v
 	}
-	return args, v
+	return call.Arguments, v
+}
+
+// writesMemory reports whether t writes what is kept about the asker.
+func writesMemory(t tools.Tool) bool {
+	mw, ok := t.(tools.MemoryWriter)
+	return ok && mw.WritesMemory()
 }
 
 // answeredArgs returns the arguments the n-th gate of a call was opened
@@ -262,23 +328,40 @@ func (w *Worker) answeredArgs(ctx context.Context, sessionID string, c gh.ToolCa
 	return args, nil
 }
 
-func (w *Worker) decideTier(ctx context.Context, l gh.Lease, c gh.ToolCall, args json.RawMessage, workspace string, n int) (step, error) {
+func (w *Worker) decideTier(ctx context.Context, l gh.Lease, who Asker, c gh.ToolCall, args json.RawMessage, workspace string, n int) (step, error) {
 	t, ok := w.cfg.Tools.Get(c.Name)
 	if !ok {
 		return w.result(ctx, l, c, "unknown tool "+c.Name, true)
 	}
-	if t.Tier() == tools.Safe {
-		res, err := t.Run(ctx, tools.Call{ToolCall: gh.ToolCall{ID: c.ID, Name: c.Name, Arguments: args}, Workspace: workspace})
+	// A safe tool runs at once, unless it writes memory in a turn that has
+	// read outside text: then a person approves it first.
+	if t.Tier() == tools.Safe && !(who.Tainted && writesMemory(t)) {
+		res, err := t.Run(ctx, w.toolCall(l, who, c, args, workspace))
 		if err != nil && ctx.Err() != nil {
 			return step{}, context.Cause(ctx)
 		}
-		return w.result(ctx, l, c, w.content(res, err), res.IsError || err != nil)
+		return w.commitResult(ctx, l, gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: w.content(res, err),
+			IsError: res.IsError || err != nil, External: res.External})
 	}
-	return step{paused: true}, w.openGate(ctx, l, c, n, gh.GateKindApproval, args, workspace, Verdict{})
+	// The card shows what will run, or there is no card.
+	fields, refusal := w.cardFields(t, args)
+	if refusal != "" {
+		return w.result(ctx, l, c, refusal, true)
+	}
+	// A grant of this chat for the same bound runs it without a card,
+	// through the effect journal as any approved call.
+	if g, ok, err := w.coveringGrant(ctx, l.SessionID, t, args); err != nil {
+		return step{}, err
+	} else if ok {
+		return w.runGranted(ctx, l, who, c, args, workspace, g)
+	}
+	return step{paused: true}, w.openGate(ctx, l, c, n, gh.GateKindApproval, args, workspace, Verdict{}, fields, who.requesters())
 }
 
 // runDanger runs an approved call through the effect journal.
-func (w *Worker) runDanger(ctx context.Context, l gh.Lease, c gh.ToolCall, args json.RawMessage, hash, workspace string) (step, error) {
+// note, when set, is added to the result after the tool's own words (a
+// call run under a grant says so).
+func (w *Worker) runDanger(ctx context.Context, l gh.Lease, who Asker, c gh.ToolCall, args json.RawMessage, hash, workspace, note string) (step, error) {
 	t, ok := w.cfg.Tools.Get(c.Name)
 	if !ok {
 		return w.result(ctx, l, c, "unknown tool "+c.Name, true)
@@ -313,13 +396,19 @@ func (w *Worker) runDanger(ctx context.Context, l gh.Lease, c gh.ToolCall, args 
 	// A lost lease still keeps a stale worker from committing the result.
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.EffectTimeout)
 	defer cancel()
-	res, runErr := t.Run(runCtx, tools.Call{ToolCall: gh.ToolCall{ID: c.ID, Name: c.Name, Arguments: args}, IdempotencyKey: receipt.ID, Workspace: workspace})
+	call := w.toolCall(l, who, c, args, workspace)
+	call.IdempotencyKey = receipt.ID
+	res, runErr := t.Run(runCtx, call)
 	if runErr != nil && !errors.Is(runErr, tools.ErrOutcomeUnknown) {
 		// The context ended mid-run: nothing more is written. A successor
 		// finds the started receipt and says the outcome is unknown.
 		return step{}, runErr
 	}
-	r := gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: w.content(res, runErr), IsError: res.IsError || runErr != nil, DurationMs: time.Since(start).Milliseconds()}
+	r := gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: w.content(res, runErr), IsError: res.IsError || runErr != nil,
+		External: res.External, DurationMs: time.Since(start).Milliseconds()}
+	if note != "" && !r.IsError {
+		r.Content += "\n" + note
+	}
 	// The result commits even if the attempt was told to stop meanwhile:
 	// the effect happened, and the lease still fences a stale worker.
 	cm, err := w.finish(runCtx, l, receipt, r)
@@ -366,11 +455,17 @@ func (w *Worker) content(res tools.Result, err error) string {
 	return fitPayload(text, w.contentBudget())
 }
 
-// result commits a tool result keyed by the call id.
+// result commits a tool result of the worker's own words keyed by the
+// call id.
 func (w *Worker) result(ctx context.Context, l gh.Lease, c gh.ToolCall, text string, isErr bool) (step, error) {
-	r := gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: w.committable(text), IsError: isErr}
+	return w.commitResult(ctx, l, gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: text, IsError: isErr})
+}
+
+// commitResult commits r keyed by its call id.
+func (w *Worker) commitResult(ctx context.Context, l gh.Lease, r gh.ToolResult) (step, error) {
+	r.Content = w.committable(r.Content)
 	raw, _ := json.Marshal(r)
-	cs, err := w.k.Commit(ctx, l, gh.NewEvent{Kind: gh.KindToolResult, Payload: raw, Key: "tool:" + c.ID})
+	cs, err := w.k.Commit(ctx, l, gh.NewEvent{Kind: gh.KindToolResult, Payload: raw, Key: "tool:" + r.ToolCallID})
 	if err != nil {
 		return step{}, err
 	}
@@ -384,9 +479,7 @@ func GateID(sessionID, toolCallID string, n int) string {
 	return "g_" + hex.EncodeToString(h[:10])
 }
 
-func gateKey(toolCallID string, n int) string {
-	return "gateopen:" + toolCallID + ":" + strconv.Itoa(n)
-}
+func gateKey(toolCallID string, n int) string { return gh.GateOpenedKey(toolCallID, n) }
 
 // latestGate finds the newest gate opened for a call and its decision.
 func (w *Worker) latestGate(ctx context.Context, sessionID, callID string) (int, *gh.GateOpened, *gh.GateDecided, error) {
@@ -420,18 +513,25 @@ func (w *Worker) latestGate(ctx context.Context, sessionID, callID string) (int,
 	return n, opened, &d, nil
 }
 
-// openGate commits gate.opened and the gate row in one transaction.
-func (w *Worker) openGate(ctx context.Context, l gh.Lease, c gh.ToolCall, n int, kind string, args json.RawMessage, workspace string, v Verdict) error {
+// openGate commits gate.opened, with the fields its card shows and the
+// people who may decide it (requesters), and the gate row in one
+// transaction.
+func (w *Worker) openGate(ctx context.Context, l gh.Lease, c gh.ToolCall, n int, kind string, args json.RawMessage, workspace string, v Verdict, fields []gh.CardField, requesters []string) error {
 	now := w.cfg.Now().UTC()
 	g := gh.Gate{
 		ID: GateID(l.SessionID, c.ID, n), SessionID: l.SessionID, RunID: l.RunID, ToolCallID: c.ID, Tool: c.Name,
 		Arguments: args, ArgsHash: argsHash(args), Kind: kind, Question: v.Question, Options: v.Options,
 		State: gh.GatePending, ExpiresAt: now.Add(w.cfg.ApprovalTimeout), Created: now,
 	}
-	payload, _ := json.Marshal(gh.GateOpened{
+	opened := gh.GateOpened{
 		GateID: g.ID, ToolCallID: c.ID, Tool: c.Name, Arguments: args, ArgsHash: g.ArgsHash, Kind: kind,
-		Question: v.Question, Options: v.Options, ExpiresAt: g.ExpiresAt, Workspace: workspace,
-	})
+		Question: v.Question, Options: v.Options, ExpiresAt: g.ExpiresAt, Workspace: workspace, Fields: fields,
+		Requesters: requesters,
+	}
+	if kind == gh.GateKindApproval {
+		opened.GrantBound, opened.GrantLabel = w.grantOffer(c.Name, args)
+	}
+	payload, _ := json.Marshal(opened)
 	err := w.k.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if _, err := w.k.CommitTx(ctx, tx, l, gh.NewEvent{Kind: gh.KindGateOpened, Payload: payload, Key: gateKey(c.ID, n)}); err != nil {
 			return err

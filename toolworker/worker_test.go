@@ -24,8 +24,9 @@ type env struct {
 	k     *kernel.Kernel
 	w     *toolworker.Worker
 	sends atomic.Int32
-	ws    atomic.Value // current workspace
-	seen  atomic.Value // workspace the last send ran in
+	ws    atomic.Value     // current workspace
+	seen  atomic.Value     // workspace the last send ran in
+	who   toolworker.Asker // who the batches are made for
 }
 
 // send is a danger tool that counts its effects.
@@ -76,7 +77,7 @@ func (e *env) lease(session string) gh.Lease {
 
 func (e *env) batch(l gh.Lease, calls ...gh.ToolCall) toolworker.BatchResult {
 	e.t.Helper()
-	out, err := e.w.RunBatch(e.ctx, l, calls)
+	out, err := e.w.RunBatch(e.ctx, l, e.who, calls)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func TestStartedReceiptMeansOutcomeUnknown(t *testing.T) {
 	// started receipt is committed.
 	hanging := toolworker.New(toolworker.Config{Kernel: e.k, EffectTimeout: 50 * time.Millisecond, Tools: tools.NewRegistry(toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger,
 		Fn: func(ctx context.Context, c tools.Call) (string, error) { <-ctx.Done(); return "", ctx.Err() }})})
-	if _, err := hanging.RunBatch(e.ctx, l, []gh.ToolCall{call("c1", "send", `{"to":"a@example.com"}`)}); err == nil {
+	if _, err := hanging.RunBatch(e.ctx, l, toolworker.Asker{}, []gh.ToolCall{call("c1", "send", `{"to":"a@example.com"}`)}); err == nil {
 		t.Fatal("a hung effect reported success")
 	}
 	out := e.batch(l, call("c1", "send", `{"to":"a@example.com"}`))

@@ -15,6 +15,9 @@ type Fake interface {
 	// UserID is the platform id of the user with this handle, as it will
 	// appear in gh.Inbound.UserID (what allow-lists name).
 	UserID(handle string) string
+	// ChatID is the platform id of the chat with this handle (what
+	// GATEHOUSE_APPROVAL_CHAT names), creating the chat.
+	ChatID(handle string) string
 	// Say makes user send text in chat as a new update and returns the
 	// update's id (gh.Inbound.UpdateID). bot marks the sender as a bot.
 	Say(chat, user, text string, bot bool) (updateID string)
@@ -33,6 +36,15 @@ type Fake interface {
 	// msgID in chat, as user, and returns what the platform showed the
 	// presser (the callback answer, the interaction response's text).
 	Press(chat, msgID, data, user string) (reply string, err error)
+	// DenyWithReason presses the "Deny with reason…" button whose data is
+	// data on the bot's message msgID in chat, as user, and when the
+	// platform then asks for the reason (Telegram: a ForceReply message
+	// to reply to; Slack: a modal opened with views.open; Discord: a
+	// modal interaction response) gives reason as the user would. It
+	// returns what the user was shown last: the press's answer when no
+	// reason was asked for, else the answer to the reason ("" when there
+	// was none to show).
+	DenyWithReason(chat, msgID, data, user, reason string) (reply string, err error)
 	// Errors lists requests the fake refused as the real platform would
 	// (bad parameters, unknown chat, wrong token): a passing suite has none.
 	Errors() []string

@@ -30,6 +30,15 @@ type Stack struct {
 type StackOptions struct {
 	// Allowed are user handles allowed on the platform. Defaults to alice.
 	Allowed []string
+	// Approvers are user handles named as approvers of every tool
+	// (GATEHOUSE_APPROVERS); ApproversAllowed keeps the rule from before
+	// approvers instead (GATEHOUSE_APPROVERS=allowed). Defaults to none:
+	// the requester alone decides.
+	Approvers        []string
+	ApproversAllowed bool
+	// ApprovalChat is the handle of a chat every card is also sent to
+	// (GATEHOUSE_APPROVAL_CHAT). Defaults to none.
+	ApprovalChat string
 }
 
 // NewStack starts a whole gateway around the adapter and fake that

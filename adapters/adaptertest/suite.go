@@ -29,6 +29,14 @@ func Run(t *testing.T, stack NewStack, factory Factory) {
 		{"MessagesDuringATurnAreAllAnswered", testMidTurn},
 		{"ApprovalCardPressAndSecondPress", testApproval},
 		{"DecisionOnWebUpdatesTheCard", testWebDecision},
+		{"OnlyTheRequesterDecides", testOnlyTheRequesterDecides},
+		{"NamedApproverDecides", testNamedApproverDecides},
+		{"ApproversAllowedKeepsTheOldRule", testAllowedKeepsTheOldRule},
+		{"ApprovalChatGetsACopy", testApprovalChatCopy},
+		{"DenyWithReasonReachesTheModel", testDenyWithReason},
+		{"MessageWhileACardIsPending", testMessageWhileACardIsPending},
+		{"CancelDeniesTheCard", testCancelDeniesTheCard},
+		{"CancelFromSomeoneWhoMayNotDecide", testCancelFromSomeoneWhoMayNotDecide},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, func(o StackOptions) *env { return &env{Stack: stack(t, factory, o), T: t} })

@@ -366,14 +366,19 @@ const (
 // pressResponse decides the answer to an interaction; nil means none
 // is due (a ping or autocomplete, which never reach a bot like this).
 func (a *Adapter) pressResponse(ctx context.Context, sink gateway.Sink, i *discordgo.Interaction) *discordgo.InteractionResponse {
+	var p gh.Press
+	var ok bool
 	switch i.Type {
 	case discordgo.InteractionMessageComponent:
-	case discordgo.InteractionApplicationCommand, discordgo.InteractionModalSubmit:
+		p, ok = pressFromInteraction(i)
+	case discordgo.InteractionModalSubmit:
+		// The modal asking for a denial's reason, submitted.
+		p, ok = pressFromModal(i)
+	case discordgo.InteractionApplicationCommand:
 		return ephemeral(notSupported)
 	default:
 		return nil
 	}
-	p, ok := pressFromInteraction(i)
 	if !ok {
 		data, _ := customID(i)
 		a.log.Info("discord press of a button that is not ours", "interaction_id", i.ID, "custom_id", data)
@@ -385,6 +390,9 @@ func (a *Adapter) pressResponse(ctx context.Context, sink gateway.Sink, i *disco
 	if err != nil {
 		a.log.Error("discord press not recorded", "interaction_id", i.ID, "gate_id", p.GateID, "err", err)
 		return ephemeral(pressFailed)
+	}
+	if res.AskReason && i.Type == discordgo.InteractionMessageComponent {
+		return reasonModal(p.GateID, res.Gate.Tool)
 	}
 	if res.Won && res.Card.Text != "" && utf8.RuneCountInString(res.Card.Text) <= maxText {
 		rows, err := buttonRows(res.Card.Buttons)
@@ -405,6 +413,42 @@ func (a *Adapter) pressResponse(ctx context.Context, sink gateway.Sink, i *disco
 		text = pressNoted
 	}
 	return ephemeral(text)
+}
+
+// reasonInput is the custom_id of the reason modal's text input.
+const reasonInput = "reason"
+
+// reasonModal answers a press of "Deny with reason…" with a modal (type
+// 9) asking why. Its custom_id is the deny button's data, so its
+// submission (type 5, MODAL_SUBMIT) is a deny press of the same card, with
+// the reason (pressFromModal).
+func reasonModal(gateID, tool string) *discordgo.InteractionResponse {
+	return &discordgo.InteractionResponse{
+		Type: discordgo.InteractionResponseModal,
+		Data: &discordgo.InteractionResponseData{
+			CustomID: gateway.ButtonData(gateID, gateway.ChoiceDeny),
+			Title:    "Deny with a reason",
+			Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+				discordgo.TextInput{
+					CustomID:    reasonInput,
+					Label:       "Why deny it?",
+					Style:       discordgo.TextInputParagraph,
+					Placeholder: truncateRunes("Shown on the card and given to the agent. ("+tool+")", 100),
+					Required:    true,
+					MinLength:   1,
+					MaxLength:   gateway.MaxReason,
+				},
+			}}},
+		},
+	}
+}
+
+// truncateRunes cuts s to at most n characters, marking a cut.
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // ephemeral is a type 4 answer only the presser sees.

@@ -198,6 +198,11 @@ var mentionEscaper = strings.NewReplacer("@everyone", "@\u200beveryone", "@here"
 // and neutralises @everyone and @here (see the package doc).
 func (a *Adapter) Format(text string) string { return mentionEscaper.Replace(text) }
 
+// AsksReasons is true: a card has a "Deny with reason…" button, whose
+// press is answered with a modal asking for the reason; its submission is
+// the denial.
+func (a *Adapter) AsksReasons() bool { return true }
+
 // Handler is nil: the adapter takes interactions over the gateway, not
 // Discord's signed HTTP interactions endpoint.
 func (a *Adapter) Handler(gateway.Sink) http.Handler { return nil }

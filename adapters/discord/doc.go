@@ -41,6 +41,9 @@
 // buttons once decided; otherwise type 4 with the ephemeral flag (64)
 // shows PressResult.Text to the presser only. A custom_id that is not
 // ours, or a Press error, is answered with an ephemeral message too.
+// "Deny with reason…" is answered with a modal (type 9) whose custom_id
+// is the deny button's data; its MODAL_SUBMIT (type 5) is the deny press
+// with the text typed as its reason, answered like a press.
 // Presses are handled concurrently, so a slow Receive cannot make one
 // miss its deadline.
 //

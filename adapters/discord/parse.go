@@ -100,3 +100,62 @@ func pressFromInteraction(i *discordgo.Interaction) (p gh.Press, ok bool) {
 	}
 	return p, true
 }
+
+// pressFromModal normalises the submission of the reason modal
+// (reasonModal): a deny press of its card, with the reason typed. ok is
+// false for a modal that is not ours or lacks what a press needs.
+func pressFromModal(i *discordgo.Interaction) (p gh.Press, ok bool) {
+	d, ok := i.Data.(discordgo.ModalSubmitInteractionData)
+	if !ok || i.ID == "" || i.Token == "" || i.ChannelID == "" {
+		return gh.Press{}, false
+	}
+	gateID, choice, ok := gateway.ParseButtonData(d.CustomID)
+	if !ok || choice != gateway.ChoiceDeny {
+		return gh.Press{}, false
+	}
+	u := interactionUser(i)
+	if u == nil || u.ID == "" {
+		return gh.Press{}, false
+	}
+	p = gh.Press{
+		Platform: gh.PlatformDiscord,
+		UpdateID: i.ID,
+		GateID:   gateID,
+		Choice:   gateway.ChoiceDeny,
+		Reason:   modalValue(d.Components, reasonInput),
+		UserID:   u.ID,
+		UserName: u.Username,
+		ChatID:   i.ChannelID,
+		IsBot:    u.Bot,
+	}
+	if i.Message != nil {
+		p.MessageID = i.Message.ID
+	}
+	return p, true
+}
+
+// modalValue is the value of the text input customID among a modal's
+// submitted components (action rows of text inputs).
+func modalValue(comps []discordgo.MessageComponent, customID string) string {
+	for _, c := range comps {
+		switch c := c.(type) {
+		case *discordgo.ActionsRow:
+			if v := modalValue(c.Components, customID); v != "" {
+				return v
+			}
+		case discordgo.ActionsRow:
+			if v := modalValue(c.Components, customID); v != "" {
+				return v
+			}
+		case *discordgo.TextInput:
+			if c.CustomID == customID {
+				return c.Value
+			}
+		case discordgo.TextInput:
+			if c.CustomID == customID {
+				return c.Value
+			}
+		}
+	}
+	return ""
+}

@@ -22,6 +22,10 @@ const (
 // section holds at most 3,000 characters, so a longer text takes several)
 // and the buttons in actions blocks of at most 25. A card without buttons
 // (a decided one) has no actions block at all.
+//
+// The sections are plain_text without emoji codes: a card shows its
+// arguments as written (FormatCard escaped only &, < and >), and mrkdwn
+// would read *, _, ~ and ` in them as formatting and drop them.
 func cardBlocks(card gateway.Card, text string) []slackgo.Block {
 	if card.Text != "" {
 		text = card.Text
@@ -29,7 +33,7 @@ func cardBlocks(card gateway.Card, text string) []slackgo.Block {
 	var blocks []slackgo.Block
 	for i, chunk := range splitText(text, maxSectionText) {
 		blocks = append(blocks, slackgo.NewSectionBlock(
-			slackgo.NewTextBlockObject(slackgo.MarkdownType, chunk, false, false),
+			slackgo.NewTextBlockObject(slackgo.PlainTextType, chunk, false, false),
 			nil, nil, slackgo.SectionBlockOptionBlockID("gh_text_"+strconv.Itoa(i))))
 	}
 	var elems []slackgo.BlockElement
@@ -69,7 +73,7 @@ func cardBlocks(card gateway.Card, text string) []slackgo.Block {
 }
 
 // actionID names a button after its choice ("gh_approve", "gh_deny",
-// "gh_opt_2"), so Slack's logs and the payload say what was pressed.
+// "gh_deny_reason", "gh_opt_2"), so Slack's logs and the payload say what was pressed.
 func actionID(data string, i int) string {
 	_, choice, ok := gateway.ParseButtonData(data)
 	switch {
@@ -79,6 +83,8 @@ func actionID(data string, i int) string {
 		return "gh_approve"
 	case choice == gateway.ChoiceDeny:
 		return "gh_deny"
+	case choice == gateway.ChoiceDenyReason:
+		return "gh_deny_reason"
 	default:
 		return "gh_opt_" + strings.TrimPrefix(choice, gateway.ChoiceOption)
 	}

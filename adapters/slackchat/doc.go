@@ -1,6 +1,8 @@
 // Package slackchat is Gatehouse's Slack adapter, built on slack-go. It owns the
 // translation between Slack and the gateway, and nothing else: Slack message
-// events become gh.Inbound, block_actions button presses become gh.Press,
+// events become gh.Inbound, block_actions button presses become gh.Press
+// (a press of "Deny with reason…" opens a modal with views.open, whose
+// view_submission is the deny press with its reason),
 // and the dispatcher's sends become chat.postMessage and chat.update calls.
 // Deduplication, allow-lists, sessions, rate limiting and the outbox belong
 // to the gateway.

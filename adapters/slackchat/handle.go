@@ -2,6 +2,7 @@ package slackchat
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -59,12 +60,27 @@ func (a *Adapter) knownBotUserID(ctx context.Context) string {
 	return id
 }
 
-// handlePress hands a block_actions payload to the sink and answers the
-// presser: when the press decided the gate, the card is rewritten to its
-// outcome for everyone (its buttons go); otherwise the presser alone is
-// told why not, in an ephemeral message. The interaction itself has been
-// acknowledged already.
+// handlePress hands an interaction to the sink and answers the presser: a
+// block_actions press of one of our buttons, or the submission of the
+// modal that asks for a denial's reason (handleReason). When the press
+// decided the gate, the card is rewritten to its outcome for everyone (its
+// buttons go); a press of "Deny with reason…" that may deny opens that
+// modal; otherwise the presser alone is told why not, in an ephemeral
+// message. The interaction itself has been acknowledged already (which
+// also closes a submitted modal).
 func (a *Adapter) handlePress(ctx context.Context, sink gateway.Sink, payload []byte) {
+	var head struct {
+		Type      string `json:"type"`
+		TriggerID string `json:"trigger_id"`
+	}
+	if err := json.Unmarshal(payload, &head); err != nil {
+		a.log.Warn("unreadable interaction payload", "err", err)
+		return
+	}
+	if head.Type == "view_submission" {
+		a.handleReason(ctx, sink, payload)
+		return
+	}
 	p, ok, err := parsePress(payload)
 	if err != nil {
 		a.log.Warn("unreadable block_actions payload", "err", err)
@@ -81,8 +97,21 @@ func (a *Adapter) handlePress(ctx context.Context, sink gateway.Sink, payload []
 		a.ephemeral(actx, p, "That press could not be recorded. Please try again.")
 		return
 	}
+	if res.AskReason {
+		if err := a.openReasonModal(actx, head.TriggerID, p, res.Gate.Tool); err != nil {
+			a.log.Warn("views.open of the reason modal failed", "gate", p.GateID, "err", err)
+			a.ephemeral(actx, p, "Could not ask for a reason here; press Deny to deny without one.")
+		}
+		return
+	}
+	a.answerPress(actx, p, res)
+}
+
+// answerPress shows the presser what their press did: the decided card
+// for everyone, else an ephemeral message.
+func (a *Adapter) answerPress(ctx context.Context, p gh.Press, res gateway.PressResult) {
 	if res.Won && res.Card.Text != "" {
-		_, _, _, err := a.api.UpdateMessageContext(actx, p.ChatID, p.MessageID,
+		_, _, _, err := a.api.UpdateMessageContext(ctx, p.ChatID, p.MessageID,
 			slackgo.MsgOptionText(res.Card.Text, false),
 			slackgo.MsgOptionBlocks(cardBlocks(res.Card, res.Card.Text)...))
 		if err == nil {
@@ -91,8 +120,71 @@ func (a *Adapter) handlePress(ctx context.Context, sink gateway.Sink, payload []
 		a.log.Warn("chat.update of a decided card failed", "gate", p.GateID, "err", err)
 	}
 	if res.Text != "" {
-		a.ephemeral(actx, p, res.Text)
+		a.ephemeral(ctx, p, res.Text)
 	}
+}
+
+// The modal that asks for a denial's reason.
+const (
+	reasonCallbackID = "gh_deny_reason"
+	reasonBlockID    = "gh_reason"
+	reasonActionID   = "reason"
+)
+
+// reasonMeta is the modal's private_metadata: where the card is, so the
+// submission is a press of it.
+type reasonMeta struct {
+	Gate    string `json:"g"`
+	Channel string `json:"c"`
+	Thread  string `json:"t,omitempty"`
+	Message string `json:"m"`
+}
+
+// openReasonModal opens, for the presser of p, a modal asking why they
+// deny (views.open with the press's trigger_id, good for 3 s).
+func (a *Adapter) openReasonModal(ctx context.Context, triggerID string, p gh.Press, tool string) error {
+	meta, _ := json.Marshal(reasonMeta{Gate: p.GateID, Channel: p.ChatID, Thread: p.ThreadID, Message: p.MessageID})
+	plain := func(s string) *slackgo.TextBlockObject {
+		return slackgo.NewTextBlockObject(slackgo.PlainTextType, s, false, false)
+	}
+	input := slackgo.NewPlainTextInputBlockElement(plain("Why deny it?"), reasonActionID)
+	input.Multiline, input.MaxLength = true, gateway.MaxReason
+	view := slackgo.ModalViewRequest{
+		Type:            slackgo.VTModal,
+		CallbackID:      reasonCallbackID,
+		Title:           plain("Deny with a reason"),
+		Submit:          plain("Deny"),
+		Close:           plain("Cancel"),
+		PrivateMetadata: string(meta),
+		Blocks: slackgo.Blocks{BlockSet: []slackgo.Block{
+			slackgo.NewSectionBlock(plain(truncate("Deny "+tool+"? The reason is shown on the card and given to the agent.", maxSectionText)), nil, nil),
+			slackgo.NewInputBlock(reasonBlockID, plain("Reason"), nil, input),
+		}},
+	}
+	_, err := a.api.OpenViewContext(ctx, triggerID, view)
+	return err
+}
+
+// handleReason hands the submitted reason modal to the sink as a denial
+// of its card, and answers as a press is answered.
+func (a *Adapter) handleReason(ctx context.Context, sink gateway.Sink, payload []byte) {
+	p, ok, err := parseReason(payload)
+	if err != nil {
+		a.log.Warn("unreadable view_submission payload", "err", err)
+		return
+	}
+	if !ok {
+		return
+	}
+	res, err := sink.Press(ctx, p)
+	actx, cancel := context.WithTimeout(ctx, pressAnswerWithin)
+	defer cancel()
+	if err != nil {
+		a.log.Error("denial with a reason not recorded", "gate", p.GateID, "user", p.UserID, "err", err)
+		a.ephemeral(actx, p, "That denial could not be recorded. Please try again.")
+		return
+	}
+	a.answerPress(actx, p, res)
 }
 
 // ephemeral tells the presser text, in the card's thread.

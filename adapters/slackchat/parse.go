@@ -225,3 +225,55 @@ func firstOf(s ...string) string {
 	}
 	return ""
 }
+
+// parseReason reads the view_submission of the modal asking for a
+// denial's reason as a deny press of its card, with the reason. ok is
+// false for any other view (another app's, a view of ours without its
+// metadata).
+func parseReason(body []byte) (p gh.Press, ok bool, err error) {
+	var vs struct {
+		Type      string `json:"type"`
+		TriggerID string `json:"trigger_id"`
+		User      struct {
+			ID       string `json:"id"`
+			Username string `json:"username"`
+			Name     string `json:"name"`
+		} `json:"user"`
+		View struct {
+			ID              string `json:"id"`
+			CallbackID      string `json:"callback_id"`
+			PrivateMetadata string `json:"private_metadata"`
+			State           struct {
+				Values map[string]map[string]struct {
+					Value string `json:"value"`
+				} `json:"values"`
+			} `json:"state"`
+		} `json:"view"`
+	}
+	if err := json.Unmarshal(body, &vs); err != nil {
+		return gh.Press{}, false, fmt.Errorf("%w: %w", errUnreadable, err)
+	}
+	if vs.Type != "view_submission" || vs.View.CallbackID != reasonCallbackID {
+		return gh.Press{}, false, nil
+	}
+	var meta reasonMeta
+	if err := json.Unmarshal([]byte(vs.View.PrivateMetadata), &meta); err != nil || meta.Gate == "" || meta.Channel == "" {
+		return gh.Press{}, false, fmt.Errorf("%w: reason modal without its card", errUnreadable)
+	}
+	p = gh.Press{
+		Platform:  gh.PlatformSlack,
+		UpdateID:  firstOf(vs.TriggerID, vs.View.ID+":"+vs.User.ID),
+		GateID:    meta.Gate,
+		Choice:    gateway.ChoiceDeny,
+		Reason:    truncate(strings.TrimSpace(vs.View.State.Values[reasonBlockID][reasonActionID].Value), gateway.MaxReason),
+		UserID:    vs.User.ID,
+		UserName:  firstOf(vs.User.Username, vs.User.Name, vs.User.ID),
+		ChatID:    meta.Channel,
+		ThreadID:  meta.Thread,
+		MessageID: meta.Message,
+	}
+	if p.UserID == "" {
+		return gh.Press{}, false, fmt.Errorf("%w: view_submission without a user", errUnreadable)
+	}
+	return p, true, nil
+}

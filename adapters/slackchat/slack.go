@@ -113,6 +113,11 @@ func New(cfg Config) (*Adapter, error) {
 	}, nil
 }
 
+// AsksReasons is true: a card has a "Deny with reason…" button, whose
+// press opens a modal (views.open) asking for the reason; its submission
+// (view_submission) is the denial.
+func (a *Adapter) AsksReasons() bool { return true }
+
 // Platform is gh.PlatformSlack.
 func (a *Adapter) Platform() string { return gh.PlatformSlack }
 

@@ -30,6 +30,13 @@
 // answered at once with the press result's text. A button that is not ours
 // is answered with a short notice and otherwise ignored.
 //
+// "Deny with reason…" asks for the reason: when the gateway answers the
+// press with AskReason, the adapter posts, as a reply to the card, a
+// message with force_reply that ends "(card <gate id>)". A user's reply to
+// that message, when the bot (the token's first part is its id) sent it,
+// is not an inbound message but a deny press with the reply's text as
+// its reason; a refusal is answered with a reply.
+//
 // Text goes out with parse_mode HTML; [Adapter.Format] escapes it so that
 // nothing in user or model text is read as markup.
 package telegram

@@ -47,6 +47,21 @@ func Format(text string) string {
 	return b.String()
 }
 
+// FormatCard renders an approval card's text as Telegram HTML literally:
+// &, < and > are escaped and nothing else becomes markup (no bold, no
+// code), so every character of an argument shows as written. It
+// implements gateway.CardFormatter.
+func (a *Adapter) FormatCard(text string) string { return FormatLiteral(text) }
+
+// FormatLiteral is [Adapter.FormatCard] without an adapter.
+func FormatLiteral(text string) string {
+	text = strings.ToValidUTF8(text, "\uFFFD")
+	var b strings.Builder
+	b.Grow(len(text) + len(text)/8)
+	escape(&b, text)
+	return b.String()
+}
+
 // isLangTag reports whether s looks like a fence's language name
 // ("go", "c++", "shell-session"), not like code.
 func isLangTag(s string) bool {

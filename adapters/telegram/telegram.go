@@ -81,6 +81,9 @@ type Adapter struct {
 	log    *slog.Logger
 	// now is the clock ReceivedAt is read from.
 	now func() time.Time
+	// botID is the bot's user id, the token's first part: a reply to a
+	// prompt for a reason counts only when the prompt is the bot's own.
+	botID int64
 }
 
 var _ gateway.Adapter = (*Adapter)(nil)
@@ -131,7 +134,8 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
-	return &Adapter{cfg: cfg, bot: b, client: client, log: log, now: time.Now}, nil
+	botID, _ := strconv.ParseInt(strings.SplitN(cfg.Token, ":", 2)[0], 10, 64)
+	return &Adapter{cfg: cfg, bot: b, client: client, log: log, now: time.Now, botID: botID}, nil
 }
 
 // Platform is "telegram".
@@ -142,6 +146,11 @@ func (a *Adapter) Platform() string { return gh.PlatformTelegram }
 func (a *Adapter) Limits() gateway.Limits {
 	return gateway.Limits{MaxText: maxText, PerChat: time.Second, GroupPerMinute: 20, PerSecond: 30}
 }
+
+// AsksReasons is true: a card has a "Deny with reason…" button, whose
+// press asks the presser for the reason with a message they reply to
+// (force_reply); the reply is the reason.
+func (a *Adapter) AsksReasons() bool { return true }
 
 // Format renders text as Telegram HTML; see the package function [Format].
 func (a *Adapter) Format(text string) string { return Format(text) }
@@ -187,6 +196,9 @@ func (a *Adapter) registerWebhook(ctx context.Context) {
 // handle hands one update to sink. A nil error means the update may be
 // acknowledged; an error means it must come again.
 func (a *Adapter) handle(ctx context.Context, sink gateway.Sink, ev event) error {
+	if ev.reason != nil && a.botID != 0 && ev.reasonTo == a.botID {
+		return a.handleReason(ctx, sink, *ev.reason, ev.inbound.MessageID)
+	}
 	if ev.inbound != nil {
 		if _, err := sink.Receive(ctx, *ev.inbound); err != nil {
 			return fmt.Errorf("telegram: receive update %d: %w", ev.updateID, err)
@@ -204,7 +216,70 @@ func (a *Adapter) handle(ctx context.Context, sink gateway.Sink, ev event) error
 		// answered then (a press stays answerable for about 15 s).
 		return fmt.Errorf("telegram: press %s: %w", q.queryID, err)
 	}
+	if res.AskReason {
+		if err := a.askReason(ctx, q.press, res.Gate.Tool); err != nil {
+			a.log.Warn("telegram: could not ask for a reason", "gate", q.press.GateID, "err", err)
+			a.answer(ctx, q.queryID, "Could not ask for a reason here; press Deny to deny without one.")
+			return nil
+		}
+		a.answer(ctx, q.queryID, "Reply to my message below with your reason.")
+		return nil
+	}
 	a.answer(ctx, q.queryID, res.Text)
+	return nil
+}
+
+// askReason sends, under the card p was pressed on, the prompt for the
+// reason of a denial: a message the presser's client opens a reply to
+// (force_reply). Its reply comes back as an update (handleReason).
+func (a *Adapter) askReason(ctx context.Context, p gh.Press, tool string) error {
+	chat, err := chatID(p.ChatID)
+	if err != nil {
+		return err
+	}
+	params := &bot.SendMessageParams{
+		ChatID:      chat,
+		Text:        reasonPrompt(tool, p.GateID),
+		ReplyMarkup: &models.ForceReply{ForceReply: true, InputFieldPlaceholder: "Why deny it?"},
+	}
+	if n, err := strconv.Atoi(p.ThreadID); err == nil && n > 0 {
+		params.MessageThreadID = n
+	}
+	if n, err := strconv.Atoi(p.MessageID); err == nil && n > 0 {
+		params.ReplyParameters = &models.ReplyParameters{MessageID: n, AllowSendingWithoutReply: true}
+	}
+	_, err = a.bot.SendMessage(ctx, params)
+	return err
+}
+
+// handleReason hands a reply to a prompt for a reason to sink as the
+// denial it is. The presser hears, as a reply, what became of it unless
+// it decided the gate (the card then shows the outcome, reason included):
+// a reply to their message replyTo. An error means the update must come
+// again.
+func (a *Adapter) handleReason(ctx context.Context, sink gateway.Sink, p gh.Press, replyTo string) error {
+	p.Reason = truncate(p.Reason, gateway.MaxReason)
+	res, err := sink.Press(ctx, p)
+	if err != nil {
+		return fmt.Errorf("telegram: reason for %s: %w", p.GateID, err)
+	}
+	if res.Won || res.Text == "" {
+		return nil
+	}
+	chat, err := chatID(p.ChatID)
+	if err != nil {
+		return nil
+	}
+	params := &bot.SendMessageParams{ChatID: chat, Text: res.Text}
+	if n, err := strconv.Atoi(p.ThreadID); err == nil && n > 0 {
+		params.MessageThreadID = n
+	}
+	if n, err := strconv.Atoi(replyTo); err == nil && n > 0 {
+		params.ReplyParameters = &models.ReplyParameters{MessageID: n, AllowSendingWithoutReply: true}
+	}
+	if _, err := a.bot.SendMessage(ctx, params); err != nil {
+		a.log.Warn("telegram: could not tell a presser what became of their reason", "gate", p.GateID, "err", err)
+	}
 	return nil
 }
 

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-telegram/bot/models"
@@ -18,6 +20,12 @@ type event struct {
 	updateID int64
 	inbound  *gh.Inbound
 	query    *callback
+	// reason is set beside inbound when the message replies to a prompt
+	// for the reason of a denial (see reasonPrompt): it is that reason,
+	// as a press, if the prompt is the bot's own (reasonTo, the prompt's
+	// sender, is the bot's id); else the message is an ordinary one.
+	reason   *gh.Press
+	reasonTo int64
 }
 
 // callback is a callback query (a button press).
@@ -83,6 +91,7 @@ func fromUpdate(u *models.Update, now time.Time) event {
 		in.Unsupported = "callback_query"
 	case u.Message != nil:
 		fromMessage(&in, u.Message)
+		ev.reason, ev.reasonTo = reasonReply(&in, u.Message)
 	case u.ChannelPost != nil:
 		fromMessage(&in, u.ChannelPost)
 	case u.EditedMessage != nil:
@@ -301,4 +310,41 @@ func fromCallback(q *models.CallbackQuery) *callback {
 		cb.press.ThreadID = strconv.Itoa(threadID)
 	}
 	return cb
+}
+
+// A denial's reason is asked for by a message that ends with the card it
+// is for, "(card g_…)", sent with force_reply; the presser's reply to it
+// is the reason.
+var reasonPromptRe = regexp.MustCompile(`\(card ([A-Za-z0-9_-]{1,200})\)\s*$`)
+
+// reasonPrompt is the text asking for the reason to deny the card gateID
+// of tool.
+func reasonPrompt(tool, gateID string) string {
+	return fmt.Sprintf("✍️ Why deny %s? Reply to this message with the reason: it is shown on the card and given to the agent. (card %s)", tool, gateID)
+}
+
+// reasonReply reads message m (read into in) as the reply to a prompt for
+// a denial's reason: the press it makes and the prompt's sender, or nil
+// when m replies to no such prompt or has no text.
+func reasonReply(in *gh.Inbound, m *models.Message) (*gh.Press, int64) {
+	r := m.ReplyToMessage
+	if r == nil || r.From == nil || !r.From.IsBot || strings.TrimSpace(in.Text) == "" || in.Unsupported != "" {
+		return nil, 0
+	}
+	match := reasonPromptRe.FindStringSubmatch(r.Text)
+	if match == nil {
+		return nil, 0
+	}
+	return &gh.Press{
+		Platform: gh.PlatformTelegram,
+		UpdateID: in.UpdateID,
+		GateID:   match[1],
+		Choice:   gateway.ChoiceDeny,
+		Reason:   in.Text,
+		UserID:   in.UserID,
+		UserName: in.UserName,
+		ChatID:   in.ChatID,
+		ThreadID: in.ThreadID,
+		IsBot:    in.IsBot,
+	}, r.From.ID
 }

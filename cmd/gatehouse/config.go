@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -138,6 +139,22 @@ type Config struct {
 	MCPConfig string
 	// ApprovalTimeout is how long an approval card waits. Defaults to 5m.
 	ApprovalTimeout time.Duration
+	// GrantTTL is how long an "Approve for this chat" lasts. Defaults to 1h.
+	GrantTTL time.Duration
+	// Approvers names who, besides the requester, may decide a card on a
+	// chat platform: platform:user entries, or "allowed" for anyone
+	// allowed in the card's chat. ToolApprovers replace it for a tool,
+	// by gateway.ToolKey (GATEHOUSE_APPROVERS_<TOOL>). Default to empty:
+	// the requester alone.
+	Approvers     string
+	ToolApprovers map[string]string
+	// ApprovalChat is platform:chat, a chat every card is also sent to.
+	// Defaults to empty: none.
+	ApprovalChat string
+	// PublicURL is the web UI's address as people reach it: a card whose
+	// free text was clipped to fit a chat links to the whole card there.
+	// Defaults to empty: the card says to open the web chat's /admin.
+	PublicURL string
 	// RedisURL puts gate claims in Redis for many replicas. Defaults to
 	// empty: SQL compare-and-set in the database.
 	RedisURL string
@@ -148,6 +165,9 @@ type Config struct {
 	// FloodLimit is how many messages one chat may send per minute before
 	// more are dropped as flood. Defaults to 30.
 	FloodLimit int
+	// Pairing gives strangers who write in a direct chat a one-time code
+	// an admin approves to let them in. Defaults to false (off).
+	Pairing bool
 	// MidTurn is how a chat message that arrives mid-turn is delivered:
 	// queue or guide. Defaults to queue.
 	MidTurn string
@@ -333,6 +353,30 @@ var settings = append([]setting{
 	{"GATEHOUSE_SHELL_MAX_PROCESSES", "shell_max_processes", "128", "processes one isolated command may have at once (a pids cgroup, where the host allows one)", integer(func(c *Config) *int { return &c.ShellMaxProcesses })},
 	{"GATEHOUSE_MCP_CONFIG", "mcp_config", "", "JSON file listing MCP servers whose tools the agent may call (see docs/configuration.md)", str(func(c *Config) *string { return &c.MCPConfig })},
 	{"GATEHOUSE_APPROVAL_TIMEOUT", "approval_timeout", "5m", "how long an approval card waits before it expires (the call does not run; never counted as a denial)", duration(func(c *Config) *time.Duration { return &c.ApprovalTimeout })},
+	{"GATEHOUSE_GRANT_TTL", "grant_ttl", "1h", "how long an \"Approve for this chat\" lets the tool's calls with the same bound (email: the same recipients) run in that chat without a card", duration(func(c *Config) *time.Duration { return &c.GrantTTL })},
+	{"GATEHOUSE_APPROVERS", "approvers", "", "who besides the requester may decide a card on a chat platform: platform:user ids (telegram:111,slack:U012), or allowed (anyone allowed in the card's chat, the earlier rule); GATEHOUSE_APPROVERS_<TOOL> (e.g. _EMAIL_SEND) replaces it for one tool; empty: the requester alone", func(c *Config, v string) error {
+		return setApprovers(c, "", v)
+	}},
+	{"GATEHOUSE_APPROVAL_CHAT", "approval_chat", "", "platform:chat id (slack:C0123) of an approvers' chat every card is also sent to; the first decision anywhere wins and every copy is edited to it", func(c *Config, v string) error {
+		if _, err := parseApprovalChat(v); err != nil {
+			return err
+		}
+		c.ApprovalChat = strings.TrimSpace(v)
+		return nil
+	}},
+	{"GATEHOUSE_PUBLIC_URL", "public_url", "", "the web UI's address as people reach it (https://gatehouse.example.com): a chat card clipped to fit links to the whole card there", func(c *Config, v string) error {
+		v = strings.TrimRight(strings.TrimSpace(v), "/")
+		if v == "" {
+			c.PublicURL = ""
+			return nil
+		}
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(v, " \t\n") {
+			return fmt.Errorf("want an http:// or https:// address without query or fragment, got %q", v)
+		}
+		c.PublicURL = v
+		return nil
+	}},
 	{"GATEHOUSE_REDIS_URL", "redis_url", "", "redis://… puts approval claims in Redis for many replicas; empty uses the database", func(c *Config, v string) error {
 		if v != "" && !strings.HasPrefix(v, "redis://") && !strings.HasPrefix(v, "rediss://") && !strings.HasPrefix(v, "unix://") {
 			return fmt.Errorf("want a redis:// URL, got %q", v)
@@ -342,6 +386,17 @@ var settings = append([]setting{
 	}},
 	{"GATEHOUSE_RETENTION", "retention", "720h", "how long the receive log and sent or dead outbox rows are kept (must outlast platform redelivery, 24 h on Telegram)", duration(func(c *Config) *time.Duration { return &c.Retention })},
 	{"GATEHOUSE_FLOOD_LIMIT", "flood_limit", "30", "messages one chat may send per minute; more are dropped as flood (and logged)", integer(func(c *Config) *int { return &c.FloodLimit })},
+	{"GATEHOUSE_PAIRING", "pairing", "off", "on: a stranger who writes to a chat platform's bot in a direct chat is sent a one-time code (valid 1h) that an admin approves to let them in (/admin People, gatehouse pair approve CODE, POST /v1/people); off: strangers are dropped", func(c *Config, v string) error {
+		switch strings.TrimSpace(v) {
+		case "on":
+			c.Pairing = true
+		case "off", "":
+			c.Pairing = false
+		default:
+			return fmt.Errorf("want on or off, got %q", v)
+		}
+		return nil
+	}},
 	{"GATEHOUSE_MIDTURN_DELIVERY", "midturn_delivery", "queue", "a chat message that arrives while its turn runs: queue (answered after it) or guide (joins the running turn)", oneOf(func(c *Config) *string { return &c.MidTurn }, "queue", "guide")},
 }, platformSettings()...)
 
@@ -377,6 +432,13 @@ func loadConfig(file string, getenv func(string) string) (Config, error) {
 			if !ok {
 				return c, fmt.Errorf("config file %s: unknown setting %q (see gatehouse serve --help)", file, k)
 			}
+			if k == "approvers" {
+				// One list, or a map of them by tool.
+				if err := approversFromFile(&c, values[k]); err != nil {
+					return c, fmt.Errorf("config file %s: %s: %w", file, k, err)
+				}
+				continue
+			}
 			if err := s.set(&c, fmt.Sprint(values[k])); err != nil {
 				return c, fmt.Errorf("config file %s: %s: %w", file, k, err)
 			}
@@ -388,6 +450,9 @@ func loadConfig(file string, getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s: %w", s.env, err)
 			}
 		}
+	}
+	if err := toolApproversFromEnv(&c, getenv); err != nil {
+		return c, err
 	}
 	if c.APIToken == "" && !loopback(c.Addr) {
 		return c, fmt.Errorf("GATEHOUSE_ADDR %s is not a loopback address: set GATEHOUSE_API_TOKEN to serve the API beyond this machine", c.Addr)

@@ -30,6 +30,9 @@ const usage = `gatehouse — a chat gateway for LLM agents with human approval g
 Usage:
   gatehouse serve   [--config FILE]   run the gateway (HTTP, workers)
   gatehouse migrate [--config FILE]   apply database migrations and exit
+  gatehouse pair approve CODE         let in the person a pairing code was sent to
+  gatehouse pair list                 pending pairing codes and the people let in
+  gatehouse pair revoke PLATFORM USER let a person out again
   gatehouse version                   print the version
 
 Run "gatehouse serve --help" for every setting and its default.
@@ -47,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case "pair":
+		return runPair(args[1:], stdout, stderr, getenv)
 	case "serve", "migrate":
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,12 +80,20 @@ func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Ser
 		allowedSetting[p.Name] = p.Allowed
 	}
 	for _, a := range adapters {
-		if len(allowed[a.Platform()]) == 0 {
+		if len(allowed[a.Platform()]) == 0 && !cfg.Pairing {
 			log.Warn("nobody is allowed on this platform yet: every message is dropped as not_allowed (the receive log shows who wrote)",
 				"platform", a.Platform(), "set", allowedSetting[a.Platform()])
 		}
 	}
-	return gateway.New(gateway.Config{Kernel: k, Store: st, Gates: gateSvc, Adapters: adapters, Allowed: allowed, FloodLimit: cfg.FloodLimit,
+	approvalChat, err := parseApprovalChat(cfg.ApprovalChat)
+	if err != nil {
+		return nil, fmt.Errorf("GATEHOUSE_APPROVAL_CHAT: %w", err)
+	}
+	if approvalChat.Platform != "" && !slices.ContainsFunc(adapters, func(a gateway.Adapter) bool { return a.Platform() == approvalChat.Platform }) {
+		return nil, fmt.Errorf("GATEHOUSE_APPROVAL_CHAT names %s, which is not configured (set its token)", approvalChat.Platform)
+	}
+	return gateway.New(gateway.Config{Kernel: k, Store: st, Gates: gateSvc, Adapters: adapters, Allowed: allowed, Pairing: cfg.Pairing, FloodLimit: cfg.FloodLimit, PublicURL: cfg.PublicURL,
+		Approvers: cfg.approvers(), ApprovalChat: approvalChat,
 		MidTurn: gh.Delivery(cfg.MidTurn), LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, Logger: log, Metrics: reg}), nil
 }
 

@@ -16,6 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/httpapi/web"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -109,7 +110,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	apiCfg := httpapi.Config{
-		Addr: cfg.Addr, Ready: ready, Logger: log, Gates: gateSvc, Memory: mem,
+		Addr: cfg.Addr, Ready: ready, Logger: log, Gates: gateSvc, Memory: mem, People: gateway.NewPeople(st, nil),
 		Kernel: k, Store: st, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
 		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(), CheckSelection: reg.Validate,
 		Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}),

@@ -53,7 +53,9 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		},
 	})
 	reg := tools.NewRegistry(builtins...)
-	for _, t := range mem.Tools(func() string { return gh.LocalUser }) {
+	// remember and forget write the memory of the person asking, whoever
+	// that is on whichever surface (tools.Call.User).
+	for _, t := range mem.Tools() {
 		reg.Register(t)
 	}
 	closeMCP := func() {}
@@ -107,12 +109,26 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		}
 	}
 	book, _ := parseContacts(cfg.Contacts)
-	// The address book of the config, and what people told the agent
-	// ("Sara is sara@example.com"); the config wins a conflict. Web and API
-	// input carry no person yet, so their memory is the "local" one.
-	contacts := func(ctx context.Context, _ string) map[string]string {
+	contacts := personContacts(mem, book)
+	w := toolworker.New(toolworker.Config{
+		Kernel: k, Tools: reg, ApprovalTimeout: cfg.ApprovalTimeout, GrantTTL: cfg.GrantTTL, Logger: log, OnOpen: onOpen,
+		CardLimit: cardLimit(cfg, log),
+		Contacts:  contacts,
+		Workspace: func(string) string { return root },
+		Secrets:   secrets,
+	})
+	return w, closeMCP, nil
+}
+
+// personContacts is the address book the email check resolves names
+// against for one person: the config's (GATEHOUSE_CONTACTS), shared by
+// everyone, and what that person told the agent ("Sara is
+// sara@example.com"), theirs alone; the config wins a conflict. Web and
+// API input is the operator's, gh.LocalUser.
+func personContacts(mem *memory.Memory, book map[string]string) toolworker.Contacts {
+	return func(ctx context.Context, userKey string) map[string]string {
 		out := map[string]string{}
-		for name, addr := range mem.Contacts(ctx, gh.LocalUser) {
+		for name, addr := range mem.Contacts(ctx, userKey) {
 			out[name] = addr
 		}
 		for name, addr := range book {
@@ -120,13 +136,6 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		}
 		return out
 	}
-	w := toolworker.New(toolworker.Config{
-		Kernel: k, Tools: reg, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log, OnOpen: onOpen,
-		Contacts:  contacts,
-		Workspace: func(string) string { return root },
-		Secrets:   secrets,
-	})
-	return w, closeMCP, nil
 }
 
 // newGates picks the gate registry: Redis when configured (many

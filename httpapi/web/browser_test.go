@@ -470,13 +470,13 @@ func TestBrowserApproval(t *testing.T) {
 	}
 	screenshot(t, ctx, "approval-card.png")
 	do(t, ctx, "approve", chromedp.Click(css(`[data-testid="gate-approve"]`)))
-	until(t, ctx, "the decision on the card", `(document.querySelector('[data-testid="gate-outcome"]')||{}).textContent === "Approved by web user via web"`)
+	until(t, ctx, "the decision on the card", `(document.querySelector('[data-testid="gate-outcome"]')||{}).textContent === "Approved by the operator via web"`)
 	until(t, ctx, "the answer", `Array.from(document.querySelectorAll('[data-testid="message"][data-role="assistant"] .bubble')).some(b => b.textContent === "Sent it.")`)
 	if n := sends.Load(); n != 1 {
 		t.Fatalf("the effect ran %d times", n)
 	}
 	do(t, ctx, "reload", chromedp.Reload())
-	until(t, ctx, "the decided card after the reload", `(document.querySelector('[data-testid="gate-outcome"]')||{}).textContent === "Approved by web user via web" && !document.querySelector('[data-testid="gate-approve"]')`)
+	until(t, ctx, "the decided card after the reload", `(document.querySelector('[data-testid="gate-outcome"]')||{}).textContent === "Approved by the operator via web" && !document.querySelector('[data-testid="gate-approve"]')`)
 	screenshot(t, ctx, "approval-decided.png")
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway"
@@ -56,6 +57,14 @@ type EnvOptions struct {
 	// Allowed are user handles allowed on the platform; "*" allows
 	// everyone and an empty, non-nil list nobody. Defaults to alice.
 	Allowed []string
+	// Pairing turns the gateway's pairing on (codes for strangers).
+	Pairing bool
+	// Approvers, ApproversAllowed and ApprovalChat are the gateway's
+	// approver rule and approval chat, by user and chat handle (see
+	// adaptertest.StackOptions).
+	Approvers        []string
+	ApproversAllowed bool
+	ApprovalChat     string
 	// FloodLimit defaults to the gateway's default (30).
 	FloodLimit int
 	// Store, when set, is used instead of a fresh SQLite file; the caller
@@ -77,15 +86,22 @@ type EnvOptions struct {
 	// the fake OpenAI server.
 	Script string
 	// Memory gives the supervisor and the HTTP API a memory (rule pass
-	// only, no model pass).
+	// only, no model pass); the tool worker's email check then resolves
+	// names against the asking person's remembered contacts.
 	Memory bool
+	// MemoryTools registers memory's remember and forget beside the
+	// tools (with Memory).
+	MemoryTools bool
+	// ModelPass makes Memory queue a model-pass job per person and turn
+	// too; nothing runs the jobs but the test (Memory.RunJobs).
+	ModelPass bool
 	// LogLevel is the lowest level the stack logs to the test. Defaults to
 	// warn.
 	LogLevel slog.Leveler
 	// HTTP, when set, starts the HTTP API (httpapi.New) with these fields
 	// (APIToken, Web, Admin …) on a loopback port. Those left empty among
-	// Addr, Logger, Kernel, Store, Gates, Memory and Model are the Env's;
-	// with a platform, Admin and Hooks are the gateway's.
+	// Addr, Logger, Kernel, Store, Gates, Memory, People and Model are the
+	// Env's; with a platform, Admin and Hooks are the gateway's.
 	HTTP *httpapi.Config
 }
 
@@ -112,7 +128,7 @@ func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 	log := slog.New(slog.NewTextHandler(adaptertest.LogWriter(t), &slog.HandlerOptions{Level: level}))
 	e.Kernel = kernel.New(st, kernel.Config{RetryBackoff: time.Millisecond})
 	if o.Memory {
-		e.Memory = memory.New(st, memory.Config{NoModelPass: true})
+		e.Memory = memory.New(st, memory.Config{NoModelPass: !o.ModelPass})
 	}
 	reg := e.models(o.Script)
 	e.Gates = gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: e.Kernel, Store: st, Sweep: 50 * time.Millisecond, Logger: log})
@@ -159,7 +175,14 @@ func (e *Env) startWorkers(reg *models.Registry, o EnvOptions, log *slog.Logger)
 		ts = []tools.Tool{toolworker.FuncTool{ToolName: "post_note", Desc: "Posts a note where everyone sees it.", ToolTier: tools.Danger,
 			Fn: func(ctx context.Context, c tools.Call) (string, error) { e.Posted.Add(1); return "posted", nil }}}
 	}
-	worker := toolworker.New(toolworker.Config{Kernel: e.Kernel, Tools: tools.NewRegistry(ts...), ApprovalTimeout: time.Hour, OnOpen: e.Gates.Opened, Logger: log})
+	var contacts toolworker.Contacts
+	if e.Memory != nil {
+		contacts = e.Memory.Contacts
+		if o.MemoryTools {
+			ts = append(append([]tools.Tool(nil), ts...), e.Memory.Tools()...)
+		}
+	}
+	worker := toolworker.New(toolworker.Config{Kernel: e.Kernel, Tools: tools.NewRegistry(ts...), Contacts: contacts, ApprovalTimeout: time.Hour, OnOpen: e.Gates.Opened, Logger: log})
 	poll := o.Poll
 	if poll == 0 {
 		poll = 20 * time.Millisecond
@@ -187,8 +210,19 @@ func (e *Env) startGateway(factory adaptertest.Factory, o EnvOptions, log *slog.
 		}
 		ids = append(ids, h)
 	}
+	platform := e.Adapter.Platform()
+	var approvers gateway.Approvers
+	approvers.Default.Allowed = o.ApproversAllowed
+	for _, h := range o.Approvers {
+		approvers.Default.Users = append(approvers.Default.Users, gateway.Approver{Platform: platform, UserID: e.Fake.UserID(h)})
+	}
+	var approvalChat gh.Address
+	if o.ApprovalChat != "" {
+		approvalChat = gh.Address{Platform: platform, ChatID: e.Fake.ChatID(o.ApprovalChat)}
+	}
 	e.Gateway = gateway.New(gateway.Config{Kernel: e.Kernel, Store: e.Store, Gates: e.Gates, Adapters: []gateway.Adapter{e.Adapter},
-		Allowed: map[string][]string{e.Adapter.Platform(): ids}, FloodLimit: o.FloodLimit, Poll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second, Logger: log})
+		Allowed: map[string][]string{platform: ids}, Approvers: approvers, ApprovalChat: approvalChat,
+		Pairing: o.Pairing, FloodLimit: o.FloodLimit, Poll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second, Logger: log})
 	if o.NoStart {
 		return
 	}
@@ -216,6 +250,9 @@ func (e *Env) startHTTP(cfg httpapi.Config, reg *models.Registry, log *slog.Logg
 	}
 	if cfg.Model == "" {
 		cfg.Model = reg.Selection().String()
+	}
+	if cfg.People == nil {
+		cfg.People = gateway.NewPeople(e.Store, nil)
 	}
 	if e.Gateway != nil {
 		if cfg.Admin == nil {
@@ -259,7 +296,7 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 //	adaptertest.Run(t, stacktest.Stack, telegramtest.TelegramFactory)
 func Stack(t testing.TB, factory adaptertest.Factory, o adaptertest.StackOptions) adaptertest.Stack {
 	t.Helper()
-	e := NewEnv(t, factory, EnvOptions{Allowed: o.Allowed})
+	e := NewEnv(t, factory, EnvOptions{Allowed: o.Allowed, Approvers: o.Approvers, ApproversAllowed: o.ApproversAllowed, ApprovalChat: o.ApprovalChat})
 	return adaptertest.Stack{Ctx: e.Ctx, Store: e.Store, Kernel: e.Kernel, Model: e.Model, Gates: e.Gates,
 		Adapter: e.Adapter, Fake: e.Fake, Posted: func() int32 { return e.Posted.Load() }}
 }

@@ -140,6 +140,8 @@ WITH dup AS (
 // queueSQL extends appendSQL: make sure the session has an active run, move
 // one awaiting approval back to queued, and NOTIFY when a run became
 // claimable. The no-op update of a queued or running run returns its id.
+// With $11 it also says whether the session has a gate pending
+// (AppendParams.CheckGates), in the same round trip.
 const queueSQL = `, a AS (
 	SELECT state FROM runs WHERE session_id = $1 AND state IN ('queued', 'running', 'awaiting_approval')
 ), r AS (
@@ -154,7 +156,9 @@ const queueSQL = `, a AS (
 ), n AS (
 	SELECT pg_notify($10, '') FROM r WHERE r.woke
 )
-SELECT e.seq, e.payload, r.id, r.woke, (SELECT count(*) FROM n) FROM e, r`
+SELECT e.seq, e.payload, r.id, r.woke, (SELECT count(*) FROM n),
+	CASE WHEN $11 THEN EXISTS (SELECT 1 FROM gates WHERE session_id = $1 AND state = 'pending') ELSE false END
+FROM e, r`
 
 func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
 	var key *string
@@ -166,8 +170,8 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	if p.QueueRun {
 		var notified int64
 		err = t.q.QueryRow(ctx, appendSQL+queueSQL,
-			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now, p.MaxAttempts, t.channel,
-		).Scan(&res.Event.Seq, &res.Event.Payload, &res.RunID, &res.Woke, &notified)
+			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now, p.MaxAttempts, t.channel, p.CheckGates,
+		).Scan(&res.Event.Seq, &res.Event.Payload, &res.RunID, &res.Woke, &notified, &res.GatePending)
 	} else {
 		err = t.q.QueryRow(ctx, appendSQL+` SELECT seq, payload FROM e`,
 			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now,

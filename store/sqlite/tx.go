@@ -204,6 +204,11 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	if res.Woke {
 		t.Wake()
 	}
+	if p.CheckGates {
+		if err := t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM gates WHERE session_id = ? AND state = 'pending')`, p.SessionID).Scan(&res.GatePending); err != nil {
+			return store.AppendResult{}, dbErr(err, "check pending gates")
+		}
+	}
 	return res, nil
 }
 

@@ -62,6 +62,8 @@ func Run(t *testing.T, h Harness) {
 		{"GateCompareAndSet", testGates},
 		{"Memory", testMemory},
 		{"Gateway", testGateway},
+		{"People", testPeople},
+		{"Grants", testGrants},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })

@@ -196,6 +196,8 @@ type discordInteraction struct {
 	msg      *discordMsg
 	done     chan struct{} // closed when answered or given up on
 	finished bool
+	// modalSubmit marks a MODAL_SUBMIT (type 5) interaction.
+	modalSubmit bool
 }
 
 // finish closes done once. f.mu held.
@@ -221,6 +223,8 @@ type DiscordInteraction struct {
 	Content string
 	// After is how long after the press the answer came.
 	After time.Duration
+	// Modal is the modal the bot answered with (type 9), nil otherwise.
+	Modal *DiscordModal
 }
 
 // DiscordMessage is a message as the fake holds it, with what only the
@@ -391,6 +395,9 @@ func (f *DiscordFake) UserID(handle string) string {
 	return f.user(handle).id
 }
 
+// ChatID is ChannelID, as the shared suite names it.
+func (f *DiscordFake) ChatID(chat string) string { return f.ChannelID(chat) }
+
 // ChannelID is the snowflake of the chat with this handle, creating the
 // channel if it does not exist yet.
 func (f *DiscordFake) ChannelID(chat string) string {
@@ -541,6 +548,12 @@ func (f *DiscordFake) Press(chat, msgID, data, user string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return f.await(ix)
+}
+
+// await waits up to the interaction deadline for the bot's callback to ix
+// and returns what the user saw.
+func (f *DiscordFake) await(ix *discordInteraction) (string, error) {
 	timer := time.NewTimer(time.Until(ix.deadline) + 100*time.Millisecond)
 	defer timer.Stop()
 	select {
@@ -550,7 +563,7 @@ func (f *DiscordFake) Press(chat, msgID, data, user string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !ix.Answered {
-		f.refuse("interaction %s (%s) was not answered within %s: the user sees \"This interaction failed\"", ix.ID, data, f.cfg.deadline)
+		f.refuse("interaction %s (%s) was not answered within %s: the user sees \"This interaction failed\"", ix.ID, ix.CustomID, f.cfg.deadline)
 		ix.finish()
 		return "", fmt.Errorf("discord fake: interaction %s not answered within %s", ix.ID, f.cfg.deadline)
 	}
@@ -580,28 +593,35 @@ func (f *DiscordFake) press(chat, msgID, data, user string) (*discordInteraction
 	if f.session == nil || f.session.conn == nil || !f.session.conn.ready {
 		return nil, errors.New("discord fake: no gateway client is connected to receive the interaction")
 	}
-	u := f.user(user)
+	return f.interact(ch, msg, f.user(user), 3, data, map[string]any{"custom_id": data, "component_type": 2}), nil
+}
+
+// interact dispatches an INTERACTION_CREATE of type typ (3 a component,
+// 5 a modal submission) by u on the bot's message msg in ch, with data,
+// and returns it to wait for. f.mu held.
+func (f *DiscordFake) interact(ch *discordChannel, msg *discordMsg, u *discordUser, typ int, customID string, data map[string]any) *discordInteraction {
 	now := time.Now()
 	ix := &discordInteraction{
-		DiscordInteraction: DiscordInteraction{ID: f.snowflake(), CustomID: data, UserID: u.id},
+		DiscordInteraction: DiscordInteraction{ID: f.snowflake(), CustomID: customID, UserID: u.id},
 		token:              "itok-" + f.snowflake(),
 		created:            now,
 		deadline:           now.Add(f.cfg.deadline),
 		msg:                msg,
 		done:               make(chan struct{}),
+		modalSubmit:        typ == 5,
 	}
 	f.interactions[ix.ID] = ix
 	f.ixOrder = append(f.ixOrder, ix.ID)
 	d := map[string]any{
 		"id":                             ix.ID,
 		"application_id":                 f.appID,
-		"type":                           3,
+		"type":                           typ,
 		"token":                          ix.token,
 		"version":                        1,
 		"channel_id":                     ch.id,
 		"channel":                        map[string]any{"id": ch.id, "type": f.channelType(ch)},
 		"message":                        f.messageJSON(msg),
-		"data":                           map[string]any{"custom_id": data, "component_type": 2},
+		"data":                           data,
 		"app_permissions":                "2248473465835073",
 		"locale":                         "en-US",
 		"entitlements":                   []any{},
@@ -620,7 +640,7 @@ func (f *DiscordFake) press(chat, msgID, data, user string) (*discordInteraction
 		d["context"] = 1
 	}
 	f.emit(&discordEvent{t: "INTERACTION_CREATE", d: d})
-	return ix, nil
+	return ix
 }
 
 func (f *DiscordFake) channelType(ch *discordChannel) int {

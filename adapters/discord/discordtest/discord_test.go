@@ -359,3 +359,95 @@ func TestDiscordFakeInteractions(t *testing.T) {
 		}
 	}
 }
+
+// A modal (response type 9) is checked as Discord checks it; submitting
+// it is a MODAL_SUBMIT interaction (type 5) carrying the card's message
+// and the values typed, answerable with an update of that message.
+func TestDiscordFakeModals(t *testing.T) {
+	f := NewDiscord(t)
+	c := discordDialGateway(t, f)
+	c.identify("Bot "+f.Token(), discordAllIntents)
+	c.next("READY")
+	room := f.ChannelID("room")
+	_, body := discordCall(t, f, "POST", "/channels/"+room+"/messages", "Bot "+f.Token(), map[string]any{
+		"content": "card", "components": discordButtons(1, func(int) string { return "why" }, "Deny with reason…"),
+	})
+	msgID := body["id"].(string)
+	type result struct {
+		reply string
+		err   error
+	}
+	interaction := func() (id, token string, d map[string]any) {
+		fr := c.next("INTERACTION_CREATE")
+		_ = json.Unmarshal(fr.D, &d)
+		return d["id"].(string), d["token"].(string), d
+	}
+	input := func(mut func(map[string]any)) map[string]any {
+		in := map[string]any{"type": 4, "custom_id": "reason", "label": "Why deny it?", "style": 2, "required": true, "max_length": 1000}
+		if mut != nil {
+			mut(in)
+		}
+		return map[string]any{"type": 9, "data": map[string]any{"custom_id": "gh:d:g_1", "title": "Deny with a reason",
+			"components": []any{map[string]any{"type": 1, "components": []any{in}}}}}
+	}
+	done := make(chan result, 1)
+	go func() { r, err := f.Press("room", msgID, "why", "alice"); done <- result{r, err} }()
+	ixID, tok, _ := interaction()
+	cb := "/interactions/" + ixID + "/" + tok + "/callback"
+	for name, bad := range map[string]map[string]any{
+		"no title":        {"type": 9, "data": map[string]any{"custom_id": "x", "components": []any{}}},
+		"no rows":         {"type": 9, "data": map[string]any{"custom_id": "x", "title": "t", "components": []any{}}},
+		"long label":      input(func(in map[string]any) { in["label"] = strings.Repeat("l", 46) }),
+		"bad style":       input(func(in map[string]any) { in["style"] = 3 }),
+		"long max_length": input(func(in map[string]any) { in["max_length"] = 4001 }),
+		"a button":        input(func(in map[string]any) { in["type"] = 2 }),
+	} {
+		if status, _ := discordCall(t, f, "POST", cb, "", bad); status != 400 {
+			t.Errorf("modal with %s: %d, want 400", name, status)
+		}
+	}
+	if status, _ := discordCall(t, f, "POST", cb, "", input(nil)); status != 204 {
+		t.Fatalf("a good modal: %d", status)
+	}
+	if r := <-done; r.err != nil {
+		t.Fatalf("Press answered with a modal: %v", r.err)
+	}
+	ixs := f.Interactions()
+	first := ixs[len(ixs)-1]
+	if first.Type != 9 || first.Modal == nil || first.Modal.Title != "Deny with a reason" || len(first.Modal.Inputs) != 1 || first.Modal.Inputs[0].MaxLength != 1000 {
+		t.Fatalf("the modal as held: %+v %+v", first, first.Modal)
+	}
+	if _, err := f.SubmitModal(first.ID, map[string]string{"reason": ""}); err == nil {
+		t.Error("submitted a required input empty")
+	}
+	if _, err := f.SubmitModal(first.ID, map[string]string{"reason": strings.Repeat("r", 1001)}); err == nil {
+		t.Error("submitted more than max_length")
+	}
+	go func() {
+		r, err := f.SubmitModal(first.ID, map[string]string{"reason": "not today"})
+		done <- result{r, err}
+	}()
+	subID, subTok, d := interaction()
+	data, _ := d["data"].(map[string]any)
+	msg, _ := d["message"].(map[string]any)
+	rows, _ := data["components"].([]any)
+	if d["type"] != float64(5) || data["custom_id"] != "gh:d:g_1" || msg["id"] != msgID || len(rows) != 1 ||
+		!strings.Contains(string(mustJSON(rows)), `"value":"not today"`) {
+		t.Fatalf("MODAL_SUBMIT as dispatched: %v", d)
+	}
+	subCB := "/interactions/" + subID + "/" + subTok + "/callback"
+	if status, _ := discordCall(t, f, "POST", subCB, "", input(nil)); status != 400 {
+		t.Errorf("a modal answering a modal submission: %d, want 400", status)
+	}
+	if status, _ := discordCall(t, f, "POST", subCB, "", map[string]any{"type": 7, "data": map[string]any{"content": "Denied: not today", "components": []any{}}}); status != 204 {
+		t.Fatalf("type 7 answer to the submission: %d", status)
+	}
+	if r := <-done; r.err != nil || r.reply != "Denied: not today" {
+		t.Fatalf("SubmitModal = %q, %v", r.reply, r.err)
+	}
+	if ms := f.Messages("room"); ms[0].Text != "Denied: not today" || len(ms[0].Buttons) != 0 {
+		t.Fatalf("the card after the submission: %+v", ms[0])
+	}
+}
+
+func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }

@@ -462,12 +462,27 @@ func discordBucketHash(bucket string) string {
 
 // callback answers POST /interactions/{id}/{token}/callback.
 func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token string) {
-	var req struct {
-		Type int                `json:"type"`
-		Data *discordMessageReq `json:"data"`
+	var raw struct {
+		Type int             `json:"type"`
+		Data json.RawMessage `json:"data"`
 	}
-	if !f.readJSON(w, r, &req) {
+	if !f.readJSON(w, r, &raw) {
 		return
+	}
+	var req struct {
+		Type int
+		Data *discordMessageReq
+	}
+	req.Type = raw.Type
+	if raw.Type != 9 && len(raw.Data) > 0 && string(raw.Data) != "null" {
+		req.Data = &discordMessageReq{}
+		if err := json.Unmarshal(raw.Data, req.Data); err != nil {
+			f.mu.Lock()
+			f.refuse("interaction callback %s: data: %v", id, err)
+			f.mu.Unlock()
+			discordJSON(w, http.StatusBadRequest, map[string]any{"message": "The request body contains invalid JSON.", "code": 50109})
+			return
+		}
 	}
 	unknown := func(why string) {
 		f.refuse("interaction callback %s: %s", id, why)
@@ -486,6 +501,22 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 		return
 	case time.Now().After(ix.deadline):
 		unknown(fmt.Sprintf("answered %s after the press, over the %s deadline", time.Since(ix.created).Round(time.Millisecond), f.cfg.deadline))
+		return
+	}
+	if req.Type == 9 { // MODAL
+		if ix.modalSubmit {
+			f.refuse("interaction callback %s: a modal cannot answer a modal submission", id)
+			discordFormError(w, "type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid")
+			return
+		}
+		modal, ok := f.checkModal(w, r, raw.Data)
+		if !ok {
+			return
+		}
+		ix.Modal = modal
+		ix.Type, ix.Answered, ix.After = req.Type, true, time.Since(ix.created)
+		ix.finish()
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	var data discordMessageReq

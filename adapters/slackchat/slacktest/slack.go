@@ -23,7 +23,7 @@ import (
 
 // SlackFake is a fake Slack: the Web API under /api/ (auth.test,
 // apps.connections.open, chat.postMessage, chat.update,
-// chat.postEphemeral), a Socket Mode WebSocket, and an Events API client
+// chat.postEphemeral, views.open), a Socket Mode WebSocket, and an Events API client
 // that posts signed requests to an adapter's handler. It refuses what Slack
 // refuses (a wrong token, an unknown channel, a message without text, bad
 // Block Kit, an update of a message that does not exist, an envelope
@@ -75,6 +75,10 @@ type SlackFake struct {
 	queue      []slackQueued
 	waiters    []*slackWaiter
 	ephemerals []slackEphemeral
+	// triggers are the trigger_ids of presses, for views.open; views are
+	// the modals opened, by view id.
+	triggers   map[string]*slackTrigger
+	views      map[string]*SlackView
 	lastPost   map[string]time.Time
 	eventsURL  string
 	postQueues map[string]*slackPostQueue
@@ -282,6 +286,8 @@ func NewSlack(t adaptertest.TB, opts ...SlackOption) *SlackFake {
 		deliveries:    map[string]*slackDelivery{},
 		envelopes:     map[string]*slackEnvelope{},
 		tickets:       map[string]bool{},
+		triggers:      map[string]*slackTrigger{},
+		views:         map[string]*SlackView{},
 		lastPost:      map[string]time.Time{},
 		postQueues:    map[string]*slackPostQueue{},
 	}
@@ -682,9 +688,10 @@ func (f *SlackFake) Statuses(updateID string) []int {
 // Press presses the button with data on the bot's message msgID (its ts)
 // in chat, as user — a button the message has or once had, as a client
 // that has not caught up with an edit still shows it — and waits up to the ack timeout (3 s) for the app's
-// answer: the ephemeral message posted to the presser, or the message's
-// new text when the app updated the card instead. The interaction must be
-// acknowledged in that time too.
+// answer: the ephemeral message posted to the presser, the message's
+// new text when the app updated the card instead, or "modal: <title>"
+// when the app opened a modal with the press's trigger_id. The
+// interaction must be acknowledged in that time too.
 func (f *SlackFake) Press(chat, msgID, data, user string) (string, error) {
 	f.mu.Lock()
 	c := f.chatLocked(chat)
@@ -732,6 +739,7 @@ func (f *SlackFake) Press(chat, msgID, data, user string) (string, error) {
 	})
 	w := &slackWaiter{channel: c.id, user: uid, ts: m.ts, ch: make(chan string, 1)}
 	f.waiters = append(f.waiters, w)
+	f.triggers[trigger] = &slackTrigger{user: uid, channel: c.id, at: time.Now()}
 	d := &slackDelivery{id: trigger, kind: "interactive", payload: payload, ackCh: make(chan struct{})}
 	f.deliveries[trigger] = d
 	f.mu.Unlock()

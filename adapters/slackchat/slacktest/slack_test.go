@@ -299,3 +299,88 @@ func TestSlackFakeEventsAPIRetriesWithRetryNum(t *testing.T) {
 		t.Fatalf("retry numbers %q, statuses %v", retryNums, f.Statuses(upd))
 	}
 }
+
+// views.open takes a press's trigger_id once, within 3 s, and a modal
+// Slack would take; submitting the modal is a view_submission carrying
+// the view with the values typed, and closes it.
+func TestSlackFakeViewsOpenAndSubmission(t *testing.T) {
+	f := slacktest.NewSlack(t)
+	interactions := make(chan map[string]any, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		form, _ := url.ParseQuery(string(body))
+		var p map[string]any
+		_ = json.Unmarshal([]byte(form.Get("payload")), &p)
+		interactions <- p
+	}))
+	defer srv.Close()
+	f.SetEventsURL(srv.URL)
+	_, post := slackCall(t, f, "chat.postMessage", url.Values{"token": {f.BotToken}, "channel": {f.ChatID("room")}, "text": {"card"},
+		"blocks": {slackButtons(1, "Deny with reason…", "why")}})
+	api := slackgo.New(f.BotToken, slackgo.OptionAPIURL(f.URL+"/api/"))
+	plain := func(s string) *slackgo.TextBlockObject {
+		return slackgo.NewTextBlockObject(slackgo.PlainTextType, s, false, false)
+	}
+	view := func(title string, submit bool) slackgo.ModalViewRequest {
+		in := slackgo.NewPlainTextInputBlockElement(nil, "reason")
+		in.MaxLength = 500
+		v := slackgo.ModalViewRequest{Type: slackgo.VTModal, Title: plain(title), CallbackID: "cb", PrivateMetadata: `{"g":"g_1"}`,
+			Blocks: slackgo.Blocks{BlockSet: []slackgo.Block{slackgo.NewInputBlock("why", plain("Reason"), nil, in)}}}
+		if submit {
+			v.Submit = plain("Deny")
+		}
+		return v
+	}
+	replies := make(chan string, 1)
+	go func() { r, _ := f.Press("room", post.TS, "why", "alice"); replies <- r }()
+	trigger, _ := (<-interactions)["trigger_id"].(string)
+	for name, v := range map[string]slackgo.ModalViewRequest{"a long title": view(strings.Repeat("t", 25), true), "no submit": view("Deny", false)} {
+		if _, err := api.OpenView(trigger, v); err == nil || !strings.Contains(err.Error(), "invalid_arguments") {
+			t.Errorf("views.open with %s: %v", name, err)
+		}
+	}
+	if _, err := api.OpenView("12345.98765.abcd", view("Deny", true)); err == nil || !strings.Contains(err.Error(), "invalid_trigger_id") {
+		t.Errorf("an unknown trigger: %v", err)
+	}
+	opened, err := api.OpenView(trigger, view("Deny", true))
+	if err != nil || opened.View.ID == "" {
+		t.Fatalf("views.open: %+v %v", opened, err)
+	}
+	if r := <-replies; r != "modal: Deny" {
+		t.Fatalf("the press saw %q", r)
+	}
+	if _, err := api.OpenView(trigger, view("Deny", true)); err == nil || !strings.Contains(err.Error(), "exchanged_trigger_id") {
+		t.Errorf("a trigger used twice: %v", err)
+	}
+	views := f.Views("alice")
+	if len(views) != 1 || views[0].CallbackID != "cb" || len(views[0].Inputs) != 1 || views[0].Inputs[0].MaxLength != 500 {
+		t.Fatalf("views: %+v", views)
+	}
+	if _, err := f.SubmitView(views[0].ID, map[string]string{"why/reason": strings.Repeat("r", 501)}, "room", post.TS); err == nil {
+		t.Error("submitted more than max_length")
+	}
+	go func() {
+		p := <-interactions
+		v, _ := p["view"].(map[string]any)
+		state, _ := json.Marshal(v["state"])
+		if p["type"] != "view_submission" || v["callback_id"] != "cb" || v["private_metadata"] != `{"g":"g_1"}` ||
+			!strings.Contains(string(state), `"value":"not today"`) {
+			t.Errorf("view_submission: %v", p)
+		}
+		u, _ := p["user"].(map[string]any)
+		slackCall(t, f, "chat.postEphemeral", url.Values{"token": {f.BotToken}, "channel": {f.ChatID("room")}, "user": {u["id"].(string)}, "text": {"Denied."}})
+	}()
+	if r, err := f.SubmitView(views[0].ID, map[string]string{"why/reason": "not today"}, "room", post.TS); err != nil || r != "Denied." {
+		t.Fatalf("SubmitView = %q, %v", r, err)
+	}
+	if _, err := f.SubmitView(views[0].ID, map[string]string{"why/reason": "again"}, "room", post.TS); err == nil {
+		t.Error("a submitted view was submitted again")
+	}
+	// A trigger is good for 3 s only.
+	go func() { f.Press("room", post.TS, "why", "alice") }()
+	late, _ := (<-interactions)["trigger_id"].(string)
+	time.Sleep(3100 * time.Millisecond)
+	if _, err := api.OpenView(late, view("Deny", true)); err == nil || !strings.Contains(err.Error(), "expired_trigger_id") {
+		t.Errorf("a trigger after 3 s: %v", err)
+	}
+}

@@ -56,6 +56,8 @@ func (f *SlackFake) serveAPI(w http.ResponseWriter, r *http.Request) {
 		f.updateLocked(w, params)
 	case "chat.postEphemeral":
 		f.postEphemeralLocked(w, params)
+	case "views.open":
+		f.viewsOpenLocked(w, params)
 	default:
 		f.apiErrorLocked(w, method, "unknown_method", "")
 	}

@@ -45,6 +45,35 @@ func parseText(p tgParams) (string, []tgEntity, *tgErr) {
 	return trimmed, entities, nil
 }
 
+// forceReply is ForceReply markup: the client opens a reply to the
+// message, as if the user had chosen "Reply".
+type forceReply struct {
+	ForceReply            bool   `json:"force_reply"`
+	InputFieldPlaceholder string `json:"input_field_placeholder"`
+	Selective             bool   `json:"selective"`
+}
+
+// parseForceReply reads reply_markup as ForceReply; ok is false when it is
+// another kind of markup. force_reply must be True, a placeholder 1-64
+// characters.
+func parseForceReply(raw string) (forceReply, bool, *tgErr) {
+	var markup map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &markup); err != nil {
+		return forceReply{}, false, badRequest("can't parse reply keyboard markup JSON object")
+	}
+	if _, ok := markup["force_reply"]; !ok {
+		return forceReply{}, false, nil
+	}
+	var fr forceReply
+	if err := json.Unmarshal([]byte(raw), &fr); err != nil || !fr.ForceReply {
+		return forceReply{}, true, badRequest("can't parse reply keyboard markup JSON object")
+	}
+	if _, ok := markup["input_field_placeholder"]; ok && (fr.InputFieldPlaceholder == "" || utf8.RuneCountInString(fr.InputFieldPlaceholder) > 64) {
+		return forceReply{}, true, badRequest("can't parse reply keyboard markup JSON object")
+	}
+	return fr, true, nil
+}
+
 // parseKeyboard reads reply_markup, which must be an inline keyboard.
 func parseKeyboard(raw string) ([][]TelegramButton, *tgErr) {
 	var markup map[string]json.RawMessage

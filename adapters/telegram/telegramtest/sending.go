@@ -38,11 +38,18 @@ func (f *TelegramFake) sendMessage(p tgParams) (any, *tgErr) {
 		return nil, e
 	}
 	if raw, ok := p["reply_markup"]; ok {
-		rows, e := parseKeyboard(raw)
-		if e != nil {
-			return nil, e
+		if fr, ok, e := parseForceReply(raw); ok || e != nil {
+			if e != nil {
+				return nil, e
+			}
+			m.ForceReply, m.Placeholder = true, fr.InputFieldPlaceholder
+		} else {
+			rows, e := parseKeyboard(raw)
+			if e != nil {
+				return nil, e
+			}
+			m.Buttons = rows
 		}
-		m.Buttons = rows
 	}
 	m.remember()
 	m.LinkPreviewDisabled = p.bool("disable_web_page_preview")

@@ -150,7 +150,18 @@ func (f *TelegramFake) messageJSON(c *tgChat, m *tgMessage) map[string]any {
 	}
 	if m.ReplyTo != 0 {
 		if r := c.byID[m.ReplyTo]; r != nil {
-			j["reply_to_message"] = map[string]any{"message_id": r.ID, "date": r.date, "chat": f.chatJSON(c), "text": r.Text}
+			// The replied message in full, but for its own reply: Telegram
+			// nests one level only.
+			rj := map[string]any{"message_id": r.ID, "date": r.date, "chat": f.chatJSON(c), "text": r.Text}
+			if r.fromBot {
+				rj["from"] = botUserJSON()
+			} else if r.from != nil {
+				rj["from"] = f.userJSON(r.from, r.isBot)
+			}
+			if len(r.entities) > 0 {
+				rj["entities"] = r.entities
+			}
+			j["reply_to_message"] = rj
 		}
 	}
 	if len(m.Buttons) > 0 {

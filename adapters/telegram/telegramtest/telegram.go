@@ -91,6 +91,10 @@ type TelegramMessage struct {
 	// the older disable_web_page_preview).
 	LinkPreviewDisabled bool
 	Edited              bool
+	// ForceReply reports reply_markup ForceReply: the client opens a
+	// reply to the message; Placeholder is its input_field_placeholder.
+	ForceReply  bool
+	Placeholder string
 }
 
 // TelegramButton is one inline keyboard button.
@@ -564,6 +568,77 @@ func (f *TelegramFake) press(chat, msgID, data, user string, check bool) (string
 	case <-f.closed:
 		return "", errors.New("telegram fake: closed")
 	}
+}
+
+// Reply makes user answer the message msgID of chat with text: a reply,
+// as a client sends it after "Reply" or under a ForceReply prompt, with the
+// replied message in reply_to_message. It returns the update's id.
+func (f *TelegramFake) Reply(chat, msgID, user, text string) (string, error) {
+	upd, _, err := f.userReply(chat, msgID, user, text)
+	return upd, err
+}
+
+func (f *TelegramFake) userReply(chat, msgID, user, text string) (update string, id int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.chats[chat]
+	if c == nil {
+		return "", 0, fmt.Errorf("telegram fake: no chat %q", chat)
+	}
+	n, _ := strconv.Atoi(msgID)
+	target := c.byID[n]
+	if target == nil {
+		return "", 0, fmt.Errorf("telegram fake: no message %s in %q", msgID, chat)
+	}
+	j := f.userMessage(c, user, false, target.ThreadID)
+	j["text"] = text
+	id = j["message_id"].(int)
+	c.byID[id].Text, c.byID[id].ReplyTo = text, target.ID
+	replied := f.messageJSON(c, target)
+	delete(replied, "reply_to_message") // Telegram nests one level only
+	j["reply_to_message"] = replied
+	return f.queueMessage(c, j), id, nil
+}
+
+// DenyWithReason presses the "Deny with reason…" button data on the bot's
+// message msgID in chat as user and, when the bot then asks for the reason
+// (a message replying to the card with ForceReply), replies to it with
+// reason, as the user's client does. It returns what the user was shown
+// last: the press's answer when no reason was asked for; else the bot's
+// reply to the reason, or "" when there was none (the card was edited to
+// its outcome).
+func (f *TelegramFake) DenyWithReason(chat, msgID, data, user, reason string) (string, error) {
+	before := len(f.TelegramMessages(chat))
+	answer, err := f.Press(chat, msgID, data, user)
+	if err != nil {
+		return answer, err
+	}
+	var prompt *TelegramMessage
+	for _, m := range f.TelegramMessages(chat)[before:] {
+		if m.ForceReply && strconv.Itoa(m.ReplyTo) == msgID {
+			prompt = &m
+		}
+	}
+	if prompt == nil {
+		return answer, nil
+	}
+	upd, id, err := f.userReply(chat, strconv.Itoa(prompt.ID), user, reason)
+	if err != nil {
+		return "", err
+	}
+	deadline := time.Now().Add(f.opts.AnswerWait)
+	for !f.Acked(upd) {
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("telegram fake: the reply with the reason (update %s) was not acknowledged within %s", upd, f.opts.AnswerWait)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, m := range f.TelegramMessages(chat) {
+		if m.ReplyTo == id {
+			return m.Text, nil
+		}
+	}
+	return "", nil
 }
 
 // Errors lists the requests the fake refused, as "method: code description".

@@ -334,3 +334,61 @@ func TestTelegramHTMLText(t *testing.T) {
 		}
 	}
 }
+
+// ForceReply markup is taken on sendMessage (force_reply true, a
+// placeholder of 1-64 characters) and never on an edit; a user's Reply
+// carries the replied message, its sender included, in reply_to_message.
+func TestTelegramFakeForceReplyAndReplies(t *testing.T) {
+	f := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
+	chat := f.ChatID("alice")
+	send := func(markup map[string]any) (int, tgResp) {
+		return call(t, f, f.Token, "sendMessage", map[string]any{"chat_id": chat, "text": "Why?", "reply_markup": markup})
+	}
+	for name, bad := range map[string]map[string]any{
+		"force_reply false":  {"force_reply": false},
+		"a long placeholder": {"force_reply": true, "input_field_placeholder": strings.Repeat("p", 65)},
+	} {
+		if code, _ := send(bad); code != 400 {
+			t.Errorf("%s: %d, want 400", name, code)
+		}
+	}
+	code, r := send(map[string]any{"force_reply": true, "input_field_placeholder": "Why deny it?"})
+	if code != 200 {
+		t.Fatalf("sendMessage with ForceReply: %d %+v", code, r)
+	}
+	var sent struct {
+		ID int `json:"message_id"`
+	}
+	_ = json.Unmarshal(r.Result, &sent)
+	if m := f.TelegramMessages("alice"); len(m) != 1 || !m[0].ForceReply || m[0].Placeholder != "Why deny it?" || len(m[0].Buttons) != 0 {
+		t.Fatalf("the prompt as held: %+v", m)
+	}
+	if code, _ := call(t, f, f.Token, "editMessageText", map[string]any{"chat_id": chat, "message_id": sent.ID, "text": "x",
+		"reply_markup": map[string]any{"force_reply": true}}); code != 400 {
+		t.Errorf("an edit with ForceReply: %d, want 400", code)
+	}
+	upd, err := f.Reply("alice", strconv.Itoa(sent.ID), "alice", "not today")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, r = call(t, f, f.Token, "getUpdates", map[string]any{"timeout": 0})
+	var ups []struct {
+		ID      int64 `json:"update_id"`
+		Message struct {
+			Text  string `json:"text"`
+			Reply struct {
+				ID   int    `json:"message_id"`
+				Text string `json:"text"`
+				From struct {
+					ID    int64 `json:"id"`
+					IsBot bool  `json:"is_bot"`
+				} `json:"from"`
+			} `json:"reply_to_message"`
+		} `json:"message"`
+	}
+	_ = json.Unmarshal(r.Result, &ups)
+	if len(ups) != 1 || strconv.FormatInt(ups[0].ID, 10) != upd || ups[0].Message.Text != "not today" || ups[0].Message.Reply.ID != sent.ID ||
+		ups[0].Message.Reply.Text != "Why?" || !ups[0].Message.Reply.From.IsBot || !strings.HasPrefix(f.Token, strconv.FormatInt(ups[0].Message.Reply.From.ID, 10)+":") {
+		t.Fatalf("the reply update: %s", r.Result)
+	}
+}

@@ -1,9 +1,10 @@
-// Gatehouse admin page: platforms, pending approvals, the receive log and
-// dead letters, read from the /v1 API. No framework, no build step.
+// Gatehouse admin page: platforms, people, pending approvals, the receive
+// log and dead letters, read from the /v1 API. No framework, no build step.
 (function () {
   "use strict";
   const TOKEN_KEY = "gatehouse.token";
   const $ = (id) => document.getElementById(id);
+  const Cards = window.GatehouseCards;
 
   async function api(path, init) {
     init = init || {};
@@ -19,7 +20,7 @@
       res = await fetch(path, init);
     }
     const body = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error((body.error && body.error.message) || res.statusText);
+    if (!res.ok) throw new Error(body.message || (body.error && body.error.message) || res.statusText);
     return body;
   }
 
@@ -58,7 +59,7 @@
       if (a.hint) hints.push(a.platform + ": " + a.hint);
       cell(tr, a.platform);
       cell(tr, a.state + (a.lastError ? " (" + a.lastError + ")" : "") + (a.webhook ? ", webhook" : ""));
-      cell(tr, a.allowed);
+      cell(tr, a.allowed + (a.people ? " + " + a.people + " let in" : "") + (a.pairing ? " (pairing on)" : ""));
       cell(tr, a.leaseOwner || "nobody");
       const m = a.lastMessage;
       cell(tr, m ? when(m.receivedAt) + ": " + m.outcome + (m.reason ? " (" + m.reason + ")" : "") : "none yet", m && m.outcome === "dropped" ? "dropped" : "");
@@ -85,25 +86,53 @@
     sel.value = current;
   }
 
+  // Reasons typed for a denial, by gate id: the page refreshes every few
+  // seconds, and what is typed survives it.
+  const reasons = new Map();
+
+  // reasonField is a text field for why gate id is denied.
+  function reasonField(id, testid) {
+    const f = document.createElement("input");
+    f.type = "text";
+    f.maxLength = 1000;
+    f.placeholder = "Reason for denying (optional)";
+    f.setAttribute("aria-label", "Reason for denying");
+    f.dataset.testid = testid;
+    f.value = reasons.get(id) || "";
+    f.addEventListener("input", () => reasons.set(id, f.value));
+    return f;
+  }
+
+  // decide decides as the operator ("local"); a denial carries the reason
+  // typed for it.
   async function decide(id, decision) {
+    const reason = decision === "deny" ? (reasons.get(id) || "").trim() : "";
     await api("/v1/gates/" + encodeURIComponent(id) + "/decision", {
       method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ decision: decision, by: "admin" }),
+      body: JSON.stringify(reason ? { decision: decision, reason: reason } : { decision: decision }),
     });
+    reasons.delete(id);
     await refresh();
   }
+
+  function decider(by) { return by === "local" ? "the operator" : (by || "someone"); }
 
   async function loadGates() {
     const body = await api("/v1/gates?state=pending");
     fill("gates", body.gates || [], (tr, g) => {
-      cell(tr, g.id);
+      const id = cell(tr, "");
+      const a = document.createElement("a");
+      a.href = "#card=" + encodeURIComponent(g.id);
+      a.textContent = g.id;
+      id.appendChild(a);
       cell(tr, g.sessionId);
-      cell(tr, g.tool);
-      cell(tr, JSON.stringify(g.arguments), "text");
+      cell(tr, Cards.visible(g.tool));
+      cell(tr, "", "text").appendChild(Cards.render(Cards.fieldsOf(g.fields, g.arguments)));
       cell(tr, when(g.expiresAt));
       const td = cell(tr, "");
       if (g.kind === "approval") {
         for (const [label, d] of [["Approve", "approve"], ["Deny", "deny"]]) {
+          if (d === "deny") td.appendChild(reasonField(g.id, "admin-reason"));
           const b = document.createElement("button");
           b.type = "button";
           b.textContent = label;
@@ -145,17 +174,118 @@
     });
   }
 
+  // cardID is the gate named by the page's address, /admin#card=<id>: the
+  // link a chat card carries when its text had to be clipped.
+  function cardID() {
+    const m = /^#card=([^&]+)/.exec(location.hash);
+    if (!m) return "";
+    try { return decodeURIComponent(m[1]); } catch (e) { return ""; }
+  }
+
+  // loadCard shows that gate's whole card: the tool, every field whole,
+  // the expiry, and Approve and Deny while it waits, or its outcome.
+  async function loadCard() {
+    const id = cardID();
+    $("card").hidden = !id;
+    if (!id) return;
+    $("card-id").textContent = id;
+    const body = $("card-body");
+    const { gate: g } = await api("/v1/gates/" + encodeURIComponent(id));
+    const parts = [];
+    const head = document.createElement("p");
+    head.dataset.testid = "card-title";
+    head.textContent = Cards.visible(g.kind === "clarify" ? (g.question || "A question about " + g.tool) : "Approve " + g.tool + "?");
+    parts.push(head);
+    if (g.kind !== "clarify") parts.push(Cards.render(Cards.fieldsOf(g.fields, g.arguments)));
+    const state = document.createElement("p");
+    state.dataset.testid = "card-state";
+    if (g.state === "pending") {
+      state.textContent = "Waiting for a decision; expires " + when(g.expiresAt) + ".";
+    } else {
+      let text = g.state;
+      if (g.state !== "expired") text += " by " + decider(g.decidedBy) + " via " + (g.surface || "?");
+      if (g.reason) text += " — " + g.reason;
+      state.textContent = Cards.visible(text);
+    }
+    parts.push(state);
+    if (g.state === "pending" && g.kind === "approval") {
+      const row = document.createElement("p");
+      for (const [label, d] of [["Approve", "approve"], ["Deny", "deny"]]) {
+        if (d === "deny") row.appendChild(reasonField(g.id, "card-reason"));
+        const b = document.createElement("button");
+        b.type = "button";
+        b.textContent = label;
+        b.dataset.testid = "card-" + d;
+        b.addEventListener("click", () => decide(g.id, d).catch(show));
+        row.appendChild(b);
+      }
+      parts.push(row);
+    }
+    body.replaceChildren(...parts);
+  }
+
+  // People: the pending pairing codes with Approve, the people let in with
+  // Revoke, and a field for a code someone tells the admin.
+  async function approveCode(code) {
+    await api("/v1/people", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ code: code, by: "admin" }),
+    });
+    await loadPeople();
+  }
+
+  async function revokePerson(p) {
+    await api("/v1/people/" + encodeURIComponent(p.platform) + "/" + encodeURIComponent(p.userId), { method: "DELETE" });
+    await loadPeople();
+  }
+
+  function button(td, label, testid, onClick) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.dataset.testid = testid;
+    b.addEventListener("click", () => onClick().catch(show));
+    td.appendChild(b);
+  }
+
+  async function loadPeople() {
+    const body = await api("/v1/people");
+    fill("pending-codes", body.pending || [], (tr, c) => {
+      cell(tr, c.code);
+      cell(tr, c.platform);
+      cell(tr, (c.userName || "") + " [" + c.userId + "]");
+      cell(tr, when(c.createdAt));
+      cell(tr, c.text, "text");
+      cell(tr, when(c.expiresAt));
+      button(cell(tr, ""), "Approve", "people-approve", () => approveCode(c.code));
+    });
+    fill("people", body.people || [], (tr, p) => {
+      cell(tr, p.platform);
+      cell(tr, (p.userName || "") + " [" + p.userId + "]");
+      cell(tr, p.code || "let in directly");
+      cell(tr, when(p.approvedAt));
+      cell(tr, p.approvedBy);
+      button(cell(tr, ""), "Revoke", "people-revoke", () => revokePerson(p));
+    });
+  }
+
   function show(err) { $("status").textContent = err ? String(err.message || err) : ""; }
 
   async function refresh() {
     show(null);
-    const results = await Promise.allSettled([loadAdapters(), loadGates(), loadReceive(), loadDead()]);
+    const results = await Promise.allSettled([loadCard(), loadAdapters(), loadGates(), loadReceive(), loadDead(), loadPeople()]);
     const failed = results.find((r) => r.status === "rejected");
     if (failed) show(failed.reason);
   }
 
   $("refresh").addEventListener("click", refresh);
+  window.addEventListener("hashchange", () => loadCard().catch(show));
   $("receive-filter").addEventListener("change", () => loadReceive().catch(show));
+  $("pair-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const input = $("pair-form").elements.code;
+    approveCode(input.value.trim()).then(() => { input.value = ""; show(null); }).catch(show);
+  });
   refresh();
   setInterval(refresh, 5000);
 })();

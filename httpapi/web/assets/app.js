@@ -476,7 +476,7 @@
           break;
         }
         case "gate.opened": {
-          const card = { type: "gatecard", gateId: p.gateId, tool: p.tool || "a tool", args: p.arguments, kind: p.kind,
+          const card = { type: "gatecard", gateId: p.gateId, tool: p.tool || "a tool", args: p.arguments, fields: p.fields, kind: p.kind,
             question: p.question, options: Array.isArray(p.options) ? p.options : [], expiresAt: p.expiresAt, decision: null };
           if (p.gateId) gateCards.set(p.gateId, card);
           current().parts.push(card);
@@ -700,40 +700,49 @@
     return li;
   }
 
-  // An approval card: the tool and its exact arguments, with Approve and
-  // Deny (or the options of a clarifying question) until someone decides;
-  // then who decided, where. The first decision on any surface wins.
+  // Reasons typed for a denial, by gate id: kept across re-renders.
+  const reasonDrafts = new Map();
+
+  // An approval card: the tool and the fields that decide its effect,
+  // whole, as text with invisible characters escaped (card.js), with
+  // Approve, a reason field and Deny (or the options of a clarifying
+  // question) until someone decides; then who decided, where, and why.
+  // The web chat decides as the operator. The first decision on any
+  // surface wins.
   function gateCard(card) {
+    const cards = window.GatehouseCards;
     const li = el("li", "gate-card");
     li.dataset.testid = "gate-card";
     li.dataset.gateId = card.gateId || "";
     li.dataset.role = "system";
     const title = card.kind === "clarify" ? (card.question || `A question about ${card.tool}`) : `Approve ${card.tool}?`;
-    li.append(el("div", "gate-title", title));
-    if (card.args && card.kind !== "clarify") {
-      li.append(el("pre", "gate-args", JSON.stringify(card.args, null, 2)));
+    li.append(el("div", "gate-title", cards.visible(title)));
+    if (card.kind !== "clarify") {
+      li.append(cards.render(cards.fieldsOf(card.fields, card.args)));
     }
     const d = card.decision;
     if (d) {
       li.dataset.decision = d.decision;
       const words = { approved: "Approved", denied: "Denied", expired: "Expired — nobody decided in time", answered: `Answered: ${d.answer || ""}` };
       let text = words[d.decision] || cap(d.decision || "decided");
-      if (d.decision !== "expired") text += ` by ${d.by || "someone"} via ${d.surface || "?"}`;
+      const who = d.by === "local" ? "the operator" : (d.by || "someone");
+      if (d.decision !== "expired") text += ` by ${who} via ${d.surface || "?"}`;
       if (d.reason) text += ` — ${d.reason}`;
-      const out = el("div", "gate-outcome", text);
+      const out = el("div", "gate-outcome", cards.visible(text));
       out.dataset.testid = "gate-outcome";
       li.append(out);
       return li;
     }
     const row = el("div", "gate-buttons");
-    const press = async (decision, answer) => {
+    const press = async (decision, answer, reason) => {
       for (const b of row.querySelectorAll("button")) b.disabled = true;
       try {
         const res = await api(`/v1/gates/${encodeURIComponent(card.gateId)}/decision`, {
           method: "POST", headers: { "X-Gatehouse-Source": "web" },
-          body: { decision, answer, by: localStorage.getItem("gatehouse.name") || "web user" },
+          body: { decision, answer, reason: reason || undefined },
         });
-        if (res && res.won === false) showBanner(`Already decided: ${res.decision} by ${res.by || "someone"} via ${res.surface || "?"}.`);
+        if (res && res.won === false) showBanner(`Already decided: ${res.decision} by ${res.by === "local" ? "the operator" : (res.by || "someone")} via ${res.surface || "?"}.`);
+        if (res && res.won) reasonDrafts.delete(card.gateId);
       } catch (e) {
         showBanner(`The decision was not recorded: ${e.message}`);
         for (const b of row.querySelectorAll("button")) b.disabled = false;
@@ -741,7 +750,7 @@
     };
     if (card.kind === "clarify") {
       for (const o of card.options) {
-        const b = el("button", "gate-option", o);
+        const b = el("button", "gate-option", cards.visible(o));
         b.dataset.testid = "gate-option";
         b.addEventListener("click", () => press("answer", o));
         row.append(b);
@@ -750,10 +759,20 @@
       const ok = el("button", "gate-approve", "Approve");
       ok.dataset.testid = "gate-approve";
       ok.addEventListener("click", () => press("approve"));
+      const why = document.createElement("input");
+      why.type = "text";
+      why.className = "gate-reason";
+      why.dataset.testid = "gate-reason";
+      why.maxLength = 1000;
+      why.placeholder = "Reason for denying (optional)";
+      why.setAttribute("aria-label", "Reason for denying");
+      why.value = reasonDrafts.get(card.gateId) || "";
+      why.addEventListener("input", () => reasonDrafts.set(card.gateId, why.value));
       const no = el("button", "gate-deny", "Deny");
       no.dataset.testid = "gate-deny";
-      no.addEventListener("click", () => press("deny"));
-      row.append(ok, no);
+      no.addEventListener("click", () => press("deny", undefined, why.value.trim()));
+      why.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); no.click(); } });
+      row.append(ok, why, no);
     }
     li.append(row);
     return li;

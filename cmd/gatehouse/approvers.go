@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway"
+)
+
+// Who may approve: GATEHOUSE_APPROVERS (every tool), and
+// GATEHOUSE_APPROVERS_<TOOL> for one tool, whose names depend on the
+// tools, so they are found in the environment by prefix; the config
+// file's approvers key takes the one list or a map of them.
+
+// approversPrefix starts the environment name of a tool's approver list.
+const approversPrefix = "GATEHOUSE_APPROVERS_"
+
+// approversDefaultKey is the config file's key, in the approvers map, of
+// the list for every tool.
+const approversDefaultKey = "default"
+
+// environ lists the environment as NAME=value; the per-tool approver
+// lists are found in it (their values are then read with getenv).
+var environ = os.Environ
+
+func platformNames() []string {
+	names := make([]string, len(platforms))
+	for i, p := range platforms {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// setApprovers checks an approver list (see gateway.ParseApprovers) and
+// stores it for tool ("" for every tool).
+func setApprovers(c *Config, tool, v string) error {
+	if _, err := gateway.ParseApprovers(v, platformNames()...); err != nil {
+		return err
+	}
+	if tool == "" {
+		c.Approvers = v
+		return nil
+	}
+	if c.ToolApprovers == nil {
+		c.ToolApprovers = map[string]string{}
+	}
+	c.ToolApprovers[gateway.ToolKey(tool)] = v
+	return nil
+}
+
+// approversFromFile reads the config file's approvers value: one list
+// (a string or a YAML list) for every tool, or a map of lists by tool with
+// "default" for every tool.
+func approversFromFile(c *Config, v any) error {
+	list := func(v any) (string, error) {
+		switch v := v.(type) {
+		case string:
+			return v, nil
+		case []any:
+			parts := make([]string, len(v))
+			for i, p := range v {
+				parts[i] = fmt.Sprint(p)
+			}
+			return strings.Join(parts, ","), nil
+		case nil:
+			return "", nil
+		}
+		return "", fmt.Errorf("want a list such as telegram:111,slack:U012, or %q, got %v", gateway.AllowedApprovers, v)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		s, err := list(v)
+		if err != nil {
+			return err
+		}
+		return setApprovers(c, "", s)
+	}
+	tools := make([]string, 0, len(m))
+	for t := range m {
+		tools = append(tools, t)
+	}
+	sort.Strings(tools)
+	for _, t := range tools {
+		s, err := list(m[t])
+		if err == nil {
+			if t == approversDefaultKey {
+				err = setApprovers(c, "", s)
+			} else {
+				err = setApprovers(c, t, s)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// toolApproversFromEnv reads every GATEHOUSE_APPROVERS_<TOOL> set.
+func toolApproversFromEnv(c *Config, getenv func(string) string) error {
+	var names []string
+	for _, kv := range environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, approversPrefix) && len(name) > len(approversPrefix) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v, ok := lookup(getenv, name)
+		if !ok {
+			continue
+		}
+		if err := setApprovers(c, strings.TrimPrefix(name, approversPrefix), v); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// approvers is the gateway's approver rules.
+func (c Config) approvers() gateway.Approvers {
+	var a gateway.Approvers
+	a.Default, _ = gateway.ParseApprovers(c.Approvers)
+	for tool, v := range c.ToolApprovers {
+		if a.Tools == nil {
+			a.Tools = map[string]gateway.ApproverRule{}
+		}
+		a.Tools[tool], _ = gateway.ParseApprovers(v)
+	}
+	return a
+}
+
+// parseApprovalChat reads GATEHOUSE_APPROVAL_CHAT, platform:chat id.
+func parseApprovalChat(v string) (gh.Address, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return gh.Address{}, nil
+	}
+	platform, chat, ok := strings.Cut(v, ":")
+	platform, chat = strings.ToLower(strings.TrimSpace(platform)), strings.TrimSpace(chat)
+	if !ok || platform == "" || chat == "" || strings.ContainsAny(chat, " \t\r\n") {
+		return gh.Address{}, fmt.Errorf("want platform:chat id (slack:C0123, telegram:-1001234567890), got %q", v)
+	}
+	known := false
+	for _, p := range platforms {
+		known = known || p.Name == platform
+	}
+	if !known {
+		return gh.Address{}, fmt.Errorf("%q: unknown platform %q (want one of %s)", v, platform, strings.Join(platformNames(), ", "))
+	}
+	return gh.Address{Platform: platform, ChatID: chat}, nil
+}
