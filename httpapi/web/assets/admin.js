@@ -1,5 +1,6 @@
-// Gatehouse admin page: platforms, people, pending approvals, the receive
-// log and dead letters, read from the /v1 API. No framework, no build step.
+// Gatehouse admin page: platforms, people, grants, pending approvals, the
+// receive log and dead letters, read from the /v1 API. No framework, no
+// build step.
 (function () {
   "use strict";
   const TOKEN_KEY = "gatehouse.token";
@@ -269,11 +270,29 @@
     });
   }
 
+  // Grants: the active approvals for a chat, with Revoke.
+  async function revokeGrant(g) {
+    await api("/v1/grants/" + encodeURIComponent(g.id), { method: "DELETE" });
+    await loadGrants();
+  }
+
+  async function loadGrants() {
+    const body = await api("/v1/grants?active=true&limit=100");
+    fill("grants", body.grants || [], (tr, g) => {
+      cell(tr, decider(g.grantedBy) + (g.surface ? " via " + g.surface : ""));
+      cell(tr, Cards.visible(g.tool));
+      cell(tr, Cards.visible(g.label || g.bound), "text");
+      cell(tr, g.sessionId);
+      cell(tr, when(g.expiresAt));
+      button(cell(tr, ""), "Revoke", "grants-revoke", () => revokeGrant(g));
+    });
+  }
+
   function show(err) { $("status").textContent = err ? String(err.message || err) : ""; }
 
   async function refresh() {
     show(null);
-    const results = await Promise.allSettled([loadCard(), loadAdapters(), loadGates(), loadReceive(), loadDead(), loadPeople()]);
+    const results = await Promise.allSettled([loadCard(), loadAdapters(), loadGates(), loadReceive(), loadDead(), loadPeople(), loadGrants()]);
     const failed = results.find((r) => r.status === "rejected");
     if (failed) show(failed.reason);
   }
