@@ -74,7 +74,33 @@ func customID(i *discordgo.Interaction) (id string, ok bool) {
 // press needs (id, token, channel, presser).
 func pressFromInteraction(i *discordgo.Interaction) (p gh.Press, ok bool) {
 	data, ok := customID(i)
-	if !ok || i.ID == "" || i.Token == "" || i.ChannelID == "" {
+	if !ok {
+		return gh.Press{}, false
+	}
+	return pressOf(i, data)
+}
+
+// pressFromModal normalises the submission of the reason modal
+// (reasonModal): a deny press of its card, with the reason typed. ok is
+// false for a modal that is not ours or lacks what a press needs.
+func pressFromModal(i *discordgo.Interaction) (p gh.Press, ok bool) {
+	d, ok := i.Data.(discordgo.ModalSubmitInteractionData)
+	if !ok {
+		return gh.Press{}, false
+	}
+	p, ok = pressOf(i, d.CustomID)
+	if !ok || p.Choice != gateway.ChoiceDeny {
+		return gh.Press{}, false
+	}
+	p.Reason = modalValue(d.Components, reasonInput)
+	return p, true
+}
+
+// pressOf is the press an interaction carrying our button data makes;
+// ok is false when the data is not ours or the interaction lacks what a
+// press needs (id, token, channel, presser).
+func pressOf(i *discordgo.Interaction, data string) (p gh.Press, ok bool) {
+	if i.ID == "" || i.Token == "" || i.ChannelID == "" {
 		return gh.Press{}, false
 	}
 	gateID, choice, ok := gateway.ParseButtonData(data)
@@ -90,39 +116,6 @@ func pressFromInteraction(i *discordgo.Interaction) (p gh.Press, ok bool) {
 		UpdateID: i.ID,
 		GateID:   gateID,
 		Choice:   choice,
-		UserID:   u.ID,
-		UserName: u.Username,
-		ChatID:   i.ChannelID,
-		IsBot:    u.Bot,
-	}
-	if i.Message != nil {
-		p.MessageID = i.Message.ID
-	}
-	return p, true
-}
-
-// pressFromModal normalises the submission of the reason modal
-// (reasonModal): a deny press of its card, with the reason typed. ok is
-// false for a modal that is not ours or lacks what a press needs.
-func pressFromModal(i *discordgo.Interaction) (p gh.Press, ok bool) {
-	d, ok := i.Data.(discordgo.ModalSubmitInteractionData)
-	if !ok || i.ID == "" || i.Token == "" || i.ChannelID == "" {
-		return gh.Press{}, false
-	}
-	gateID, choice, ok := gateway.ParseButtonData(d.CustomID)
-	if !ok || choice != gateway.ChoiceDeny {
-		return gh.Press{}, false
-	}
-	u := interactionUser(i)
-	if u == nil || u.ID == "" {
-		return gh.Press{}, false
-	}
-	p = gh.Press{
-		Platform: gh.PlatformDiscord,
-		UpdateID: i.ID,
-		GateID:   gateID,
-		Choice:   gateway.ChoiceDeny,
-		Reason:   modalValue(d.Components, reasonInput),
 		UserID:   u.ID,
 		UserName: u.Username,
 		ChatID:   i.ChannelID,

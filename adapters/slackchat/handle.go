@@ -62,7 +62,7 @@ func (a *Adapter) knownBotUserID(ctx context.Context) string {
 
 // handlePress hands an interaction to the sink and answers the presser: a
 // block_actions press of one of our buttons, or the submission of the
-// modal that asks for a denial's reason (handleReason). When the press
+// modal that asks for a denial's reason (parseReason). When the press
 // decided the gate, the card is rewritten to its outcome for everyone (its
 // buttons go); a press of "Deny with reason…" that may deny opens that
 // modal; otherwise the presser alone is told why not, in an ephemeral
@@ -77,13 +77,15 @@ func (a *Adapter) handlePress(ctx context.Context, sink gateway.Sink, payload []
 		a.log.Warn("unreadable interaction payload", "err", err)
 		return
 	}
+	// A submitted reason modal is a denial press of its card; the rest is
+	// answered as any press is.
+	parse, noun := parsePress, "press"
 	if head.Type == "view_submission" {
-		a.handleReason(ctx, sink, payload)
-		return
+		parse, noun = parseReason, "denial"
 	}
-	p, ok, err := parsePress(payload)
+	p, ok, err := parse(payload)
 	if err != nil {
-		a.log.Warn("unreadable block_actions payload", "err", err)
+		a.log.Warn("unreadable interaction payload", "type", head.Type, "err", err)
 		return
 	}
 	if !ok {
@@ -93,8 +95,8 @@ func (a *Adapter) handlePress(ctx context.Context, sink gateway.Sink, payload []
 	actx, cancel := context.WithTimeout(ctx, pressAnswerWithin)
 	defer cancel()
 	if err != nil {
-		a.log.Error("press not recorded", "gate", p.GateID, "user", p.UserID, "err", err)
-		a.ephemeral(actx, p, "That press could not be recorded. Please try again.")
+		a.log.Error(noun+" not recorded", "gate", p.GateID, "user", p.UserID, "err", err)
+		a.ephemeral(actx, p, "That "+noun+" could not be recorded. Please try again.")
 		return
 	}
 	if res.AskReason {
@@ -163,28 +165,6 @@ func (a *Adapter) openReasonModal(ctx context.Context, triggerID string, p gh.Pr
 	}
 	_, err := a.api.OpenViewContext(ctx, triggerID, view)
 	return err
-}
-
-// handleReason hands the submitted reason modal to the sink as a denial
-// of its card, and answers as a press is answered.
-func (a *Adapter) handleReason(ctx context.Context, sink gateway.Sink, payload []byte) {
-	p, ok, err := parseReason(payload)
-	if err != nil {
-		a.log.Warn("unreadable view_submission payload", "err", err)
-		return
-	}
-	if !ok {
-		return
-	}
-	res, err := sink.Press(ctx, p)
-	actx, cancel := context.WithTimeout(ctx, pressAnswerWithin)
-	defer cancel()
-	if err != nil {
-		a.log.Error("denial with a reason not recorded", "gate", p.GateID, "user", p.UserID, "err", err)
-		a.ephemeral(actx, p, "That denial could not be recorded. Please try again.")
-		return
-	}
-	a.answerPress(actx, p, res)
 }
 
 // ephemeral tells the presser text, in the card's thread.

@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/models/modeltest"
@@ -74,33 +73,6 @@ func TestConfigApprovers(t *testing.T) {
 	}
 }
 
-// tgCard waits for an approval card in chat.
-func tgCard(t *testing.T, tg *telegramtest.TelegramFake, chat string) adaptertest.Message {
-	t.Helper()
-	var card adaptertest.Message
-	waitUntil(t, "the approval card in "+chat, func() bool {
-		for _, m := range tg.Messages(chat) {
-			if len(m.Buttons) >= 2 {
-				card = m
-				return true
-			}
-		}
-		return false
-	})
-	return card
-}
-
-func tgButton(t *testing.T, m adaptertest.Message, choice string) string {
-	t.Helper()
-	for _, b := range m.Buttons {
-		if _, c, ok := gateway.ParseButtonData(b); ok && c == choice {
-			return b
-		}
-	}
-	t.Fatalf("card has no %s button: %+v", choice, m)
-	return ""
-}
-
 func tgEdited(t *testing.T, tg *telegramtest.TelegramFake, chat, id, want string) {
 	t.Helper()
 	waitUntil(t, "the card in "+chat+" edited to "+want, func() bool {
@@ -128,8 +100,8 @@ func TestTelegramGroupOnlyTheRequesterApproves(t *testing.T) {
 	s := newEmailStack(t, groupEnvs(tg, "alice", "bob")...)
 	p := start(t, s.envs...)
 	tg.Say("group-team", "alice", "Email Sara that the report is ready.", false)
-	card := tgCard(t, tg, "group-team")
-	approve := tgButton(t, card, gateway.ChoiceApprove)
+	card := waitCard(t, tg, "group-team")
+	approve := button(t, card, gateway.ChoiceApprove)
 	reply, err := tg.Press("group-team", card.ID, approve, "bob")
 	if err != nil || !strings.Contains(reply, "cannot decide") || !strings.Contains(reply, "the person who asked") {
 		t.Fatalf("bob's press: %q %v", reply, err)
@@ -155,8 +127,8 @@ func TestTelegramApproversAllowedKeepsTheOldRule(t *testing.T) {
 	s := newEmailStack(t, append(groupEnvs(tg, "alice", "bob"), "GATEHOUSE_APPROVERS=allowed")...)
 	p := start(t, s.envs...)
 	tg.Say("group-team", "alice", "Email Sara that the report is ready.", false)
-	card := tgCard(t, tg, "group-team")
-	if reply, err := tg.Press("group-team", card.ID, tgButton(t, card, gateway.ChoiceApprove), "bob"); err != nil || !strings.Contains(reply, "Approved") {
+	card := waitCard(t, tg, "group-team")
+	if reply, err := tg.Press("group-team", card.ID, button(t, card, gateway.ChoiceApprove), "bob"); err != nil || !strings.Contains(reply, "Approved") {
 		t.Fatalf("bob's press under the old rule: %q %v", reply, err)
 	}
 	waitUntil(t, "the answer after the mail", func() bool { return count(chatTexts(tg, "group-team"), "Done.") == 1 })
@@ -177,16 +149,16 @@ func TestTelegramNamedApproverInTheApprovalChat(t *testing.T) {
 	s := newEmailStack(t, envs...)
 	p := start(t, s.envs...)
 	tg.Say("group-team", "alice", "Email Sara that the report is ready.", false)
-	card := tgCard(t, tg, "group-team")
-	copyCard := tgCard(t, tg, "group-approvers")
+	card := waitCard(t, tg, "group-team")
+	copyCard := waitCard(t, tg, "group-approvers")
 	if !strings.Contains(copyCard.Text, "sara@example.com") {
 		t.Fatalf("the copy must show the card: %q", copyCard.Text)
 	}
-	reply, err := tg.Press("group-team", card.ID, tgButton(t, card, gateway.ChoiceApprove), "bob")
+	reply, err := tg.Press("group-team", card.ID, button(t, card, gateway.ChoiceApprove), "bob")
 	if err != nil || !strings.Contains(reply, "cannot decide") || !strings.Contains(reply, "telegram:"+tg.UserID("carol")) {
 		t.Fatalf("bob's press: %q %v", reply, err)
 	}
-	if reply, err := tg.Press("group-approvers", copyCard.ID, tgButton(t, copyCard, gateway.ChoiceApprove), "carol"); err != nil || !strings.Contains(reply, "Approved") {
+	if reply, err := tg.Press("group-approvers", copyCard.ID, button(t, copyCard, gateway.ChoiceApprove), "carol"); err != nil || !strings.Contains(reply, "Approved") {
 		t.Fatalf("carol's press in the approvers' chat: %q %v", reply, err)
 	}
 	waitUntil(t, "the answer after the mail", func() bool { return count(chatTexts(tg, "group-team"), "Done.") == 1 })
@@ -209,9 +181,9 @@ func TestTelegramDenyReasonReachesTheModel(t *testing.T) {
 	s.fake.SetDefault(modeltest.Reply{Text: "Understood, I will not send it."})
 	p := start(t, s.envs...)
 	tg.Say("alice", "alice", "Email Sara that the report is ready.", false)
-	card := tgCard(t, tg, "alice")
+	card := waitCard(t, tg, "alice")
 	const reason = "Sara is on holiday; send it to Ben instead."
-	if _, err := tg.DenyWithReason("alice", card.ID, tgButton(t, card, gateway.ChoiceDenyReason), "alice", reason); err != nil {
+	if _, err := tg.DenyWithReason("alice", card.ID, button(t, card, gateway.ChoiceDenyReason), "alice", reason); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the answer after the denial", func() bool { return count(chatTexts(tg, "alice"), "Understood, I will not send it.") == 1 })
