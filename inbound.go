@@ -59,9 +59,12 @@ type Press struct {
 	Platform string `json:"platform"`
 	// UpdateID identifies the press (a callback query id, an interaction id).
 	UpdateID string `json:"updateId"`
-	GateID   string `json:"gateId"`
-	// Choice is "approve", "deny", "deny_reason" (asks for a reason
-	// first: nothing is decided) or "option:<n>" for a clarify gate.
+	// GateID is the card's gate; for the choice "revoke_grant" (a Revoke
+	// button on a grant's notice or a /grants listing) it is the grant's id.
+	GateID string `json:"gateId"`
+	// Choice is "approve", "approve_chat", "deny", "deny_reason" (asks for
+	// a reason first: nothing is decided), "option:<n>" for a clarify
+	// gate, or "revoke_grant".
 	Choice string `json:"choice"`
 	// Reason is why a deny was chosen, as the presser typed it (a reply
 	// to a Telegram prompt, a Slack or Discord modal); empty otherwise.

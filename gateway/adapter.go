@@ -56,6 +56,33 @@ type Sink interface {
 	// that cannot count (forged data, a stranger, a choice that does not
 	// fit) are answered with text; an error means a retry can help.
 	Press(ctx context.Context, p gh.Press) (PressResult, error)
+	// Command answers a chat command (Telegram's "/grants", a Slack or
+	// Discord slash command): name without its slash, in the update that
+	// carried it (in.Text holds what followed the name). The update is
+	// logged in the receive log, never handed on to the agent. An error
+	// means a retry can help.
+	Command(ctx context.Context, name string, in gh.Inbound) (CommandReply, error)
+}
+
+// Commands the gateway answers.
+const (
+	// CommandGrants lists the chat's active grants, each with a Revoke
+	// button.
+	CommandGrants = "grants"
+)
+
+// CommandReply is the answer to a chat command, shown to whoever sent it
+// (Slack and Discord answer it to them alone).
+type CommandReply struct {
+	// Text is plain text: the adapter formats it for the platform.
+	Text    string
+	Buttons []Button
+	// Refused is true when the sender may not use commands here (not
+	// allowed, a bot): a platform that needs no answer sends none.
+	Refused bool
+	// Duplicate is true for a redelivered command, answered the first
+	// time: a platform that redelivers sends no second answer.
+	Duplicate bool
 }
 
 // Receive-log dispositions (what became of a received update) and drop reasons.
@@ -73,6 +100,9 @@ const (
 	// holds the code they were sent, or why none was (one is live, or
 	// they asked too often).
 	ReasonPairing = "pairing"
+	// ReasonCommand is a chat command (Sink.Command), answered by the
+	// gateway: the detail names it and what it did.
+	ReasonCommand = "command"
 )
 
 // ReceiveResult is what became of an update.
@@ -191,11 +221,14 @@ const (
 	ChoiceDenyReason = "deny_reason"
 	// ChoiceOption prefixes a clarify gate's option index: "option:2".
 	ChoiceOption = "option:"
+	// ChoiceRevokeGrant revokes the grant whose id the press carries in
+	// place of a gate id (a Revoke button: see grants.go).
+	ChoiceRevokeGrant = "revoke_grant"
 )
 
 // ButtonData is the data a button carries: "gh:<choice>:<gateID>", with
 // choice a (approve), c (approve for this chat), d (deny), r (deny with a
-// reason) or o<n> (option n).
+// reason), o<n> (option n) or v (revoke the grant whose id it carries).
 func ButtonData(gateID, choice string) string {
 	c := "a"
 	switch {
@@ -205,6 +238,8 @@ func ButtonData(gateID, choice string) string {
 		c = "c"
 	case choice == ChoiceDenyReason:
 		c = "r"
+	case choice == ChoiceRevokeGrant:
+		c = "v"
 	case strings.HasPrefix(choice, ChoiceOption):
 		c = "o" + strings.TrimPrefix(choice, ChoiceOption)
 	}
@@ -231,6 +266,8 @@ func ParseButtonData(data string) (gateID, choice string, ok bool) {
 		return id, ChoiceApproveChat, true
 	case c == "r":
 		return id, ChoiceDenyReason, true
+	case c == "v":
+		return id, ChoiceRevokeGrant, true
 	case strings.HasPrefix(c, "o"):
 		n, err := strconv.Atoi(c[1:])
 		if err != nil || n < 0 || n > 99 {

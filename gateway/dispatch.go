@@ -280,6 +280,21 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 			d.g.cfg.Logger.Error("approval card sent but not recorded: its buttons will not be removed after the decision", "gate", o.GateID, "err", err)
 		}
 		return nil
+	case store.OutboxGrant:
+		var gc gh.GrantCreated
+		if err := json.Unmarshal(r.Payload, &gc); err != nil {
+			return &SendError{Permanent: true, Err: err}
+		}
+		card, err := d.g.grantNotice(ctx, d.a, gc)
+		if err != nil {
+			return notSent(err)
+		}
+		id, err := d.sendOne(ctx, Outgoing{Address: addr.Address, Text: card.Text, Card: &card})
+		if err != nil {
+			return err
+		}
+		r.PartsSent, r.MessageIDs = 1, []string{id}
+		return nil
 	case store.OutboxCardUpdate:
 		var dec gh.GateDecided
 		if err := json.Unmarshal(r.Payload, &dec); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/cards"
+	"github.com/gatehouse/gatehouse/store"
 )
 
 // CardFormatter is implemented by an adapter whose answers keep some
@@ -90,13 +91,8 @@ func deliverable(e gh.Event) (kind string, payload json.RawMessage, ok bool) {
 		p, _ := json.Marshal(textPayload{Text: "ℹ️ " + n.Text})
 		return "message", p, true
 	case gh.KindGrantCreated:
-		var g gh.GrantCreated
-		if json.Unmarshal(e.Payload, &g) != nil {
-			return "", nil, false
-		}
-		p, _ := json.Marshal(textPayload{Text: "🔓 " + cards.Visible(g.By) + " approved " + g.Tool + " for this chat (" + cards.Visible(g.Label) +
-			") until " + g.ExpiresAt.UTC().Format("15:04 MST") + ": calls with the same bound run without a card. Grant " + g.GrantID + "."})
-		return "message", p, true
+		// Sent with a Revoke button while the grant lasts (grantNotice).
+		return store.OutboxGrant, e.Payload, true
 	case gh.KindGrantRevoked:
 		var g gh.GrantRevoked
 		if json.Unmarshal(e.Payload, &g) != nil {

@@ -16,7 +16,8 @@ import (
 // requester, an approver named for the tool); the first decision on any
 // surface wins, and every later press hears it. A press of "Deny with
 // reason…" decides nothing: it is answered with AskReason when the
-// presser may decide.
+// presser may decide. A Revoke press (ChoiceRevokeGrant) revokes a grant
+// of the chat (grants.go).
 func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 	// Only errors a retry can cure are returned (the platform then
 	// delivers the press again); everything else is answered with text.
@@ -38,6 +39,9 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 	if !admitted {
 		g.cfg.Logger.Info("refused a press", "platform", p.Platform, "gate", p.GateID, "user", p.UserID, "reason", "not_allowed")
 		return PressResult{Text: "You are not allowed to decide this."}, nil
+	}
+	if p.Choice == ChoiceRevokeGrant {
+		return g.revokeByPress(ctx, p)
 	}
 	if g.cfg.Gates == nil {
 		return PressResult{Text: "Approvals are not enabled on this gateway."}, nil

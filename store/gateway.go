@@ -63,6 +63,9 @@ const (
 	OutboxMessage    = "message"
 	OutboxCard       = "card"
 	OutboxCardUpdate = "card_update"
+	// OutboxGrant is the notice of a grant ("approve for this chat"),
+	// sent with a Revoke button while the grant is active.
+	OutboxGrant = "grant"
 
 	OutboxPending = "pending"
 	OutboxSending = "sending"

@@ -45,6 +45,14 @@ type Fake interface {
 	// reason was asked for, else the answer to the reason ("" when there
 	// was none to show).
 	DenyWithReason(chat, msgID, data, user, reason string) (reply string, err error)
+	// Command sends the chat command name (without its slash: "grants")
+	// as user in chat the way the platform does (Telegram: a message
+	// "/grants" with its bot_command entity; Slack and Discord: a slash
+	// command, which the fake refuses unless the adapter registered it
+	// where the platform registers commands at run time) and returns the
+	// answer the user is shown, with an ID the fake's Press accepts (an
+	// answer only its user sees included).
+	Command(chat, user, name string) (reply Message, err error)
 	// Errors lists requests the fake refused as the real platform would
 	// (bad parameters, unknown chat, wrong token): a passing suite has none.
 	Errors() []string

@@ -39,6 +39,9 @@ type StackOptions struct {
 	// ApprovalChat is the handle of a chat every card is also sent to
 	// (GATEHOUSE_APPROVAL_CHAT). Defaults to none.
 	ApprovalChat string
+	// GrantableNotes makes post_note offer "Approve for this chat", its
+	// bound the note's text (a grant covers posting the same note again).
+	GrantableNotes bool
 }
 
 // NewStack starts a whole gateway around the adapter and fake that

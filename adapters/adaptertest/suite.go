@@ -37,6 +37,7 @@ func Run(t *testing.T, stack NewStack, factory Factory) {
 		{"MessageWhileACardIsPending", testMessageWhileACardIsPending},
 		{"CancelDeniesTheCard", testCancelDeniesTheCard},
 		{"CancelFromSomeoneWhoMayNotDecide", testCancelFromSomeoneWhoMayNotDecide},
+		{"ApproveForThisChatGrantsAndRevokes", testGrantInTheChat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, func(o StackOptions) *env { return &env{Stack: stack(t, factory, o), T: t} })

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
+	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
 
@@ -164,4 +168,63 @@ func TestGrantScopeRefusedWithoutOffer(t *testing.T) {
 	if code, body := post(t, "http://"+p.addr+"/v1/gates/"+g.ID+"/decision", map[string]string{"decision": "approve", "scope": "forever"}); code != 400 {
 		t.Fatalf("unknown scope: %d %v", code, body)
 	}
+}
+
+// "Approve for this chat" pressed on Telegram through the binary: the
+// next mail to Sara goes with no card and exactly one send; /grants lists
+// the grant, its Revoke button ends it, and the next mail asks again.
+func TestTelegramGrantCoversTheNextMailAndIsRevokedFromTheChat(t *testing.T) {
+	tg := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
+	s := newEmailStack(t, telegramEnvs(tg)...)
+	p := start(t, s.envs...)
+	tg.Say("alice", "alice", "Email Sara that the report is ready.", false)
+	card := waitCard(t, tg, "alice")
+	if reply, err := tg.Press("alice", card.ID, button(t, card, gateway.ChoiceApproveChat), "alice"); err != nil || !strings.Contains(reply, "Approved for this chat") {
+		t.Fatalf("the press of Approve for this chat: %q %v", reply, err)
+	}
+	waitUntil(t, "the first answer", func() bool { return count(chatTexts(tg, "alice"), "Done.") == 1 })
+	var notice adaptertest.Message
+	waitUntil(t, "the grant's notice with its Revoke button", func() bool {
+		for _, m := range tg.Messages("alice") {
+			if strings.Contains(m.Text, "approved email_send for this chat") && len(m.Buttons) == 1 {
+				notice = m
+				return true
+			}
+		}
+		return false
+	})
+	button(t, notice, gateway.ChoiceRevokeGrant)
+
+	s.fake.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_mail2", Name: "email_send",
+		Arguments: `{"to":"sara@example.com","subject":"Report 2","body":"Again."}`}}})
+	tg.Say("alice", "alice", "Email her again.", false)
+	waitUntil(t, "the second answer", func() bool { return count(chatTexts(tg, "alice"), "Done.") == 2 })
+	if mails := s.smtp.Mails(); len(mails) != 2 || mails[1].Subject != "Report 2" {
+		t.Fatalf("mails %+v, want the approved one and the covered one", mails)
+	}
+	if pend := gatesOf(t, p.addr, "", gh.GatePending); len(pend) != 0 {
+		t.Fatalf("a card for a covered call: %+v", pend)
+	}
+	waitUntil(t, "the chat told the grant covered it", func() bool { return count(chatTexts(tg, "alice"), "ran without a card") == 1 })
+
+	list, err := tg.Command("alice", "alice", "grants")
+	if err != nil || !strings.Contains(list.Text, "email_send") || !strings.Contains(list.Text, "sara@example.com") {
+		t.Fatalf("/grants: %+v %v", list, err)
+	}
+	if reply, err := tg.Press("alice", list.ID, button(t, list, gateway.ChoiceRevokeGrant), "alice"); err != nil || !strings.Contains(reply, "Revoked") {
+		t.Fatalf("Revoke: %q %v", reply, err)
+	}
+	waitUntil(t, "the chat told of the revocation", func() bool { return count(chatTexts(tg, "alice"), "was revoked by") == 1 })
+
+	s.fake.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_mail3", Name: "email_send",
+		Arguments: `{"to":"sara@example.com","subject":"Report 3","body":"Once more."}`}}})
+	tg.Say("alice", "alice", "And once more.", false)
+	third := waitCard(t, tg, "alice")
+	if !strings.Contains(third.Text, "Report 3") {
+		t.Fatalf("after the revocation the mail must ask again: %q", third.Text)
+	}
+	if n := len(s.smtp.Mails()); n != 2 {
+		t.Fatalf("%d mails: the revoked grant still sent", n)
+	}
+	p.stopWith(t, syscall.SIGTERM)
 }

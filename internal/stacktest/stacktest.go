@@ -2,9 +2,11 @@ package stacktest
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,6 +83,9 @@ type EnvOptions struct {
 	Poll time.Duration
 	// Tools, when set, are the tool worker's tools instead of post_note.
 	Tools []tools.Tool
+	// GrantableNotes makes post_note offer "Approve for this chat" (see
+	// adaptertest.StackOptions).
+	GrantableNotes bool
 	// Script, when set, is a script for the scripted model (a JSON list of
 	// models.ScriptStep, selection scripted:demo), which answers instead of
 	// the fake OpenAI server.
@@ -172,8 +177,12 @@ func (e *Env) models(script string) *models.Registry {
 func (e *Env) startWorkers(reg *models.Registry, o EnvOptions, log *slog.Logger) {
 	ts := o.Tools
 	if ts == nil {
-		ts = []tools.Tool{toolworker.FuncTool{ToolName: "post_note", Desc: "Posts a note where everyone sees it.", ToolTier: tools.Danger,
-			Fn: func(ctx context.Context, c tools.Call) (string, error) { e.Posted.Add(1); return "posted", nil }}}
+		note := toolworker.FuncTool{ToolName: "post_note", Desc: "Posts a note where everyone sees it.", ToolTier: tools.Danger,
+			Fn: func(ctx context.Context, c tools.Call) (string, error) { e.Posted.Add(1); return "posted", nil }}
+		ts = []tools.Tool{note}
+		if o.GrantableNotes {
+			ts = []tools.Tool{grantableNote{note}}
+		}
 	}
 	var contacts toolworker.Contacts
 	if e.Memory != nil {
@@ -296,7 +305,8 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 //	adaptertest.Run(t, stacktest.Stack, telegramtest.TelegramFactory)
 func Stack(t testing.TB, factory adaptertest.Factory, o adaptertest.StackOptions) adaptertest.Stack {
 	t.Helper()
-	e := NewEnv(t, factory, EnvOptions{Allowed: o.Allowed, Approvers: o.Approvers, ApproversAllowed: o.ApproversAllowed, ApprovalChat: o.ApprovalChat})
+	e := NewEnv(t, factory, EnvOptions{Allowed: o.Allowed, Approvers: o.Approvers, ApproversAllowed: o.ApproversAllowed, ApprovalChat: o.ApprovalChat,
+		GrantableNotes: o.GrantableNotes})
 	return adaptertest.Stack{Ctx: e.Ctx, Store: e.Store, Kernel: e.Kernel, Model: e.Model, Gates: e.Gates,
 		Adapter: e.Adapter, Fake: e.Fake, Posted: func() int32 { return e.Posted.Load() }}
 }
@@ -305,4 +315,18 @@ func Stack(t testing.TB, factory adaptertest.Factory, o adaptertest.StackOptions
 func (e *Env) Receive(update string) store.ReceiveEntry {
 	e.T.Helper()
 	return adaptertest.WaitReceive(e.T, e.Ctx, e.Store, e.Adapter.Platform(), update)
+}
+
+// grantableNote is post_note offering "Approve for this chat": the bound
+// is the note's text, so a grant covers posting the same note again.
+type grantableNote struct{ toolworker.FuncTool }
+
+func (grantableNote) GrantBound(args json.RawMessage) (bound, label string, ok bool) {
+	var a struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Text == "" {
+		return "", "", false
+	}
+	return a.Text, "the note " + strconv.Quote(a.Text), true
 }

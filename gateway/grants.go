@@ -1,0 +1,164 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/cards"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// Grants in the chat. A grant ("Approve for this chat") is announced in
+// its chat with a Revoke button while it lasts; "/grants" (Telegram's
+// command, Slack's and Discord's slash commands) lists the chat's active
+// grants, each with a Revoke button. A Revoke press comes back as a press
+// with ChoiceRevokeGrant and the grant's id, and revokes through the
+// kernel as /admin and DELETE /v1/grants do: grant.revoked in the log,
+// which the chat then hears.
+
+// maxListedGrants bounds the grants one /grants answer lists (and its
+// buttons: Discord takes 25 in a message, Slack 25 in an actions block).
+const maxListedGrants = 10
+
+// grantText is how a grant is named in a chat: tool, bound, who, until.
+func grantText(tool, label, by string, until time.Time) string {
+	return tool + " for this chat (" + cards.Visible(label) + "), approved by " + cards.Visible(by) + ", until " + until.UTC().Format("15:04 MST")
+}
+
+func revokeButton(id, tool string) Button {
+	return Button{Label: cards.Clip("Revoke "+tool, 60), Data: ButtonData(id, ChoiceRevokeGrant), Style: "danger"}
+}
+
+// grantNotice is the message announcing grant gc, formatted for a: with
+// a Revoke button while the grant is active when it is sent.
+func (g *Gateway) grantNotice(ctx context.Context, a Adapter, gc gh.GrantCreated) (Card, error) {
+	text := "🔓 " + cards.Visible(gc.By) + " approved " + gc.Tool + " for this chat (" + cards.Visible(gc.Label) + ") until " +
+		gc.ExpiresAt.UTC().Format("15:04 MST") + ": calls with the same bound run without a card. Grant " + gc.GrantID + "."
+	c := Card{Text: a.Format(text)}
+	gr, err := g.st.GetGrant(ctx, gc.GrantID)
+	if gh.IsCode(err, gh.CodeNotFound) {
+		return c, nil
+	}
+	if err != nil {
+		return Card{}, err
+	}
+	if gr.Active(g.cfg.Now()) {
+		c.Buttons = []Button{revokeButton(gr.ID, gr.Tool)}
+	}
+	return c, nil
+}
+
+// Command implements [Sink].
+func (g *Gateway) Command(ctx context.Context, name string, in gh.Inbound) (CommandReply, error) {
+	if err := checkInbound(in); err != nil {
+		g.cfg.Logger.Warn("refused a malformed command", "platform", in.Platform, "command", name, "err", err)
+		return CommandReply{Text: "This command could not be read.", Refused: true}, nil
+	}
+	if _, ok, err := g.st.ReceiveByUpdate(ctx, in.Platform, in.UpdateID); err != nil {
+		return CommandReply{}, err
+	} else if ok {
+		return CommandReply{Duplicate: true}, nil
+	}
+	admitted := false
+	if !in.IsBot {
+		var err error
+		if admitted, err = g.admits(ctx, g.st, in.Platform, in.UserID); err != nil {
+			return CommandReply{}, err
+		}
+		admitted = admitted || g.cfg.Approvers.names(in.Platform, in.UserID)
+	}
+	var reply CommandReply
+	var detail string
+	switch {
+	case !admitted:
+		reply, detail = CommandReply{Text: "You are not allowed to use Gatehouse here.", Refused: true}, "/"+name+": not allowed"
+	case name == CommandGrants:
+		var err error
+		if reply, detail, err = g.listGrants(ctx, in); err != nil {
+			return CommandReply{}, err
+		}
+	default:
+		reply, detail = CommandReply{Text: "Gatehouse knows /" + CommandGrants + " only."}, "/"+clip(name, 50)+": unknown"
+	}
+	var res ReceiveResult
+	entry := store.ReceiveEntry{
+		Platform: in.Platform, UpdateID: in.UpdateID, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
+		UserName: clip(in.UserName, maxFieldLen), MessageID: in.MessageID, IsBot: in.IsBot,
+		Text: clip(strings.TrimSpace("/"+name+" "+in.Text), previewLen), ReceivedAt: g.cfg.Now().UTC(),
+	}
+	reason := ReasonCommand
+	if !admitted {
+		reason = ReasonNotAllowed
+	}
+	err := g.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		return g.drop(ctx, tx, &res, entry, reason, clip(detail, maxFieldLen), SessionFor(in.Platform, in.ChatID, in.ThreadID), 0)
+	})
+	if err == errRaced {
+		// Its redelivery was logged meanwhile, and answered.
+		return CommandReply{Duplicate: true}, nil
+	}
+	if err != nil {
+		return CommandReply{}, err
+	}
+	g.cfg.Logger.Info("answered a chat command", "platform", in.Platform, "command", name, "user", in.UserID, "detail", detail)
+	return reply, nil
+}
+
+// listGrants answers /grants: the active grants of the chat's session, or
+// in the approval chat, of every session.
+func (g *Gateway) listGrants(ctx context.Context, in gh.Inbound) (CommandReply, string, error) {
+	session := SessionFor(in.Platform, in.ChatID, in.ThreadID)
+	where := "this chat"
+	if g.inApprovalChat(in.Platform, in.ChatID) {
+		session, where = "", "any chat"
+	}
+	list, err := g.st.ListGrants(ctx, session, true, g.cfg.Now().UTC(), maxListedGrants+1)
+	if err != nil {
+		return CommandReply{}, "", err
+	}
+	if len(list) == 0 {
+		return CommandReply{Text: "No grants are active in " + where + ": every call that needs approval shows a card."}, "/grants: none", nil
+	}
+	more := len(list) > maxListedGrants
+	list = list[:min(len(list), maxListedGrants)]
+	var b strings.Builder
+	fmt.Fprintf(&b, "Active grants in %s (calls they cover run without a card):", where)
+	reply := CommandReply{}
+	for i, gr := range list {
+		fmt.Fprintf(&b, "\n%d. %s. Grant %s.", i+1, grantText(gr.Tool, gr.Label, gr.GrantedBy, gr.ExpiresAt), gr.ID)
+		reply.Buttons = append(reply.Buttons, revokeButton(gr.ID, gr.Tool))
+	}
+	if more {
+		b.WriteString("\nMore are active: /admin lists them all.")
+	}
+	reply.Text = b.String()
+	return reply, fmt.Sprintf("/grants: %d listed", len(list)), nil
+}
+
+// revokeByPress handles a Revoke press by an admitted user: the grant must
+// belong to the chat pressed in (or that chat is the approval chat).
+func (g *Gateway) revokeByPress(ctx context.Context, p gh.Press) (PressResult, error) {
+	gr, err := g.st.GetGrant(ctx, p.GateID)
+	if gh.IsCode(err, gh.CodeNotFound) || gh.IsCode(err, gh.CodeInvalid) {
+		return PressResult{Text: "This grant no longer exists."}, nil
+	}
+	if err != nil {
+		return PressResult{}, err
+	}
+	if SessionFor(p.Platform, p.ChatID, p.ThreadID) != gr.SessionID && !g.inApprovalChat(p.Platform, p.ChatID) {
+		g.cfg.Logger.Warn("refused a revoke from a chat the grant is not of", "platform", p.Platform, "grant", gr.ID, "chat", p.ChatID)
+		return PressResult{Text: "This grant is not one of this chat."}, nil
+	}
+	gr, revoked, err := g.k.RevokeGrant(ctx, gr.ID, firstNonEmpty(p.UserName, p.UserID), p.Platform)
+	if err != nil {
+		return PressResult{}, err
+	}
+	if !revoked {
+		return PressResult{Text: "Already revoked by " + cards.Visible(gr.RevokedBy) + "."}, nil
+	}
+	g.cfg.Logger.Info("a grant was revoked from the chat", "platform", p.Platform, "grant", gr.ID, "user", p.UserID)
+	return PressResult{Won: true, Text: "Revoked: " + gr.Tool + " asks again."}, nil
+}
