@@ -6,5 +6,7 @@
 //
 // The API reads and writes through the kernel only: an input is committed
 // (with its queued run, in one transaction) before it is acknowledged, and
-// the stream projects committed events, never runtime state.
+// the stream projects committed events, never runtime state. Mechanisms
+// that need nothing of the server are subpackages: connlimit (connection
+// caps, deadlines), reqbody, apiauth and sse (the stream's frames).
 package httpapi

@@ -50,7 +50,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req decisionRequest
-	if err := s.decodeBody(w, r, &req, false); err != nil {
+	if err := s.body.Decode(w, r, &req, false); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}

@@ -58,7 +58,7 @@ func (s *Server) letIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req letInRequest
-	if err := s.decodeBody(w, r, &req, false); err != nil {
+	if err := s.body.Decode(w, r, &req, false); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/httpapi/connlimit"
+	"github.com/gatehouse/gatehouse/httpapi/reqbody"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -208,7 +210,9 @@ type Server struct {
 	probeLn net.Listener
 	// capRefused and streamRefused count refusals at the caps; a flood
 	// is logged as one warning every few seconds, not a line per refusal.
-	capRefused, streamRefused rateLog
+	capRefused, streamRefused connlimit.RateLog
+	// body reads request bodies under MaxBodyBytes and ReadTimeout.
+	body reqbody.Limits
 
 	// streams holds the cancel functions of open SSE streams: Stop ends
 	// them, since a stream never finishes by itself and Shutdown would
@@ -224,7 +228,8 @@ func New(cfg Config) *Server {
 		panic("httpapi: New needs a Store with a Kernel")
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, log: cfg.Logger, k: cfg.Kernel, streams: map[*int]context.CancelFunc{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, k: cfg.Kernel, streams: map[*int]context.CancelFunc{},
+		body: reqbody.Limits{MaxBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
@@ -255,7 +260,7 @@ func New(cfg Config) *Server {
 		ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout),
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
-		ConnContext:       markOverCap,
+		ConnContext:       connlimit.ConnContext,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	return s
@@ -321,7 +326,7 @@ func (s *Server) Handler() http.Handler { return s.srv.Handler }
 // Start listens and serves in the background. It returns once the address
 // is bound, so a failure to bind is reported here.
 func (s *Server) Start(ctx context.Context) error {
-	s.fitToFileLimit(openFileLimit())
+	s.fitToFileLimit(connlimit.OpenFileLimit())
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
@@ -336,7 +341,7 @@ func (s *Server) Start(ctx context.Context) error {
 		s.probeLn = pln
 		s.probe = s.probeServer()
 	}
-	s.ln = s.capped(ln, s.cfg.MaxConns, s.cfg.ProbeReserve)
+	s.ln = connlimit.Listener(ln, s.cfg.MaxConns, s.cfg.ProbeReserve, s.log)
 	s.done = make(chan error, 1)
 	s.log.Info("listening", "addr", ln.Addr().String(), "max_conns", s.cfg.MaxConns, "max_streams", s.cfg.MaxStreams,
 		"read_timeout", s.cfg.ReadTimeout, "write_timeout", s.cfg.WriteTimeout, "idle_timeout", s.cfg.IdleTimeout)
@@ -349,7 +354,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}()
 	if s.probe != nil {
 		s.log.Info("probes listening", "addr", s.probeLn.Addr().String())
-		plnCapped := s.capped(s.probeLn, probeMaxConns, 0)
+		plnCapped := connlimit.Listener(s.probeLn, probeMaxConns, 0, s.log)
 		go func() {
 			// A failing probe listener is logged, not fatal: the main
 			// listener still answers probes.

@@ -2,15 +2,14 @@ package httpapi
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/httpapi/connlimit"
+	"github.com/gatehouse/gatehouse/httpapi/sse"
 )
 
 // streamPage is how many events one read of the stream fetches.
@@ -18,11 +17,11 @@ const streamPage = 500
 
 // stream: GET /v1/sessions/{id}/stream → Server-Sent Events.
 //
-// Committed events are frames "id: <seq>\nevent: <kind>\ndata: <event>\n\n";
-// partial text is "event: partial\ndata: <partial>\n\n" with no id, so a
-// reconnect's Last-Event-ID is always a committed seq; ": ping" comments
-// keep an idle stream open. The stream resumes after the Last-Event-ID
-// header, else the after query parameter, else from the start.
+// Committed events, partial text and ": ping" comments are framed by
+// package sse; only committed events carry an id, so a reconnect's
+// Last-Event-ID is always a committed seq. The stream resumes after the
+// Last-Event-ID header, else the after query parameter, else from the
+// start.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	cursor, err := resumePoint(r)
@@ -51,10 +50,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	// A stream outlives the request deadlines; each write is bounded
-	// instead, so a client that stops reading is dropped.
-	lw := s.longLived(w)
-	defer lw.arm()
+	// A stream outlives the request deadlines; each write is bounded by
+	// WriteTimeout instead, so a client that stops reading is dropped
+	// while one that reads is never cut.
+	lw := connlimit.LongLived(w, s.cfg.WriteTimeout)
+	defer lw.Arm()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -90,7 +90,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			for _, e := range evs {
-				if err := writeEvent(bw, e); err != nil {
+				if err := sse.WriteEvent(bw, e); err != nil {
 					s.log.Error("stream encode failed", "session", id, "seq", e.Seq, "err", err)
 					return
 				}
@@ -113,24 +113,24 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				return
 			case <-sub.Committed:
 				// Partials published before the commit go first.
-				if err := drainPartials(bw, sub.Partials); err != nil {
+				if err := sse.DrainPartials(bw, sub.Partials); err != nil {
 					return
 				}
 				break wait
 			case <-poll.C:
 				break wait
 			case p := <-sub.Partials:
-				if err := writePartial(bw, p); err != nil {
+				if err := sse.WritePartial(bw, p); err != nil {
 					return
 				}
-				if err := drainPartials(bw, sub.Partials); err != nil {
+				if err := sse.DrainPartials(bw, sub.Partials); err != nil {
 					return
 				}
 				if err := flush(); err != nil {
 					return
 				}
 			case <-heartbeat.C:
-				if _, err := bw.WriteString(": ping\n\n"); err != nil {
+				if err := sse.WritePing(bw); err != nil {
 					return
 				}
 				if err := flush(); err != nil {
@@ -148,36 +148,4 @@ func resumePoint(r *http.Request) (int64, error) {
 		return parseSeq("Last-Event-ID", v)
 	}
 	return querySeq(r, "after", 0)
-}
-
-func writeEvent(bw *bufio.Writer, e gh.Event) error {
-	data, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(bw, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, data)
-	return err
-}
-
-func writePartial(bw *bufio.Writer, p kernel.Partial) error {
-	data, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(bw, "event: partial\ndata: %s\n\n", data)
-	return err
-}
-
-// drainPartials writes the partials already waiting, without blocking.
-func drainPartials(bw *bufio.Writer, ch <-chan kernel.Partial) error {
-	for {
-		select {
-		case p := <-ch:
-			if err := writePartial(bw, p); err != nil {
-				return err
-			}
-		default:
-			return nil
-		}
-	}
 }

@@ -58,7 +58,7 @@ func newSessionID() string {
 // created, 200 when it existed (its title is left as it was).
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	var req createSessionRequest
-	if err := s.decodeBody(w, r, &req, true); err != nil {
+	if err := s.body.Decode(w, r, &req, true); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
@@ -152,7 +152,7 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
 	var req inputRequest
-	if err := s.decodeBody(w, r, &req, false); err != nil {
+	if err := s.body.Decode(w, r, &req, false); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
@@ -313,7 +313,7 @@ type runResponse struct {
 // worker stops it at the next lease renewal.
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	var req cancelRequest
-	if err := s.decodeBody(w, r, &req, true); err != nil {
+	if err := s.body.Decode(w, r, &req, true); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}

@@ -1,48 +1,75 @@
-package httpapi
+package reqbody
 
 import (
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
+	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/httpapi/connlimit"
 )
 
-// decodeBody reads one JSON object of at most MaxBodyBytes into dst.
-// Unknown fields, malformed JSON and trailing data are invalid; an empty
-// body is invalid unless optional.
-func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, optional bool) error {
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+// Limits bound a request body.
+type Limits struct {
+	// MaxBytes bounds a body's size.
+	MaxBytes int64
+	// ReadTimeout is the read deadline the server set on the body
+	// (connlimit.SetDeadlines); errors name it when a body is cut there.
+	ReadTimeout time.Duration
+}
+
+// Decode reads one JSON object of at most MaxBytes into dst. Unknown
+// fields, malformed JSON and trailing data are invalid; an empty body is
+// invalid unless optional.
+func (l Limits) Decode(w http.ResponseWriter, r *http.Request, dst any, optional bool) error {
+	r.Body = http.MaxBytesReader(w, r.Body, l.MaxBytes)
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		if errors.Is(err, io.EOF) && optional {
 			return nil
 		}
-		return s.bodyError(err)
+		return l.Error(err)
 	}
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err == nil {
 			return gh.Errorf(gh.CodeInvalid, "body must hold exactly one JSON object")
 		}
-		return s.bodyError(err)
+		return l.Error(err)
 	}
 	return nil
 }
 
-func (s *Server) bodyError(err error) error {
+// ReadAll reads the whole body, at most MaxBytes. A body over the limit
+// or cut at the read deadline gets the same typed error as in Decode;
+// any other read failure is invalid.
+func (l Limits) ReadAll(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.MaxBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) || connlimit.IsTimeout(err) {
+			return nil, l.Error(err)
+		}
+		return nil, gh.Wrap(gh.CodeInvalid, err, "the body could not be read")
+	}
+	return body, nil
+}
+
+// Error turns a failure to read or decode a body into a typed error that
+// says what was wrong with it.
+func (l Limits) Error(err error) error {
 	var tooLarge *http.MaxBytesError
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &tooLarge):
 		return gh.Wrap(gh.CodePayloadTooLarge, err, "body is over the limit of %d bytes", tooLarge.Limit)
-	case isTimeout(err):
-		return gh.Wrap(gh.CodeInvalid, err, "the body did not arrive within the read timeout of %s", s.cfg.ReadTimeout)
+	case connlimit.IsTimeout(err):
+		return gh.Wrap(gh.CodeInvalid, err, "the body did not arrive within the read timeout of %s", l.ReadTimeout)
 	case errors.Is(err, io.EOF):
 		return gh.Errorf(gh.CodeInvalid, "body must be a JSON object; it is empty")
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -63,6 +90,7 @@ func (s *Server) bodyError(err error) error {
 	}
 }
 
+// jsonType names a Go kind as the JSON type a client should have sent.
 func jsonType(goKind string) string {
 	switch goKind {
 	case "string":
@@ -76,34 +104,4 @@ func jsonType(goKind string) string {
 	default:
 		return "a number"
 	}
-}
-
-// querySeq parses a non-negative integer query parameter; def when absent.
-func querySeq(r *http.Request, name string, def int64) (int64, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	return parseSeq(name, v)
-}
-
-func parseSeq(name, v string) (int64, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || n < 0 {
-		return 0, gh.Errorf(gh.CodeInvalid, "%s must be a non-negative integer, not %q", name, v)
-	}
-	return n, nil
-}
-
-// queryLimit parses limit in [1, max]; def when absent.
-func queryLimit(r *http.Request, def, max int) (int, error) {
-	v := r.URL.Query().Get("limit")
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 1 || n > max {
-		return 0, gh.Errorf(gh.CodeInvalid, "limit must be an integer from 1 to %d, not %q", max, v)
-	}
-	return n, nil
 }

@@ -1,12 +1,12 @@
 //go:build unix
 
-package httpapi
+package connlimit
 
 import "syscall"
 
-// openFileLimit is the process's open-file limit (RLIMIT_NOFILE, after
+// OpenFileLimit is the process's open-file limit (RLIMIT_NOFILE, after
 // Go raised the soft limit to the hard one at start), or 0 when unknown.
-func openFileLimit() uint64 {
+func OpenFileLimit() uint64 {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return 0
