@@ -1,0 +1,35 @@
+// Package turnbench measures an approval turn end to end (issue 13, "a
+// lean turn"): a message, the model asking for email_send, the card, the
+// approval, one SMTP send and the answer, driven over the HTTP API with the
+// session's SSE stream attached, against the whole stack of
+// internal/stacktest (scripted model, the real email_send tool aimed at
+// internal/smtptest on loopback, memory with its model pass) on one store.
+//
+// The package owns only tests:
+//
+//   - BenchmarkApprovalTurn, sub-benchmarks postgres/C=1, postgres/C=8,
+//     sqlite/C=1 and sqlite/C=8: b.N conversations at concurrency C. It
+//     reports turns/s, the store's durable commits per turn
+//     (storetest.CountingStore), the memory pass's model calls and commits
+//     per turn (its jobs run after the conversations, as memory.Worker
+//     would), and a bare INSERT rate on the same database at the same
+//     concurrency with the ratio of the two. On Postgres it also reports
+//     write transactions per turn from the xid counter (cluster-wide, so
+//     other clients of the server add to it), WAL syncs per turn from
+//     pg_stat_wal (PG 14+; cluster-wide too), and the statements the
+//     store sends, counted by a pgx tracer (postgres.Config.Tracer): reads
+//     (SELECT only, knowledge recall counted apart), writes and the
+//     transactions that wrote; the top statements per turn are logged.
+//   - TestApprovalTurnFlow: three conversations on SQLite through the same
+//     code, asserting what a user sees (one mail each, the card's gate
+//     approved, the answer on the stream), so the harness cannot rot.
+//
+// Run the benchmark with
+//
+//	GATEHOUSE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
+//	go test -run '^$' -bench ApprovalTurn -benchtime=300x ./internal/turnbench
+//
+// Without GATEHOUSE_TEST_POSTGRES_URL the Postgres sub-benchmarks skip
+// (they fail with GATEHOUSE_TEST_REQUIRE_SERVICES=1). Everything runs on
+// loopback and is stopped when each sub-benchmark ends.
+package turnbench

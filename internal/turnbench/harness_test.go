@@ -1,0 +1,431 @@
+package turnbench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/httpapi"
+	"github.com/gatehouse/gatehouse/internal/smtptest"
+	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/models/modeltest"
+	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/postgres"
+	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
+	"github.com/gatehouse/gatehouse/supervisor"
+	"github.com/gatehouse/gatehouse/tools"
+)
+
+// What the person asks, the call the scripted model makes for it, and its
+// answer once the call has a result.
+const (
+	prompt    = "Please send the weekly report to bob@example.com"
+	recipient = "bob@example.com"
+	answer    = "I sent the weekly report to bob@example.com."
+	// extractMark begins the memory model pass's system prompt
+	// (supervisor.ModelExtractor).
+	extractMark = "Read what one person said to an assistant"
+)
+
+// script is the scripted model: the input (the last message is the
+// person's) gets the email_send call; a request whose last message is not
+// a person's (the call's result) gets the answer. The scripted provider
+// picks "the step after the one last chosen" for those, across sessions,
+// so the answer is repeated for as many as may come in a row: at most
+// one per conversation in flight between two inputs.
+func script() string {
+	steps := []models.ScriptStep{{
+		Match: "weekly report",
+		ToolCalls: []models.ScriptToolCall{{Name: tools.NameEmailSend,
+			Arguments: json.RawMessage(`{"to":"` + recipient + `","subject":"Weekly report","body":"Here is the weekly report."}`)}},
+	}}
+	for range 256 {
+		steps = append(steps, models.ScriptStep{Text: answer})
+	}
+	b, _ := json.Marshal(steps)
+	return string(b)
+}
+
+// stack is the whole gateway on one store, with the HTTP API, the real
+// email_send aimed at a loopback SMTP server, memory with its model pass,
+// and a fake OpenAI server for that pass.
+type stack struct {
+	backend string
+	env     *stacktest.Env
+	store   *storetest.CountingStore
+	smtp    *smtptest.Server
+	client  *http.Client
+	base    string // http://host:port
+
+	// The memory model pass: its own fake model, so its calls are counted
+	// apart, through a registry with the ledger as serve wires it.
+	memModel *modeltest.OpenAI
+	memReg   *models.Registry
+
+	// Postgres only.
+	pg     *postgres.Store
+	tracer *counter
+	stats  *pgx.Conn // untraced, for the server's counters
+	// SQLite only.
+	lite *sqlite.Store
+}
+
+// newStack builds a stack on backend ("sqlite" or "postgres"); a Postgres
+// stack skips (or fails, with GATEHOUSE_TEST_REQUIRE_SERVICES=1) without
+// GATEHOUSE_TEST_POSTGRES_URL. Everything is stopped when tb ends.
+func newStack(tb testing.TB, backend string) *stack {
+	tb.Helper()
+	ctx := context.Background()
+	s := &stack{backend: backend}
+	var st store.Store
+	switch backend {
+	case "sqlite":
+		l, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(tb.TempDir(), "gatehouse.db")})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { l.Close() })
+		s.lite, st = l, l
+	case "postgres":
+		url := testenv.PostgresURL(tb)
+		s.tracer = newCounter()
+		p, err := postgres.Open(ctx, postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url), Tracer: s.tracer})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { p.Close() })
+		s.pg, st = p, p
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { c.Close(context.Background()) })
+		s.stats = c
+	default:
+		tb.Fatalf("unknown backend %q", backend)
+	}
+	s.store = &storetest.CountingStore{Store: st}
+
+	s.smtp = smtptest.Start(tb)
+	// The server hands every message to Arrived too (100 deep) and blocks
+	// when nobody reads it.
+	done, drained := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(drained)
+		for {
+			select {
+			case <-s.smtp.Arrived:
+			case <-done:
+				return
+			}
+		}
+	}()
+	tb.Cleanup(func() { close(done); <-drained })
+
+	s.memModel = modeltest.NewOpenAI(tb, "memory-key")
+	s.memModel.SetDefault(modeltest.Reply{Text: `{"facts":[]}`})
+
+	email := tools.NewEmailSend(tools.EmailConfig{SMTPURL: s.smtp.URL(), From: "gatehouse@example.com", Timeout: 10 * time.Second})
+	s.env = stacktest.NewEnv(tb, nil, stacktest.EnvOptions{
+		Store:       s.store,
+		Tools:       []tools.Tool{email},
+		Script:      script(),
+		Memory:      true,
+		MemoryTools: true,
+		ModelPass:   true,
+		// serve's default: a claim without a wake-up once a second.
+		Poll: time.Second,
+		HTTP: &httpapi.Config{},
+	})
+	reg, err := models.New(models.Config{Selection: "openai:memory-model", OpenAIAPIKey: "memory-key", OpenAIBaseURL: s.memModel.BaseURL(),
+		RetryBase: time.Millisecond, MaxRetries: 1, Ledger: supervisor.Ledger(s.env.Kernel, nil)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.memReg = reg
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	s.client = &http.Client{Transport: tr}
+	tb.Cleanup(tr.CloseIdleConnections)
+	s.base = "http://" + s.env.Addr
+	return s
+}
+
+// runMemoryJobs runs the memory model pass's due jobs, as memory.Worker
+// does in serve, and returns how many attempts ran.
+func (s *stack) runMemoryJobs(ctx context.Context) (int, error) {
+	return s.env.Memory.RunJobs(ctx, supervisor.ModelExtractor(s.memReg))
+}
+
+// memoryCalls counts the requests the memory model got that are the
+// model pass's extraction calls.
+func (s *stack) memoryCalls() int {
+	n := 0
+	for _, r := range s.memModel.Requests() {
+		if bytes.Contains(r.Body, []byte(extractMark)) {
+			n++
+		}
+	}
+	return n
+}
+
+// outcome is what one conversation saw on its stream.
+type outcome struct {
+	gateID    string
+	decided   gh.GateState // from the decision's answer and gate.decided
+	toolError bool
+	answer    string
+	took      time.Duration // from the input's POST to the run's end on the stream
+}
+
+type streamEvent struct {
+	Seq     int64           `json:"seq"`
+	Kind    gh.Kind         `json:"kind"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// conversation is one approval turn as a client drives it: the input,
+// the stream attached and read to the card, the approval, the stream read
+// to the answer and the run's end.
+func (s *stack) conversation(ctx context.Context, session string) (outcome, error) {
+	var out outcome
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := s.post(ctx, "/v1/sessions/"+session+"/input", map[string]string{"text": prompt, "requestId": "r-" + session}, http.StatusAccepted, nil); err != nil {
+		return out, fmt.Errorf("input: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/v1/sessions/"+session+"/stream", nil)
+	if err != nil {
+		return out, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := s.client.Do(req)
+	if err != nil {
+		return out, fmt.Errorf("stream: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		return out, fmt.Errorf("stream: %d %s", res.StatusCode, b)
+	}
+	sse := newSSE(res.Body)
+
+	// Up to the card.
+	for out.gateID == "" {
+		ev, err := sse.next()
+		if err != nil {
+			return out, fmt.Errorf("stream before the card: %w", err)
+		}
+		switch ev.Kind {
+		case gh.KindGateOpened:
+			var g gh.GateOpened
+			if err := json.Unmarshal(ev.Payload, &g); err != nil {
+				return out, err
+			}
+			if g.Tool != tools.NameEmailSend {
+				return out, fmt.Errorf("a card for %q", g.Tool)
+			}
+			out.gateID = g.GateID
+		case gh.KindAssistantMessage:
+			var a gh.AssistantMessage
+			json.Unmarshal(ev.Payload, &a)
+			if a.StopReason != gh.StopToolUse {
+				return out, fmt.Errorf("an answer before the card: %s %s %s", a.StopReason, a.Text, a.Error)
+			}
+		}
+	}
+
+	var d struct {
+		Decision gh.GateState `json:"decision"`
+		Won      bool         `json:"won"`
+	}
+	if err := s.post(ctx, "/v1/gates/"+out.gateID+"/decision", map[string]string{"decision": "approve"}, http.StatusOK, &d); err != nil {
+		return out, fmt.Errorf("decision: %w", err)
+	}
+	if d.Decision != gh.GateApproved || !d.Won {
+		return out, fmt.Errorf("decision answered %+v", d)
+	}
+
+	// Up to the answer and the end of the run that gave it.
+	for {
+		ev, err := sse.next()
+		if err != nil {
+			return out, fmt.Errorf("stream after the decision: %w", err)
+		}
+		switch ev.Kind {
+		case gh.KindGateDecided:
+			var g gh.GateDecided
+			json.Unmarshal(ev.Payload, &g)
+			if g.GateID == out.gateID {
+				out.decided = g.Decision
+			}
+		case gh.KindToolResult:
+			var r gh.ToolResult
+			json.Unmarshal(ev.Payload, &r)
+			out.toolError = out.toolError || r.IsError
+		case gh.KindAssistantMessage:
+			var a gh.AssistantMessage
+			json.Unmarshal(ev.Payload, &a)
+			if a.StopReason == gh.StopEndTurn && len(a.ToolCalls) == 0 {
+				out.answer = a.Text
+			} else if a.StopReason != gh.StopToolUse {
+				return out, fmt.Errorf("the turn ended with %s: %s %s", a.StopReason, a.Error, a.Text)
+			}
+		case gh.KindRunFinished:
+			var f gh.RunFinished
+			json.Unmarshal(ev.Payload, &f)
+			if out.answer != "" && f.Status == "done" {
+				out.took = time.Since(start)
+				return out, nil
+			}
+		}
+	}
+}
+
+// post sends body as JSON and wants status; into, if set, gets the answer.
+func (s *stack) post(ctx context.Context, path string, body any, status int, into any) error {
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := s.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != status {
+		return fmt.Errorf("%s: %d %s", path, res.StatusCode, raw)
+	}
+	if into != nil {
+		return json.Unmarshal(raw, into)
+	}
+	return nil
+}
+
+// sseReader reads committed events off an SSE stream (partials, comments
+// and heartbeats skipped).
+type sseReader struct{ sc *bufio.Scanner }
+
+func newSSE(r io.Reader) *sseReader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	return &sseReader{sc: sc}
+}
+
+func (r *sseReader) next() (streamEvent, error) {
+	var id, data string
+	for r.sc.Scan() {
+		line := r.sc.Text()
+		switch {
+		case line == "":
+			if id != "" && data != "" {
+				var ev streamEvent
+				if err := json.Unmarshal([]byte(data), &ev); err != nil {
+					return ev, fmt.Errorf("frame %s: %w", id, err)
+				}
+				return ev, nil
+			}
+			id, data = "", ""
+		case strings.HasPrefix(line, "id:"):
+			id = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+		case strings.HasPrefix(line, "data:"):
+			data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
+		}
+	}
+	if err := r.sc.Err(); err != nil {
+		return streamEvent{}, err
+	}
+	return streamEvent{}, io.ErrUnexpectedEOF
+}
+
+// runConversations runs n conversations named prefix-0 … at concurrency c
+// and returns what each saw, in order, and the first error.
+func (s *stack) runConversations(ctx context.Context, prefix string, n, c int) ([]outcome, error) {
+	outs := make([]outcome, n)
+	next := make(chan int)
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	for range c {
+		wg.Go(func() {
+			for i := range next {
+				o, err := s.conversation(ctx, fmt.Sprintf("%s-%d", prefix, i))
+				outs[i] = o
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("conversation %d: %w", i, err)
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return outs, first
+}
+
+// checkMails says what is wrong with the mail the SMTP server got for n
+// conversations whose outcomes are outs: each conversation's call ran
+// without error, and exactly n mails arrived, all to the recipient.
+func (s *stack) checkMails(outs []outcome, n int) error {
+	for i, o := range outs {
+		if o.decided != gh.GateApproved || o.toolError || o.answer != answer {
+			return fmt.Errorf("conversation %d saw %+v", i, o)
+		}
+	}
+	mails := s.smtp.Mails()
+	if len(mails) != n {
+		return fmt.Errorf("%d mails for %d conversations", len(mails), n)
+	}
+	ids := map[string]bool{}
+	for _, m := range mails {
+		if len(m.To) != 1 || m.To[0] != recipient {
+			return fmt.Errorf("a mail to %v", m.To)
+		}
+		if ids[m.MessageID] {
+			return fmt.Errorf("two mails with Message-Id %s", m.MessageID)
+		}
+		ids[m.MessageID] = true
+	}
+	return nil
+}
+
+// quiesce waits until the store has committed nothing for 300 ms (the
+// memory write after a turn's settle comes after the stream saw the run
+// end), at most 10 s.
+func (s *stack) quiesce() {
+	last, still := s.store.Commits(), 0
+	for deadline := time.Now().Add(10 * time.Second); still < 3 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		if n := s.store.Commits(); n != last {
+			last, still = n, 0
+		} else {
+			still++
+		}
+	}
+}
