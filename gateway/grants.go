@@ -23,6 +23,10 @@ import (
 // buttons: Discord takes 25 in a message, Slack 25 in an actions block).
 const maxListedGrants = 10
 
+// maxActiveGrants bounds the active grants /grants looks through for its
+// chat's: grants last an hour by default, so there are few.
+const maxActiveGrants = 1000
+
 // grantText is how a grant is named in a chat: tool, bound, who, until.
 func grantText(tool, label, by string, until time.Time) string {
 	return tool + " for this chat (" + cards.Visible(label) + "), approved by " + cards.Visible(by) + ", until " + until.UTC().Format("15:04 MST")
@@ -107,17 +111,33 @@ func (g *Gateway) Command(ctx context.Context, name string, in gh.Inbound) (Comm
 	return reply, nil
 }
 
-// listGrants answers /grants: the active grants of the chat's session, or
-// in the approval chat, of every session.
+// listGrants answers /grants: the active grants of the chat (any of its
+// threads: on Slack each thread is a session, and a slash command carries
+// no thread), or in the approval chat, of every chat.
 func (g *Gateway) listGrants(ctx context.Context, in gh.Inbound) (CommandReply, string, error) {
-	session := SessionFor(in.Platform, in.ChatID, in.ThreadID)
+	all := g.inApprovalChat(in.Platform, in.ChatID)
 	where := "this chat"
-	if g.inApprovalChat(in.Platform, in.ChatID) {
-		session, where = "", "any chat"
+	if all {
+		where = "any chat"
 	}
-	list, err := g.st.ListGrants(ctx, session, true, g.cfg.Now().UTC(), maxListedGrants+1)
+	active, err := g.st.ListGrants(ctx, "", true, g.cfg.Now().UTC(), maxActiveGrants)
 	if err != nil {
 		return CommandReply{}, "", err
+	}
+	var list []store.Grant
+	for _, gr := range active {
+		if len(list) > maxListedGrants {
+			break
+		}
+		ok := all
+		if !ok {
+			if ok, err = g.grantOfChat(ctx, gr, in.Platform, in.ChatID, in.ThreadID); err != nil {
+				return CommandReply{}, "", err
+			}
+		}
+		if ok {
+			list = append(list, gr)
+		}
 	}
 	if len(list) == 0 {
 		return CommandReply{Text: "No grants are active in " + where + ": every call that needs approval shows a card."}, "/grants: none", nil
@@ -138,6 +158,19 @@ func (g *Gateway) listGrants(ctx context.Context, in gh.Inbound) (CommandReply, 
 	return reply, fmt.Sprintf("/grants: %d listed", len(list)), nil
 }
 
+// grantOfChat reports whether grant gr belongs to the platform chat: its
+// session is the chat's (or thread's), or its address names the chat.
+func (g *Gateway) grantOfChat(ctx context.Context, gr store.Grant, platform, chatID, threadID string) (bool, error) {
+	if gr.SessionID == SessionFor(platform, chatID, threadID) || gr.SessionID == SessionFor(platform, chatID, "") {
+		return true, nil
+	}
+	a, ok, err := g.st.AddressBySession(ctx, gr.SessionID)
+	if err != nil || !ok {
+		return false, err
+	}
+	return a.Platform == platform && a.ChatID == chatID, nil
+}
+
 // revokeByPress handles a Revoke press by an admitted user: the grant must
 // belong to the chat pressed in (or that chat is the approval chat).
 func (g *Gateway) revokeByPress(ctx context.Context, p gh.Press) (PressResult, error) {
@@ -148,7 +181,11 @@ func (g *Gateway) revokeByPress(ctx context.Context, p gh.Press) (PressResult, e
 	if err != nil {
 		return PressResult{}, err
 	}
-	if SessionFor(p.Platform, p.ChatID, p.ThreadID) != gr.SessionID && !g.inApprovalChat(p.Platform, p.ChatID) {
+	ours, err := g.grantOfChat(ctx, gr, p.Platform, p.ChatID, p.ThreadID)
+	if err != nil {
+		return PressResult{}, err
+	}
+	if !ours && !g.inApprovalChat(p.Platform, p.ChatID) {
 		g.cfg.Logger.Warn("refused a revoke from a chat the grant is not of", "platform", p.Platform, "grant", gr.ID, "chat", p.ChatID)
 		return PressResult{Text: "This grant is not one of this chat."}, nil
 	}

@@ -16,7 +16,9 @@ import (
 func testGrantInTheChat(t *testing.T, mk func(StackOptions) *env) {
 	e := mk(StackOptions{Allowed: []string{"alice", "bob"}, GrantableNotes: true})
 	askToPost(e, "Posted once.")
-	e.Fake.Say("room", "alice", "post that the report is ready", false)
+	// One conversation (on Slack, one thread: the thread is the session
+	// the grant covers); /grants in the channel lists it all the same.
+	_, say := e.ask("room", "alice", "post that the report is ready")
 	card, _, _ := e.card("room")
 	forChat := e.button(card, gateway.ChoiceApproveChat)
 	reply, err := e.Fake.Press("room", card.ID, forChat, "alice")
@@ -33,7 +35,7 @@ func testGrantInTheChat(t *testing.T, mk func(StackOptions) *env) {
 
 	// The same note again: no card, one more run, the answer says why.
 	askToPost(e, "Posted twice.")
-	e.Fake.Say("room", "alice", "post it again", false)
+	say("alice", "post it again")
 	e.reply("room", "Posted twice.")
 	e.reply("room", "ran without a card")
 	if n := e.Posted(); n != 2 {
@@ -67,7 +69,7 @@ func testGrantInTheChat(t *testing.T, mk func(StackOptions) *env) {
 	// Revoked: the same note asks again.
 	e.Model.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_post3", Name: "post_note", Arguments: `{"text":"The report is ready."}`}}},
 		modeltest.Reply{Text: "Posted a third time."})
-	e.Fake.Say("room", "alice", "and once more", false)
+	say("alice", "and once more")
 	e.Eventually("a new card after the revocation", func() bool { return e.cardsIn("room") == 2 })
 	if n := e.Posted(); n != 2 {
 		t.Fatalf("post_note ran %d times with its grant revoked and no approval", n)
@@ -96,7 +98,7 @@ func (e *env) cardsIn(chat string) int {
 				pending = true
 			}
 		}
-		if pending || strings.Contains(m.Text, "Approved by") || strings.Contains(m.Text, "Denied by") {
+		if pending || strings.Contains(m.Text, "Approved by") || strings.Contains(m.Text, "Approved for this chat by") || strings.Contains(m.Text, "Denied by") {
 			n++
 		}
 	}

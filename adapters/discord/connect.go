@@ -43,7 +43,8 @@ type connection struct {
 	msgs         chan *discordgo.Message
 	closed       chan struct{} // no more msgs will come
 	disconnected chan struct{}
-	wg           sync.WaitGroup // the message worker and press answers
+	wg           sync.WaitGroup // the message worker, press answers and command registration
+	register     sync.Once      // the slash commands are registered once per Connect
 }
 
 // Connect holds the gateway session until ctx ends: HELLO, IDENTIFY,
@@ -79,6 +80,7 @@ func (a *Adapter) Connect(ctx context.Context, sink gateway.Sink) error {
 			if r.User != nil {
 				c.self.Store(r.User.ID)
 			}
+			c.registerCommands(r)
 		}),
 		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { c.enqueue(m.Message) }),
 		s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) { c.interaction(i.Interaction) }),
@@ -357,10 +359,9 @@ func (c *connection) interaction(i *discordgo.Interaction) {
 
 // Answers the presser sees when there is nothing better to say.
 const (
-	notOurs      = "This button is not from Gatehouse."
-	pressFailed  = "Gatehouse could not record your choice. Please try again."
-	pressNoted   = "Noted."
-	notSupported = "Gatehouse does not handle this."
+	notOurs     = "This button is not from Gatehouse."
+	pressFailed = "Gatehouse could not record your choice. Please try again."
+	pressNoted  = "Noted."
 )
 
 // pressResponse decides the answer to an interaction; nil means none
@@ -375,7 +376,7 @@ func (a *Adapter) pressResponse(ctx context.Context, sink gateway.Sink, i *disco
 		// The modal asking for a denial's reason, submitted.
 		p, ok = pressFromModal(i)
 	case discordgo.InteractionApplicationCommand:
-		return ephemeral(notSupported)
+		return a.commandResponse(ctx, sink, i)
 	default:
 		return nil
 	}

@@ -19,15 +19,23 @@ import (
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 )
 
-// recSink records what the adapter hands on. receive and press, when
-// set, decide the answers.
+// recSink records what the adapter hands on. receive, press and
+// command, when set, decide the answers.
 type recSink struct {
 	mu       sync.Mutex
 	inbound  []gh.Inbound
 	presses  []gh.Press
+	commands []sinkCommand
 	receive  func(n int, in gh.Inbound) error // n counts calls with this UpdateID, from 1
 	press    func(ctx context.Context, p gh.Press) (gateway.PressResult, error)
+	command  func(ctx context.Context, name string, in gh.Inbound) (gateway.CommandReply, error)
 	attempts map[string]int
+}
+
+// sinkCommand is one Command call.
+type sinkCommand struct {
+	name string
+	in   gh.Inbound
 }
 
 func (s *recSink) Receive(ctx context.Context, in gh.Inbound) (gateway.ReceiveResult, error) {
@@ -57,6 +65,23 @@ func (s *recSink) Press(ctx context.Context, p gh.Press) (gateway.PressResult, e
 		return gateway.PressResult{Text: "Noted by the test."}, nil
 	}
 	return fn(ctx, p)
+}
+
+func (s *recSink) Command(ctx context.Context, name string, in gh.Inbound) (gateway.CommandReply, error) {
+	s.mu.Lock()
+	s.commands = append(s.commands, sinkCommand{name, in})
+	fn := s.command
+	s.mu.Unlock()
+	if fn == nil {
+		return gateway.CommandReply{Text: "/" + name + " noted by the test."}, nil
+	}
+	return fn(ctx, name, in)
+}
+
+func (s *recSink) commanded() []sinkCommand {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.commands)
 }
 
 // calls returns the Receive calls for one update id.

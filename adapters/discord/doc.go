@@ -47,6 +47,25 @@
 // Presses are handled concurrently, so a slow Receive cannot make one
 // miss its deadline.
 //
+// # Slash commands
+//
+// After READY, once per Connect, the adapter overwrites the
+// application's global commands (PUT /applications/{application.id}/
+// commands) with /grants ([gateway.CommandGrants]; usable in guilds and
+// in DMs with the bot), in the background, retried with the reconnect
+// backoff until it succeeds: a failure is logged, never holds messages
+// up. An overwrite keeps a command's id, so every start registers it
+// again without duplicating it. An invocation (INTERACTION_CREATE of
+// type 2) goes to sink.Command as an Inbound whose UpdateID is the
+// interaction id (ChatID the channel, ChatType and the sender as for a
+// message), within Config.PressTimeout; any name is handed on, and the
+// gateway answers the ones it does not know. The reply is answered with
+// type 4, ephemeral: its text escaped as cards are (FormatLiteral), cut
+// to 2,000 characters, allowed_mentions empty, and its buttons (Revoke)
+// as action rows. A refusal is its text alone, an error "could not
+// answer, try again", a redelivery already answered gets nothing. Revoke
+// presses on that ephemeral answer are ordinary presses.
+//
 // # Outbound
 //
 // Send posts to the channel (Address.ThreadID when set, which for

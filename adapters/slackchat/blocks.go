@@ -73,7 +73,7 @@ func cardBlocks(card gateway.Card, text string) []slackgo.Block {
 }
 
 // actionID names a button after its choice ("gh_approve", "gh_deny",
-// "gh_deny_reason", "gh_opt_2"), so Slack's logs and the payload say what was pressed.
+// "gh_deny_reason", "gh_approve_chat", "gh_revoke", "gh_opt_2"), so Slack's logs and the payload say what was pressed.
 func actionID(data string, i int) string {
 	_, choice, ok := gateway.ParseButtonData(data)
 	switch {
@@ -85,6 +85,12 @@ func actionID(data string, i int) string {
 		return "gh_deny"
 	case choice == gateway.ChoiceDenyReason:
 		return "gh_deny_reason"
+	case choice == gateway.ChoiceApproveChat:
+		return "gh_approve_chat"
+	case choice == gateway.ChoiceRevokeGrant:
+		return "gh_revoke"
+	case !strings.HasPrefix(choice, gateway.ChoiceOption):
+		return "gh_" + choice
 	default:
 		return "gh_opt_" + strings.TrimPrefix(choice, gateway.ChoiceOption)
 	}

@@ -3,9 +3,21 @@
 // events become gh.Inbound, block_actions button presses become gh.Press
 // (a press of "Deny with reason…" opens a modal with views.open, whose
 // view_submission is the deny press with its reason),
+// slash commands become gh.Inbound handed to the sink's Command (answered
+// with an ephemeral message in the acknowledgement or the response body),
 // and the dispatcher's sends become chat.postMessage and chat.update calls.
 // Deduplication, allow-lists, sessions, rate limiting and the outbox belong
 // to the gateway.
+//
+// Slack registers an app's scopes, event subscriptions and slash commands
+// in the app's configuration, not at run time: docs/slack-app-manifest.yaml
+// is a complete manifest for Gatehouse (the bot scopes chat:write, commands
+// and the *:history scopes for message events, interactivity on, Socket
+// Mode on, and /grants). /grants lists the chat's active grants, each with
+// a Revoke button; the answer is shown to whoever typed it alone, and a
+// press of its Revoke button is a block_actions press of that ephemeral
+// message. Slack's slash command payload carries no thread: in a channel,
+// the command speaks for the channel, not for one of its threads.
 //
 // Two inbound modes, chosen by [Config]:
 //
@@ -18,8 +30,8 @@
 //     [Adapter.Handler] verifies Slack's v0 signature, answers the
 //     url_verification challenge, and answers an event_callback 200 only
 //     after the sink has committed it, 500 otherwise so that Slack retries
-//     (with X-Slack-Retry-Num). Point both the Event Subscriptions and the
-//     Interactivity request URLs at it.
+//     (with X-Slack-Retry-Num). Point the Event Subscriptions, the
+//     Interactivity and the slash commands' request URLs at it.
 //
 // The update id is Slack's event_id, stable across retries, so a resend is
 // recorded by the gateway as a duplicate. Sessions follow Slack threads: a

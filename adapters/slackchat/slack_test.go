@@ -28,12 +28,20 @@ type recorder struct {
 	// Receive returns (to look at the platform while it commits).
 	before  func(gh.Inbound)
 	press   func(gh.Press) (gateway.PressResult, error)
+	command func(name string, in gh.Inbound) (gateway.CommandReply, error)
 	in      chan gh.Inbound
 	presses chan gh.Press
+	// commands are the chat commands given to Command.
+	commands chan recordedCommand
+}
+
+type recordedCommand struct {
+	name string
+	in   gh.Inbound
 }
 
 func newRecorder() *recorder {
-	return &recorder{in: make(chan gh.Inbound, 100), presses: make(chan gh.Press, 100)}
+	return &recorder{in: make(chan gh.Inbound, 100), presses: make(chan gh.Press, 100), commands: make(chan recordedCommand, 100)}
 }
 
 func (r *recorder) Receive(ctx context.Context, in gh.Inbound) (gateway.ReceiveResult, error) {
@@ -63,6 +71,40 @@ func (r *recorder) Press(ctx context.Context, p gh.Press) (gateway.PressResult, 
 		return gateway.PressResult{Text: "Noted."}, nil
 	}
 	return press(p)
+}
+
+// Command records the command and answers as the test says; by default
+// as the gateway does: /grants with an empty list, anything else with
+// "knows /grants only".
+func (r *recorder) Command(ctx context.Context, name string, in gh.Inbound) (gateway.CommandReply, error) {
+	r.commands <- recordedCommand{name, in}
+	r.mu.Lock()
+	command := r.command
+	r.mu.Unlock()
+	if command != nil {
+		return command(name, in)
+	}
+	if name != gateway.CommandGrants {
+		return gateway.CommandReply{Text: "Gatehouse knows /" + gateway.CommandGrants + " only."}, nil
+	}
+	return gateway.CommandReply{Text: "No grants are active in this chat."}, nil
+}
+
+func (r *recorder) setCommand(fn func(name string, in gh.Inbound) (gateway.CommandReply, error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.command = fn
+}
+
+func (r *recorder) nextCommand(t *testing.T) recordedCommand {
+	t.Helper()
+	select {
+	case c := <-r.commands:
+		return c
+	case <-time.After(10 * time.Second):
+		t.Fatal("no command reached Command")
+		return recordedCommand{}
+	}
 }
 
 func (r *recorder) setBefore(fn func(gh.Inbound)) {

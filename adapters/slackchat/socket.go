@@ -13,8 +13,8 @@ import (
 	"github.com/gatehouse/gatehouse/gateway"
 )
 
-// Connect holds the Socket Mode connection and hands every message event
-// and button press to sink until ctx ends, then returns nil. In Events API
+// Connect holds the Socket Mode connection and hands every message event,
+// button press and slash command to sink until ctx ends, then returns nil. In Events API
 // mode there is no connection: it waits for ctx and returns nil.
 //
 // It returns an error only when Slack refuses the tokens (auth.test or
@@ -115,6 +115,7 @@ func (a *Adapter) handleSocketEvent(ctx context.Context, client *socketmode.Clie
 // handleRequest answers one envelope. An events_api envelope is
 // acknowledged only once the sink has committed its event; left
 // unacknowledged, Slack resends it within seconds under the same event_id.
+// A slash command is acknowledged with its answer (see answerCommand).
 // Everything else is acknowledged at once.
 func (a *Adapter) handleRequest(ctx context.Context, client *socketmode.Client, sink gateway.Sink, botUserID string, req socketmode.Request) {
 	ack := func() {
@@ -146,6 +147,23 @@ func (a *Adapter) handleRequest(ctx context.Context, client *socketmode.Client, 
 	case socketmode.RequestTypeInteractive:
 		ack()
 		a.handlePress(ctx, sink, req.Payload)
+	case socketmode.RequestTypeSlashCommands:
+		// Slack never resends a slash command: the acknowledgement carries
+		// the answer, whatever became of it.
+		var resp *commandResponse
+		if cmd, err := readSocketCommand(req.Payload); err != nil {
+			a.log.Warn("unreadable slash command", "envelope", req.EnvelopeID, "err", err)
+			resp = ephemeralResponse("This command could not be read.", nil)
+		} else {
+			resp = a.answerCommand(ctx, sink, cmd)
+		}
+		var payload any
+		if resp != nil {
+			payload = resp
+		}
+		if err := client.AckCtx(ctx, req.EnvelopeID, payload); err != nil && ctx.Err() == nil {
+			a.log.Warn("socket mode ack of a slash command failed", "envelope", req.EnvelopeID, "err", err)
+		}
 	default:
 		ack()
 	}

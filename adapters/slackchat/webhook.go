@@ -23,15 +23,16 @@ const maxBody = 1 << 20
 // request has been answered.
 const pressWork = 15 * time.Second
 
-// Handler serves Slack's Events API and interactivity requests in Events
-// API mode, and is nil in Socket Mode.
+// Handler serves Slack's Events API, interactivity and slash command
+// requests in Events API mode, and is nil in Socket Mode.
 //
 // Every request must carry a valid v0 signature made with the signing
 // secret, with a timestamp less than five minutes off: anything else gets
 // 401. An event_callback is answered 200 only after sink.Receive returned
 // nil; a failed commit gets 500, so Slack resends it (X-Slack-Retry-Num)
 // under the same event_id. A button press is answered 200 at once and then
-// handed to sink.Press.
+// handed to sink.Press. A slash command (a form with command=) goes to
+// sink.Command and is answered in the response body.
 func (a *Adapter) Handler(sink gateway.Sink) http.Handler {
 	if a.mode != modeEvents {
 		return nil
@@ -123,10 +124,14 @@ func (a *Adapter) serveInteraction(w http.ResponseWriter, r *http.Request, sink 
 		http.Error(w, "unreadable form", http.StatusBadRequest)
 		return
 	}
+	if form.Get("command") != "" {
+		a.serveCommand(w, r, sink, form)
+		return
+	}
 	payload := form.Get("payload")
 	if payload == "" {
-		// A slash command or another signed request we do not handle:
-		// answered, so that Slack shows no error.
+		// Another signed request we do not handle: answered, so that
+		// Slack shows no error.
 		w.WriteHeader(http.StatusOK)
 		return
 	}
@@ -139,4 +144,18 @@ func (a *Adapter) serveInteraction(w http.ResponseWriter, r *http.Request, sink 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pressWork)
 	defer cancel()
 	a.handlePress(ctx, sink, []byte(payload))
+}
+
+// serveCommand answers a slash command in the response body, the message
+// the user sees (an empty 200 shows nothing). Slack waits 3 s for it and
+// never resends the command.
+func (a *Adapter) serveCommand(w http.ResponseWriter, r *http.Request, sink gateway.Sink, form url.Values) {
+	resp := a.answerCommand(r.Context(), sink, commandFromForm(form))
+	if resp == nil {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(resp)
 }

@@ -16,8 +16,8 @@
 //     (bot.Start) cannot give this guarantee: it stores the offset before a
 //     handler runs and ignores handler errors, so this package does not use
 //     it. The library still makes every other call (sendMessage,
-//     editMessageText, answerCallbackQuery, setWebhook) and its models parse
-//     updates.
+//     editMessageText, answerCallbackQuery, setWebhook, setMyCommands,
+//     getMe) and its models parse updates.
 //   - Webhook (secret set): [Adapter.Handler] checks the
 //     X-Telegram-Bot-Api-Secret-Token header in constant time (401 when it
 //     is wrong), commits the update and answers 200 only after the sink
@@ -36,6 +36,19 @@
 // that message, when the bot (the token's first part is its id) sent it,
 // is not an inbound message but a deny press with the reply's text as
 // its reason; a refusal is answered with a reply.
+//
+// Chat commands: a message that starts with the command /grants (a
+// bot_command entity at offset 0, "/grants" or "/grants@<this bot>"; the
+// bot's username comes from getMe the first time a command names a bot)
+// goes to the sink's Command, not Receive, with Text what follows the
+// command; the update is acknowledged once Command returned nil. Unless
+// the gateway refused the sender or had answered the update before, its
+// answer (plain text, escaped) is sent as a reply to the command, in its
+// forum topic, with the answer's buttons (Revoke, pressed like a card's
+// buttons); a failed answer is logged, not retried. "/grants@otherbot"
+// and every other command are ordinary messages. [Adapter.Connect]
+// registers /grants with setMyCommands once per start, in both modes,
+// retrying beside the inbound side so that it never holds updates back.
 //
 // Text goes out with parse_mode HTML; [Adapter.Format] escapes it so that
 // nothing in user or model text is read as markup.

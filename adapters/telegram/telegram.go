@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -84,6 +85,8 @@ type Adapter struct {
 	// botID is the bot's user id, the token's first part: a reply to a
 	// prompt for a reason counts only when the prompt is the bot's own.
 	botID int64
+	// me is the bot's username, for commands addressed "/name@bot".
+	me self
 }
 
 var _ gateway.Adapter = (*Adapter)(nil)
@@ -160,8 +163,18 @@ func (a *Adapter) webhookMode() bool { return a.cfg.WebhookSecret != "" }
 
 // Connect holds the inbound side until ctx ends: long polling, or in
 // webhook mode only registering the webhook when a URL is configured.
-// It returns nil when ctx ends.
+// In both modes it registers the chat commands (setMyCommands) once,
+// retrying until that succeeds. It returns nil when ctx ends.
 func (a *Adapter) Connect(ctx context.Context, sink gateway.Sink) error {
+	// Commands are registered once per start, beside the inbound side:
+	// a Bot API that refuses them for a while delays no update.
+	var registering sync.WaitGroup
+	registering.Add(1)
+	go func() {
+		defer registering.Done()
+		a.registerCommands(ctx)
+	}()
+	defer registering.Wait()
 	if a.webhookMode() {
 		if a.cfg.WebhookURL != "" {
 			a.registerWebhook(ctx)
@@ -196,6 +209,15 @@ func (a *Adapter) registerWebhook(ctx context.Context) {
 // handle hands one update to sink. A nil error means the update may be
 // acknowledged; an error means it must come again.
 func (a *Adapter) handle(ctx context.Context, sink gateway.Sink, ev event) error {
+	if ev.command != nil && ev.inbound != nil {
+		ours, err := a.addressedToUs(ctx, ev.command.target)
+		if err != nil {
+			return fmt.Errorf("telegram: command in update %d: %w", ev.updateID, err)
+		}
+		if ours {
+			return a.handleCommand(ctx, sink, ev.updateID, *ev.inbound, ev.command)
+		}
+	}
 	if ev.reason != nil && a.botID != 0 && ev.reasonTo == a.botID {
 		return a.handleReason(ctx, sink, *ev.reason, ev.inbound.MessageID)
 	}

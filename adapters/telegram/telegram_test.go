@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,17 +23,27 @@ import (
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 )
 
-// sink records what the adapter hands over. Receive and Press can be
-// made to fail (failReceive, failPress) or to wait (hold).
+// sink records what the adapter hands over. Receive, Press and Command
+// can be made to fail (failReceive, failPress, failCommand) or Receive to
+// wait (hold).
 type sink struct {
-	mu          sync.Mutex
-	inbound     []gh.Inbound
-	presses     []gh.Press
-	calls       chan string // update ids, one per Receive/Press call
-	hold        chan struct{}
-	failReceive func(gh.Inbound) error
-	failPress   func(gh.Press) error
-	pressResult gateway.PressResult
+	mu           sync.Mutex
+	inbound      []gh.Inbound
+	presses      []gh.Press
+	commands     []command
+	calls        chan string // update ids, one per Receive/Press/Command call
+	hold         chan struct{}
+	failReceive  func(gh.Inbound) error
+	failPress    func(gh.Press) error
+	failCommand  func(gh.Inbound) error
+	pressResult  gateway.PressResult
+	commandReply func(name string, in gh.Inbound) gateway.CommandReply
+}
+
+// command is one Command call the sink took.
+type command struct {
+	name string
+	in   gh.Inbound
 }
 
 func newSink() *sink { return &sink{calls: make(chan string, 1000)} }
@@ -68,6 +79,43 @@ func (s *sink) Press(ctx context.Context, p gh.Press) (gateway.PressResult, erro
 	}
 	s.presses = append(s.presses, p)
 	return s.pressResult, nil
+}
+
+// Command records a command like Receive records a message, and answers
+// it with commandReply (by default an answer naming the command and what
+// followed it, with no buttons).
+func (s *sink) Command(ctx context.Context, name string, in gh.Inbound) (gateway.CommandReply, error) {
+	s.calls <- in.UpdateID
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failCommand != nil {
+		if err := s.failCommand(in); err != nil {
+			return gateway.CommandReply{}, err
+		}
+	}
+	s.commands = append(s.commands, command{name: name, in: in})
+	if s.commandReply != nil {
+		return s.commandReply(name, in), nil
+	}
+	return gateway.CommandReply{Text: "/" + name + " with " + strconv.Quote(in.Text)}, nil
+}
+
+// commanded waits for the Command call of update id.
+func (s *sink) commanded(t *testing.T, id string) command {
+	t.Helper()
+	var got command
+	adaptertest.Eventually(t, "command "+id+" handed over", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, c := range s.commands {
+			if c.in.UpdateID == id {
+				got = c
+				return true
+			}
+		}
+		return false
+	})
+	return got
 }
 
 // received waits for the committed Inbound of update id.

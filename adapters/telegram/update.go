@@ -26,6 +26,11 @@ type event struct {
 	// sender, is the bot's id); else the message is an ordinary one.
 	reason   *gh.Press
 	reasonTo int64
+	// command is set beside inbound when the message is a chat command
+	// the gateway answers (see commandOf); it goes to Sink.Command when
+	// it is addressed to this bot, else the message is an ordinary one.
+	// A command wins over a reason: "/grants" is not a reason to deny.
+	command *botCommand
 }
 
 // callback is a callback query (a button press).
@@ -92,8 +97,10 @@ func fromUpdate(u *models.Update, now time.Time) event {
 	case u.Message != nil:
 		fromMessage(&in, u.Message)
 		ev.reason, ev.reasonTo = reasonReply(&in, u.Message)
+		ev.command = commandOf(u.Message)
 	case u.ChannelPost != nil:
 		fromMessage(&in, u.ChannelPost)
+		ev.command = commandOf(u.ChannelPost)
 	case u.EditedMessage != nil:
 		fromMessage(&in, u.EditedMessage)
 		in.Text, in.Unsupported = "", "edited_message"

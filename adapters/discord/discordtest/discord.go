@@ -67,13 +67,20 @@ type DiscordFake struct {
 	lastEvent    map[string]*discordEvent
 	interactions map[string]*discordInteraction
 	ixOrder      []string
-	conns        map[*discordConn]struct{}
-	errs         []string
-	rateLimited  int
-	force429     time.Duration
-	buckets      map[string]*discordBucket
-	global       discordBucket
-	closed       bool
+	// ephemeral holds the ephemeral messages interactions were answered
+	// with (flags 64), by id: only their user sees them, in no channel's
+	// history, and no gateway event tells of them.
+	ephemeral   map[string]*discordMsg
+	commands    []*discordCommand // the global application commands, as registered
+	commandPuts int
+	failPuts    int // bulk overwrites still to fail with a 500
+	conns       map[*discordConn]struct{}
+	errs        []string
+	rateLimited int
+	force429    time.Duration
+	buckets     map[string]*discordBucket
+	global      discordBucket
+	closed      bool
 
 	wg sync.WaitGroup // gateway connection goroutines
 }
@@ -143,6 +150,8 @@ type discordMsg struct {
 	created    time.Time
 	edited     *time.Time
 	attachment bool
+	// viewer is set for an ephemeral message: the one user who sees it.
+	viewer *discordUser
 }
 
 // show records the message's current buttons as shown.
@@ -193,7 +202,11 @@ type discordInteraction struct {
 	token    string
 	deadline time.Time
 	created  time.Time
-	msg      *discordMsg
+	msg      *discordMsg     // the message of a component or modal interaction; nil for a command
+	channel  *discordChannel // where the interaction happened
+	user     *discordUser
+	// reply is the message a type 4 answer made (ephemeral or not).
+	reply    *discordMsg
 	done     chan struct{} // closed when answered or given up on
 	finished bool
 	// modalSubmit marks a MODAL_SUBMIT (type 5) interaction.
@@ -212,6 +225,9 @@ func (ix *discordInteraction) finish() {
 type DiscordInteraction struct {
 	ID       string
 	CustomID string
+	// Command is the application command's name for a slash command
+	// (type 2, APPLICATION_COMMAND); CustomID is then empty.
+	Command  string
 	UserID   string
 	Answered bool
 	// Type is the response type (4 message, 5 deferred message, 6
@@ -247,6 +263,9 @@ type DiscordMessage struct {
 	Labels []string
 	// Rows is how many action rows the message has.
 	Rows int
+	// Ephemeral is true for an answer to an interaction only its user
+	// sees (flags 64); it is in no channel's Messages.
+	Ephemeral bool
 }
 
 type discordBucket struct {
@@ -290,6 +309,7 @@ func NewDiscord(t adaptertest.TB, opts ...DiscordOption) *DiscordFake {
 		lastEvent:    map[string]*discordEvent{},
 		interactions: map[string]*discordInteraction{},
 		conns:        map[*discordConn]struct{}{},
+		ephemeral:    map[string]*discordMsg{},
 		buckets:      map[string]*discordBucket{},
 	}
 	f.guildID = f.snowflake()
@@ -481,6 +501,9 @@ func (f *DiscordFake) Message(chat, id string) (DiscordMessage, bool) {
 			return f.view(m), true
 		}
 	}
+	if m, ok := f.ephemeral[id]; ok && m.channel == ch {
+		return f.view(m), true
+	}
 	return DiscordMessage{}, false
 }
 
@@ -488,7 +511,7 @@ func (f *DiscordFake) view(m *discordMsg) DiscordMessage {
 	v := DiscordMessage{
 		Message:   adaptertest.Message{ID: m.id, Text: m.content, Edited: m.edited != nil},
 		ChannelID: m.channel.id, AuthorID: m.author.id, Type: m.kind, ReplyTo: m.refID,
-		PingedEveryone: m.everyone, Rows: len(m.rows),
+		PingedEveryone: m.everyone, Rows: len(m.rows), Ephemeral: m.viewer != nil,
 	}
 	if m.allowed != nil {
 		v.AllowedMentions = slices.Clone(*m.allowed)
@@ -563,7 +586,11 @@ func (f *DiscordFake) await(ix *discordInteraction) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !ix.Answered {
-		f.refuse("interaction %s (%s) was not answered within %s: the user sees \"This interaction failed\"", ix.ID, ix.CustomID, f.cfg.deadline)
+		what := ix.CustomID
+		if ix.Command != "" {
+			what = "/" + ix.Command
+		}
+		f.refuse("interaction %s (%s) was not answered within %s: the user sees \"This interaction failed\"", ix.ID, what, f.cfg.deadline)
 		ix.finish()
 		return "", fmt.Errorf("discord fake: interaction %s not answered within %s", ix.ID, f.cfg.deadline)
 	}
@@ -581,6 +608,14 @@ func (f *DiscordFake) press(chat, msgID, data, user string) (*discordInteraction
 			msg = m
 		}
 	}
+	if m, ok := f.ephemeral[msgID]; ok && m.channel == ch {
+		// Only its user sees an ephemeral message, so only they can
+		// press its buttons.
+		if m.viewer != f.user(user) {
+			return nil, fmt.Errorf("discord fake: %s cannot see the ephemeral message %s of %s", user, msgID, m.viewer.name)
+		}
+		msg = m
+	}
 	if msg == nil || msg.author != f.bot {
 		return nil, fmt.Errorf("discord fake: no bot message %s in %q", msgID, chat)
 	}
@@ -596,9 +631,10 @@ func (f *DiscordFake) press(chat, msgID, data, user string) (*discordInteraction
 	return f.interact(ch, msg, f.user(user), 3, data, map[string]any{"custom_id": data, "component_type": 2}), nil
 }
 
-// interact dispatches an INTERACTION_CREATE of type typ (3 a component,
-// 5 a modal submission) by u on the bot's message msg in ch, with data,
-// and returns it to wait for. f.mu held.
+// interact dispatches an INTERACTION_CREATE of type typ (2 a slash
+// command, 3 a component, 5 a modal submission) by u on the bot's
+// message msg in ch (nil for a command), with data, and returns it to
+// wait for. f.mu held.
 func (f *DiscordFake) interact(ch *discordChannel, msg *discordMsg, u *discordUser, typ int, customID string, data map[string]any) *discordInteraction {
 	now := time.Now()
 	ix := &discordInteraction{
@@ -607,8 +643,13 @@ func (f *DiscordFake) interact(ch *discordChannel, msg *discordMsg, u *discordUs
 		created:            now,
 		deadline:           now.Add(f.cfg.deadline),
 		msg:                msg,
+		channel:            ch,
+		user:               u,
 		done:               make(chan struct{}),
 		modalSubmit:        typ == 5,
+	}
+	if typ == 2 {
+		ix.CustomID, ix.Command = "", customID
 	}
 	f.interactions[ix.ID] = ix
 	f.ixOrder = append(f.ixOrder, ix.ID)
@@ -620,13 +661,15 @@ func (f *DiscordFake) interact(ch *discordChannel, msg *discordMsg, u *discordUs
 		"version":                        1,
 		"channel_id":                     ch.id,
 		"channel":                        map[string]any{"id": ch.id, "type": f.channelType(ch)},
-		"message":                        f.messageJSON(msg),
 		"data":                           data,
 		"app_permissions":                "2248473465835073",
 		"locale":                         "en-US",
 		"entitlements":                   []any{},
 		"authorizing_integration_owners": map[string]any{"0": f.guildID},
 		"context":                        0,
+	}
+	if msg != nil {
+		d["message"] = f.messageJSON(msg)
 	}
 	if ch.guildID != "" {
 		d["guild_id"] = ch.guildID
@@ -690,6 +733,9 @@ func (f *DiscordFake) messageJSON(m *discordMsg) map[string]any {
 		"timestamp": m.created.UTC().Format(time.RFC3339Nano), "edited_timestamp": nil,
 		"tts": false, "mention_everyone": m.everyone, "mentions": []any{}, "mention_roles": []any{},
 		"attachments": []any{}, "embeds": []any{}, "pinned": false, "flags": 0, "components": rows,
+	}
+	if m.viewer != nil {
+		j["flags"] = 64 // EPHEMERAL
 	}
 	if m.edited != nil {
 		j["edited_timestamp"] = m.edited.UTC().Format(time.RFC3339Nano)

@@ -64,6 +64,10 @@ func (f *DiscordFake) serve(w http.ResponseWriter, r *http.Request) {
 		f.createMessage(w, r, parts[1])
 	case "PATCH channels/:id/messages/:id":
 		f.editMessage(w, r, parts[1], parts[3])
+	case "PUT applications/:id/commands":
+		f.putCommands(w, r, parts[1])
+	case "GET applications/:id/commands":
+		f.getCommands(w, r, parts[1])
 	default:
 		f.mu.Lock()
 		f.refuse("%s %s: no such route", r.Method, r.URL.Path)
@@ -390,7 +394,9 @@ func (f *DiscordFake) applyEdit(w http.ResponseWriter, r *http.Request, m *disco
 	now := time.Now()
 	m.content, m.rows, m.edited = content, newRows, &now
 	m.show()
-	f.emitMessage("MESSAGE_UPDATE", m)
+	if m.viewer == nil { // an ephemeral message's edit is the user's alone
+		f.emitMessage("MESSAGE_UPDATE", m)
+	}
 	return true
 }
 
@@ -543,20 +549,33 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 			discordFormError(w, "data.flags", "MESSAGE_FLAGS_INVALID", "Invalid flags")
 			return
 		}
-		if data.Flags&64 == 0 {
-			m := &discordMsg{id: f.snowflake(), channel: ix.msg.channel, author: f.bot, content: content, rows: rows, created: time.Now()}
-			m.show()
-			if data.AllowedMentions != nil {
-				p := slices.Clone(data.AllowedMentions.Parse)
-				m.allowed = &p
-			}
-			m.everyone = discordPings(content, m.allowed)
-			ix.msg.channel.msgs = append(ix.msg.channel.msgs, m)
-			f.emitMessage("MESSAGE_CREATE", m)
+		m := &discordMsg{id: f.snowflake(), channel: ix.channel, author: f.bot, content: content, rows: rows, created: time.Now()}
+		m.show()
+		if data.AllowedMentions != nil {
+			p := slices.Clone(data.AllowedMentions.Parse)
+			m.allowed = &p
 		}
+		if data.Flags&64 == 0 {
+			m.everyone = discordPings(content, m.allowed)
+			ix.channel.msgs = append(ix.channel.msgs, m)
+			f.emitMessage("MESSAGE_CREATE", m)
+		} else {
+			// Only the user sees it; its buttons can be pressed (by them).
+			m.viewer = ix.user
+			f.ephemeral[m.id] = m
+		}
+		ix.reply = m
 		ix.Content, ix.Flags = content, data.Flags
-	case 5, 6: // deferred: the presser sees nothing yet
-	case 7: // UPDATE_MESSAGE
+	case 5: // deferred: the user sees "thinking…"
+	case 6, 7: // DEFERRED_UPDATE_MESSAGE, UPDATE_MESSAGE: a component's message
+		if ix.msg == nil {
+			f.refuse("interaction callback %s: response type %d is not valid for an application command (it has no message to update)", id, req.Type)
+			discordFormError(w, "type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid")
+			return
+		}
+		if req.Type == 6 {
+			break
+		}
 		if !f.applyEdit(w, r, ix.msg, &data, rows) {
 			return
 		}

@@ -55,7 +55,7 @@ func (f *SlackFake) deliver(d *slackDelivery, reason string) {
 		"envelope_id":              env.id,
 		"type":                     d.kind,
 		"payload":                  json.RawMessage(d.payload),
-		"accepts_response_payload": d.kind == "interactive",
+		"accepts_response_payload": d.kind == "interactive" || d.kind == "slash_commands",
 		"retry_attempt":            attempt,
 		"retry_reason":             reason,
 	})
@@ -295,7 +295,8 @@ func (f *SlackFake) readAcks(c *slackConn) {
 			return
 		}
 		var ack struct {
-			EnvelopeID string `json:"envelope_id"`
+			EnvelopeID string          `json:"envelope_id"`
+			Payload    json.RawMessage `json:"payload"`
 		}
 		f.mu.Lock()
 		env := (*slackEnvelope)(nil)
@@ -307,8 +308,14 @@ func (f *SlackFake) readAcks(c *slackConn) {
 			f.refusalLocked("socket: message that acknowledges no envelope: %s", data)
 		case env.acked:
 			f.refusalLocked("socket: envelope %s (%s) acknowledged twice", env.id, env.d.id)
+		case len(data) >= maxSocketResponse:
+			// Slack drops a response of 20 KB or more without a word.
+			f.refusalLocked("socket: response to envelope %s (%s) is %d bytes, at most %d", env.id, env.d.id, len(data), maxSocketResponse-1)
 		default:
 			env.acked = true
+			if env.d.kind == "slash_commands" {
+				env.d.response = ack.Payload
+			}
 			f.ackLocked(env.d)
 		}
 		f.mu.Unlock()

@@ -84,6 +84,8 @@ type SlackFake struct {
 	postQueues map[string]*slackPostQueue
 	errs       []string
 	throttled  []string
+	// commandTriggers are the trigger_ids of the slash commands typed.
+	commandTriggers []string
 }
 
 // SlackOption configures a SlackFake.
@@ -96,6 +98,9 @@ type slackOptions struct {
 	pingEvery  time.Duration
 	perChannel time.Duration
 	echoBot    bool
+	// commands are the app's slash commands, as its manifest declares
+	// them ("/grants").
+	commands []string
 }
 
 // SlackAckTimeout sets how long an envelope may go unacknowledged before
@@ -138,13 +143,19 @@ type slackChat struct {
 	handle, id, typ string
 	msgs            []*slackMsg
 	byTS            map[string]*slackMsg
+	// ephemeral are the app's ephemeral messages (slash command
+	// answers), by ts: seen by one user, pressable by them, never in
+	// the channel's history.
+	ephemeral map[string]*slackMsg
 }
 
 type slackMsg struct {
 	ts, threadTS, text string
 	user, botID        string
 	// ours: posted by the app through the Web API.
-	ours   bool
+	ours bool
+	// to is the user an ephemeral message is shown to.
+	to     string
 	blocks []slackBlock
 	edited bool
 	// shown are all the buttons the message ever had: a client that has
@@ -193,10 +204,13 @@ type slackButton struct {
 
 // slackDelivery is one event (or press) and every attempt to deliver it.
 type slackDelivery struct {
-	id       string
-	chat     string // channel id of an event; "" for a press
-	kind     string // "events_api" or "interactive"
-	payload  []byte
+	id      string
+	chat    string // channel id of an event; "" for a press
+	kind    string // "events_api", "interactive" or "slash_commands"
+	payload []byte
+	// response is the payload of a slash command's acknowledgement: the
+	// message that answers it.
+	response json.RawMessage
 	sends    int
 	acked    bool
 	ackCh    chan struct{}
@@ -260,6 +274,7 @@ func NewSlack(t adaptertest.TB, opts ...SlackOption) *SlackFake {
 		retryDelay: 200 * time.Millisecond,
 		maxRetries: 3,
 		pingEvery:  10 * time.Second,
+		commands:   append([]string(nil), ManifestSlashCommands...),
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -503,7 +518,7 @@ func (f *SlackFake) chatLocked(handle string) *slackChat {
 		prefix, typ = "G", "mpim"
 	}
 	f.seq++
-	c := &slackChat{handle: handle, id: fmt.Sprintf("%s%08d", prefix, f.seq), typ: typ, byTS: map[string]*slackMsg{}}
+	c := &slackChat{handle: handle, id: fmt.Sprintf("%s%08d", prefix, f.seq), typ: typ, byTS: map[string]*slackMsg{}, ephemeral: map[string]*slackMsg{}}
 	f.chats[handle] = c
 	f.chatsByID[c.id] = c
 	return c
@@ -695,7 +710,15 @@ func (f *SlackFake) Statuses(updateID string) []int {
 func (f *SlackFake) Press(chat, msgID, data, user string) (string, error) {
 	f.mu.Lock()
 	c := f.chatLocked(chat)
+	uid := f.userLocked(user)
 	m := c.byTS[msgID]
+	if e := c.ephemeral[msgID]; m == nil && e != nil {
+		if e.to != uid {
+			f.mu.Unlock()
+			return "", fmt.Errorf("slack fake: the ephemeral message %s in %s is shown to %s only, not to %s", msgID, chat, f.handles[e.to], user)
+		}
+		m = e
+	}
 	if m == nil || !m.ours {
 		f.mu.Unlock()
 		return "", fmt.Errorf("slack fake: no message of the bot with ts %q in %s", msgID, chat)
@@ -712,16 +735,15 @@ func (f *SlackFake) Press(chat, msgID, data, user string) (string, error) {
 		f.mu.Unlock()
 		return "", fmt.Errorf("slack fake: message %s in %s has no button with value %q", msgID, chat, data)
 	}
-	uid := f.userLocked(user)
 	f.seq++
 	trigger := fmt.Sprintf("%d.%d.fake%08d", f.tsBase, f.seq, f.seq)
-	container := map[string]any{"type": "message", "message_ts": m.ts, "channel_id": c.id, "is_ephemeral": false}
+	container := map[string]any{"type": "message", "message_ts": m.ts, "channel_id": c.id, "is_ephemeral": m.to != ""}
 	message := map[string]any{"type": "message", "ts": m.ts, "text": m.text, "user": m.user, "bot_id": m.botID, "blocks": rawBlocks(m.blocks)}
 	if m.threadTS != "" {
 		container["thread_ts"] = m.threadTS
 		message["thread_ts"] = m.threadTS
 	}
-	payload, _ := json.Marshal(map[string]any{
+	body := map[string]any{
 		"type":       "block_actions",
 		"token":      "fakeverificationtoken",
 		"api_app_id": f.AppID,
@@ -736,7 +758,14 @@ func (f *SlackFake) Press(chat, msgID, data, user string) (string, error) {
 			"type": "button", "action_id": btn.ActionID, "block_id": blockID, "text": btn.Text,
 			"value": btn.Value, "style": btn.Style, "action_ts": f.tsLocked(),
 		}},
-	})
+	}
+	if m.to != "" {
+		// Slack keeps no copy of an ephemeral message: the payload has
+		// the container only, and a response_url to answer through.
+		delete(body, "message")
+		body["response_url"] = f.URL + "/actions/" + trigger
+	}
+	payload, _ := json.Marshal(body)
 	w := &slackWaiter{channel: c.id, user: uid, ts: m.ts, ch: make(chan string, 1)}
 	f.waiters = append(f.waiters, w)
 	f.triggers[trigger] = &slackTrigger{user: uid, channel: c.id, at: time.Now()}

@@ -250,6 +250,12 @@ func (f *TelegramFake) serve(w http.ResponseWriter, r *http.Request) {
 		res, e = f.deleteWebhook(p)
 	case "getwebhookinfo":
 		res = f.webhookInfo()
+	case "setmycommands":
+		res, e = f.setMyCommands(p)
+	case "getmycommands":
+		res, e = f.getMyCommands(p)
+	case "deletemycommands":
+		res, e = f.deleteMyCommands(p)
 	default:
 		e = &tgErr{code: http.StatusNotFound, desc: "Not Found"}
 	}

@@ -109,12 +109,20 @@ type TelegramButton struct {
 // messages and an update queue, serves the methods the adapter calls
 // (getMe, getUpdates, sendMessage, editMessageText,
 // editMessageReplyMarkup, answerCallbackQuery, setWebhook,
-// deleteWebhook, getWebhookInfo) and refuses, with Telegram's status and
-// description, what Telegram refuses: a wrong token, an unknown method, an
-// unknown chat, topic or message, empty or too long text, HTML that does
-// not parse, a bad inline keyboard, callback data over 64 bytes, an edit
-// that changes nothing, a callback query answered twice or too late, two
-// concurrent getUpdates, getUpdates while a webhook is set.
+// deleteWebhook, getWebhookInfo, setMyCommands, getMyCommands,
+// deleteMyCommands) and refuses, with Telegram's status and description,
+// what Telegram refuses: a wrong token, an unknown method, an unknown
+// chat, topic or message, empty or too long text, HTML that does not
+// parse, a bad inline keyboard, callback data over 64 bytes, an edit that
+// changes nothing, a callback query answered twice or too late, two
+// concurrent getUpdates, getUpdates while a webhook is set, a command name
+// that is not 1-32 lowercase letters, digits and underscores, a command
+// description that is not 1-256 characters, more than 100 commands.
+//
+// Users send commands as Telegram's clients do (SayCommand, Command): a
+// message whose bot_command entity covers "/name" or "/name@bot" at
+// offset 0. Whether a group's bot sees a command (privacy mode) is not
+// modelled: the bot gets every message.
 //
 // Chats are named by handles: a handle starting with "group" is a
 // supergroup, "forum" a supergroup with topics, "channel" a channel; any
@@ -159,6 +167,9 @@ type TelegramFake struct {
 	sendLog    []time.Time
 	errs       []string
 	throttled  []string
+	// commands are the lists setMyCommands set, by "scope|language".
+	commands     map[string][]TelegramCommand
+	commandCalls int
 }
 
 type tgUser struct {
@@ -263,6 +274,7 @@ func NewTelegram(t adaptertest.TB, opts TelegramOptions) *TelegramFake {
 		queries:    map[string]*tgQuery{},
 		nextQuery:  4815162342000000000,
 		changed:    make(chan struct{}),
+		commands:   map[string][]TelegramCommand{},
 	}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL
@@ -479,15 +491,7 @@ func (f *TelegramFake) WebhookStatuses(updateID string) []int {
 func (f *TelegramFake) Messages(chat string) []adaptertest.Message {
 	var out []adaptertest.Message
 	for _, m := range f.TelegramMessages(chat) {
-		msg := adaptertest.Message{ID: strconv.Itoa(m.ID), Text: m.Text, Edited: m.Edited}
-		for _, row := range m.Buttons {
-			for _, b := range row {
-				if b.Data != "" {
-					msg.Buttons = append(msg.Buttons, b.Data)
-				}
-			}
-		}
-		out = append(out, msg)
+		out = append(out, toMessage(m))
 	}
 	return out
 }

@@ -1,0 +1,293 @@
+package discordtest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+)
+
+// ---- application commands (slash commands) ----
+
+// discordCommandName is Discord's rule for a command name (CHAT_INPUT
+// names must also be lowercase where a letter has a lowercase form).
+var discordCommandName = regexp.MustCompile(`^[-_\p{L}\p{N}\p{Devanagari}\p{Thai}]{1,32}$`)
+
+// discordMaxGlobalCommands is how many global CHAT_INPUT commands an
+// application may have.
+const discordMaxGlobalCommands = 100
+
+type discordCommand struct {
+	id, version      string
+	name             string
+	description      string
+	dmPermission     *bool
+	contexts         *[]int
+	integrationTypes *[]int
+}
+
+// json is the command as Discord returns it.
+func (c *discordCommand) json(appID string) map[string]any {
+	j := map[string]any{
+		"id": c.id, "application_id": appID, "version": c.version, "type": 1,
+		"name": c.name, "description": c.description, "default_member_permissions": nil,
+		"dm_permission": c.dmPermission == nil || *c.dmPermission, "nsfw": false,
+		"integration_types": []int{0}, "contexts": nil,
+	}
+	if c.integrationTypes != nil {
+		j["integration_types"] = *c.integrationTypes
+	}
+	if c.contexts != nil {
+		j["contexts"] = *c.contexts
+	}
+	return j
+}
+
+// usableIn reports whether the command can be invoked in ch: a DM
+// with the bot needs dm_permission (not false) and, when contexts are
+// set, context 1 (BOT_DM); a guild channel needs context 0.
+func (c *discordCommand) usableIn(ch *discordChannel) bool {
+	want := 0
+	if ch.guildID == "" {
+		if c.dmPermission != nil && !*c.dmPermission {
+			return false
+		}
+		want = 1
+	}
+	return c.contexts == nil || slices.Contains(*c.contexts, want)
+}
+
+type discordCommandReq struct {
+	ID                       string           `json:"id"`
+	Type                     *int             `json:"type"`
+	Name                     string           `json:"name"`
+	Description              string           `json:"description"`
+	Options                  *json.RawMessage `json:"options"`
+	DMPermission             *bool            `json:"dm_permission"`
+	DefaultMemberPermissions *json.RawMessage `json:"default_member_permissions"`
+	Contexts                 *[]int           `json:"contexts"`
+	IntegrationTypes         *[]int           `json:"integration_types"`
+	NSFW                     *bool            `json:"nsfw"`
+}
+
+// putCommands answers PUT /applications/{id}/commands: the bulk
+// overwrite of the global commands. Commands keep their id across an
+// overwrite that names them again; commands not named are deleted.
+func (f *DiscordFake) putCommands(w http.ResponseWriter, r *http.Request, appID string) {
+	var reqs []discordCommandReq
+	if !f.readJSON(w, r, &reqs) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if appID != f.appID {
+		f.refuse("%s %s: application %s is not the bot's (%s)", r.Method, r.URL.Path, appID, f.appID)
+		discordJSON(w, http.StatusForbidden, map[string]any{"message": "Missing Access", "code": 50001})
+		return
+	}
+	if f.failPuts > 0 {
+		f.failPuts--
+		discordJSON(w, http.StatusInternalServerError, map[string]any{"message": "500: Internal Server Error", "code": 0})
+		return
+	}
+	bad := func(path, code, msg string) {
+		f.refuse("%s %s: %s: %s", r.Method, r.URL.Path, path, msg)
+		discordFormError(w, path, code, msg)
+	}
+	if reqs == nil {
+		bad("_root", "MODEL_TYPE_CONVERT", "Must be an array.")
+		return
+	}
+	if len(reqs) > discordMaxGlobalCommands {
+		bad("_root", "BASE_TYPE_BAD_LENGTH", "Must be 100 or fewer in length.")
+		return
+	}
+	old := map[string]*discordCommand{}
+	for _, c := range f.commands {
+		old[c.name] = c
+	}
+	seen := map[string]bool{}
+	next := make([]*discordCommand, 0, len(reqs))
+	for i, c := range reqs {
+		p := strconv.Itoa(i)
+		switch {
+		case c.Type != nil && *c.Type != 1:
+			bad(p+".type", "COMMAND_TYPE_UNSUPPORTED", "The fake knows CHAT_INPUT (type 1) commands only.")
+			return
+		case !discordCommandName.MatchString(c.Name):
+			bad(p+".name", "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
+			return
+		case strings.ToLower(c.Name) != c.Name:
+			bad(p+".name", "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid (CHAT_INPUT names are lowercase)")
+			return
+		case utf8.RuneCountInString(c.Description) < 1 || utf8.RuneCountInString(c.Description) > 100:
+			bad(p+".description", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+			return
+		case c.Options != nil && string(*c.Options) != "null" && string(*c.Options) != "[]":
+			bad(p+".options", "COMMAND_OPTIONS_UNSUPPORTED", "The fake knows commands without options only.")
+			return
+		case seen[c.Name]:
+			bad(p+".name", "APPLICATION_COMMANDS_DUPLICATE_NAME", "Application command names must be unique")
+			return
+		}
+		if c.Contexts != nil {
+			for j, v := range *c.Contexts {
+				if v < 0 || v > 2 {
+					bad(p+".contexts."+strconv.Itoa(j), "BASE_TYPE_CHOICES", "Value must be one of {0, 1, 2}.")
+					return
+				}
+			}
+		}
+		if c.IntegrationTypes != nil {
+			for j, v := range *c.IntegrationTypes {
+				if v < 0 || v > 1 {
+					bad(p+".integration_types."+strconv.Itoa(j), "BASE_TYPE_CHOICES", "Value must be one of {0, 1}.")
+					return
+				}
+			}
+		}
+		seen[c.Name] = true
+		cmd := &discordCommand{
+			name: c.Name, description: c.Description, dmPermission: c.DMPermission,
+			contexts: c.Contexts, integrationTypes: c.IntegrationTypes,
+		}
+		if prev, ok := old[c.Name]; ok {
+			cmd.id = prev.id
+		} else {
+			cmd.id = f.snowflake()
+		}
+		cmd.version = f.snowflake()
+		next = append(next, cmd)
+	}
+	f.commands = next
+	f.commandPuts++
+	out := make([]any, 0, len(next))
+	for _, c := range next {
+		out = append(out, c.json(f.appID))
+	}
+	discordJSON(w, http.StatusOK, out)
+}
+
+// getCommands answers GET /applications/{id}/commands.
+func (f *DiscordFake) getCommands(w http.ResponseWriter, r *http.Request, appID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if appID != f.appID {
+		f.refuse("%s %s: application %s is not the bot's (%s)", r.Method, r.URL.Path, appID, f.appID)
+		discordJSON(w, http.StatusForbidden, map[string]any{"message": "Missing Access", "code": 50001})
+		return
+	}
+	out := make([]any, 0, len(f.commands))
+	for _, c := range f.commands {
+		out = append(out, c.json(f.appID))
+	}
+	discordJSON(w, http.StatusOK, out)
+}
+
+// AppID is the application's id (READY's application.id, the id in
+// /applications/{id}/commands).
+func (f *DiscordFake) AppID() string { return f.appID }
+
+// Commands lists the names of the registered global commands, in the
+// order registered.
+func (f *DiscordFake) Commands() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, 0, len(f.commands))
+	for _, c := range f.commands {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// CommandID is the id of the registered command name ("" when none is):
+// an overwrite that names a command again keeps its id.
+func (f *DiscordFake) CommandID(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.commands {
+		if c.name == name {
+			return c.id
+		}
+	}
+	return ""
+}
+
+// FailCommandPuts makes the next n bulk overwrites of the commands fail
+// with a 500, as Discord sometimes does; they are not Errors.
+func (f *DiscordFake) FailCommandPuts(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failPuts = n
+}
+
+// CommandPuts counts the accepted bulk overwrites of the global
+// commands.
+func (f *DiscordFake) CommandPuts() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.commandPuts
+}
+
+// Command makes user invoke the slash command /name in chat: an
+// INTERACTION_CREATE of type 2 (APPLICATION_COMMAND). A Discord client
+// offers only registered commands, so a name the bot has not registered
+// globally (or one not usable in a DM, for a DM chat) is an error, and
+// nothing is sent. It waits up to the interaction deadline for the
+// answer and returns the message the answer made (type 4; ephemeral
+// with flags 64, which only user sees and only user can press buttons
+// of), or an error for an answer that shows none.
+func (f *DiscordFake) Command(chat, user, name string) (adaptertest.Message, error) {
+	f.mu.Lock()
+	ix, err := f.command(chat, user, name)
+	f.mu.Unlock()
+	if err != nil {
+		return adaptertest.Message{}, err
+	}
+	if _, err := f.await(ix); err != nil {
+		return adaptertest.Message{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ix.reply == nil {
+		return adaptertest.Message{}, fmt.Errorf("discord fake: /%s was answered with type %d, which shows no message (the fake has no follow-ups)", name, ix.Type)
+	}
+	return f.view(ix.reply).Message, nil
+}
+
+// command dispatches the interaction of Command. f.mu held.
+func (f *DiscordFake) command(chat, user, name string) (*discordInteraction, error) {
+	var cmd *discordCommand
+	for _, c := range f.commands {
+		if c.name == name {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		return nil, fmt.Errorf("discord fake: no application command %q is registered (registered: %q): a Discord client cannot send it", name, f.commandNames())
+	}
+	ch := f.channel(chat)
+	if !cmd.usableIn(ch) {
+		return nil, fmt.Errorf("discord fake: /%s is not usable in %q (dm_permission or contexts)", name, chat)
+	}
+	if f.session == nil || f.session.conn == nil || !f.session.conn.ready {
+		return nil, errors.New("discord fake: no gateway client is connected to receive the interaction")
+	}
+	data := map[string]any{"id": cmd.id, "name": cmd.name, "type": 1}
+	return f.interact(ch, nil, f.user(user), 2, name, data), nil
+}
+
+func (f *DiscordFake) commandNames() []string {
+	out := make([]string, 0, len(f.commands))
+	for _, c := range f.commands {
+		out = append(out, c.name)
+	}
+	return out
+}

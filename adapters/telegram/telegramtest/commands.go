@@ -1,0 +1,265 @@
+package telegramtest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+)
+
+// ---- bot commands ----
+
+// TelegramCommand is a command the bot registered with setMyCommands.
+type TelegramCommand struct {
+	Command     string `json:"command"`
+	Description string `json:"description"`
+}
+
+// maxCommands is how many commands one scope and language can hold.
+const maxCommands = 100
+
+// commandWait is how long Command waits for the bot's answer.
+const commandWait = 10 * time.Second
+
+// commandScopes are the BotCommandScope types, with the fields each needs.
+var commandScopes = map[string][]string{
+	"default":                 nil,
+	"all_private_chats":       nil,
+	"all_group_chats":         nil,
+	"all_chat_administrators": nil,
+	"chat":                    {"chat_id"},
+	"chat_administrators":     {"chat_id"},
+	"chat_member":             {"chat_id", "user_id"},
+}
+
+// commandKey reads scope and language_code into the key a list of
+// commands is kept under: "default" and "" when absent.
+func commandKey(p tgParams) (string, *tgErr) {
+	scope := "default"
+	if raw, ok := p["scope"]; ok && strings.TrimSpace(raw) != "" {
+		var s map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+			return "", badRequest("can't parse BotCommandScope JSON object")
+		}
+		var typ string
+		if err := json.Unmarshal(s["type"], &typ); err != nil {
+			return "", badRequest("can't parse BotCommandScope: Can't find field \"type\"")
+		}
+		need, ok := commandScopes[typ]
+		if !ok {
+			return "", badRequest("unsupported bot command scope type %q", typ)
+		}
+		scope = typ
+		for _, field := range need {
+			v, ok := s[field]
+			if !ok {
+				return "", badRequest("can't parse BotCommandScope: Can't find field %q", field)
+			}
+			scope += ":" + strings.Trim(string(v), `"`)
+		}
+	}
+	lang := p["language_code"]
+	if lang != "" && (len(lang) != 2 || strings.ToLower(lang) != lang || strings.Trim(lang, "abcdefghijklmnopqrstuvwxyz") != "") {
+		return "", badRequest("invalid language code specified")
+	}
+	return scope + "|" + lang, nil
+}
+
+// validCommand reports whether s is a command name Telegram takes: 1-32
+// characters, lowercase English letters, digits and underscores.
+func validCommand(s string) bool {
+	if len(s) == 0 || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if r != '_' && (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *TelegramFake) setMyCommands(p tgParams) (any, *tgErr) {
+	key, e := commandKey(p)
+	if e != nil {
+		return nil, e
+	}
+	var list []TelegramCommand
+	// Without commands, the list is set empty (Telegram's answer to a
+	// request that forgot the parameter).
+	if raw, ok := p["commands"]; ok && strings.TrimSpace(raw) != "" {
+		var objs []map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(raw), &objs); err != nil {
+			return nil, badRequest("can't parse commands JSON object")
+		}
+		if len(objs) > maxCommands {
+			return nil, badRequest("too many commands specified")
+		}
+		for _, o := range objs {
+			var c TelegramCommand
+			for _, fd := range []struct {
+				field string
+				dst   *string
+			}{{"command", &c.Command}, {"description", &c.Description}} {
+				field, dst := fd.field, fd.dst
+				v, ok := o[field]
+				if !ok {
+					return nil, badRequest("can't parse BotCommand: Can't find field %q", field)
+				}
+				if err := json.Unmarshal(v, dst); err != nil {
+					return nil, badRequest("can't parse BotCommand: Field %q must be of type String", field)
+				}
+			}
+			if !validCommand(c.Command) {
+				return nil, badRequest("BOT_COMMAND_INVALID")
+			}
+			desc := strings.TrimSpace(c.Description)
+			if desc == "" {
+				return nil, badRequest("command description must be non-empty")
+			}
+			if utf8.RuneCountInString(desc) > 256 {
+				return nil, badRequest("BOT_COMMAND_DESCRIPTION_INVALID")
+			}
+			c.Description = desc
+			list = append(list, c)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.commandCalls++
+	if len(list) == 0 {
+		delete(f.commands, key)
+	} else {
+		f.commands[key] = list
+	}
+	return true, nil
+}
+
+func (f *TelegramFake) getMyCommands(p tgParams) (any, *tgErr) {
+	key, e := commandKey(p)
+	if e != nil {
+		return nil, e
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := slices.Clone(f.commands[key])
+	if out == nil {
+		out = []TelegramCommand{}
+	}
+	return out, nil
+}
+
+func (f *TelegramFake) deleteMyCommands(p tgParams) (any, *tgErr) {
+	key, e := commandKey(p)
+	if e != nil {
+		return nil, e
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.commands, key)
+	return true, nil
+}
+
+// Commands are the names of the commands the bot registered for every
+// chat (the default scope, no language), in its order.
+func (f *TelegramFake) Commands() []string {
+	return commandNames(f.TelegramCommands())
+}
+
+// TelegramCommands are the commands the bot registered for every chat
+// (the default scope, no language), with their descriptions.
+func (f *TelegramFake) TelegramCommands() []TelegramCommand {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.commands["default|"])
+}
+
+// CommandRegistrations counts the setMyCommands calls the fake accepted.
+func (f *TelegramFake) CommandRegistrations() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.commandCalls
+}
+
+func commandNames(list []TelegramCommand) []string {
+	var out []string
+	for _, c := range list {
+		out = append(out, c.Command)
+	}
+	return out
+}
+
+// SayCommand makes user send text, which starts with a command ("/grants",
+// "/grants@gatehouse_bot now"), in chat as Telegram's clients send it: with
+// a bot_command entity over the command at offset 0. It returns the
+// update's id.
+func (f *TelegramFake) SayCommand(chat, user, text string) string {
+	upd, _ := f.sayCommand(chat, user, text)
+	return upd
+}
+
+func (f *TelegramFake) sayCommand(chat, user, text string) (update string, msgID int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	word, _, _ := strings.Cut(text, " ")
+	if !strings.HasPrefix(word, "/") || len(word) < 2 {
+		f.t.Fatalf("telegram fake: %q does not start with a command", text)
+	}
+	c := f.chat(chat)
+	j := f.userMessage(c, user, false, 0)
+	msgID = j["message_id"].(int)
+	entity := tgEntity{Type: "bot_command", Offset: 0, Length: len(utf16.Encode([]rune(word)))}
+	j["text"], j["entities"] = text, []tgEntity{entity}
+	m := c.byID[msgID]
+	m.Text, m.entities = text, []tgEntity{entity}
+	return f.queueMessage(c, j), msgID
+}
+
+// Command sends "/name" as user in chat (see SayCommand) and returns the
+// bot's answer: its message in chat replying to the command, waited for
+// up to 10 s. A command the bot answers with nothing (a stranger's) is an
+// error once the wait is over.
+func (f *TelegramFake) Command(chat, user, name string) (adaptertest.Message, error) {
+	if name == "" || strings.ContainsAny(name, " /@") {
+		return adaptertest.Message{}, fmt.Errorf("telegram fake: %q is not a command name", name)
+	}
+	upd, id := f.sayCommand(chat, user, "/"+name)
+	deadline := time.NewTimer(commandWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, m := range f.TelegramMessages(chat) {
+			if m.ReplyTo == id {
+				return toMessage(m), nil
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return adaptertest.Message{}, fmt.Errorf("telegram fake: no answer to /%s (update %s, acknowledged %v) within %s", name, upd, f.Acked(upd), commandWait)
+		case <-f.closed:
+			return adaptertest.Message{}, errors.New("telegram fake: closed")
+		}
+	}
+}
+
+// toMessage is a bot message as the shared suite sees it.
+func toMessage(m TelegramMessage) adaptertest.Message {
+	msg := adaptertest.Message{ID: strconv.Itoa(m.ID), Text: m.Text, Edited: m.Edited}
+	for _, row := range m.Buttons {
+		for _, b := range row {
+			if b.Data != "" {
+				msg.Buttons = append(msg.Buttons, b.Data)
+			}
+		}
+	}
+	return msg
+}
