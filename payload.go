@@ -151,6 +151,19 @@ type ContextSize struct {
 	Tokens   int `json:"tokens"`
 }
 
+// RunStarted is the payload of run.started: committed with the claim of
+// each attempt, so a client sees where a turn begins from the log alone.
+// The attempt reads the log up to its own seq (the claim's watermark).
+type RunStarted struct {
+	RunID   int64 `json:"runId"`
+	Attempt int   `json:"attempt"`
+	// TookOver says the attempt took the run over from a worker whose
+	// lease lapsed.
+	TookOver bool `json:"tookOver,omitempty"`
+	// Reason is why the run was retried or taken over, when it was.
+	Reason string `json:"reason,omitempty"`
+}
+
 // RunFinished is the payload of run.finished: an attempt's own account. It
 // is bookkeeping, not a message; the transcript skips it.
 type RunFinished struct {

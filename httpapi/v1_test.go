@@ -292,10 +292,11 @@ func TestGuide(t *testing.T) {
 			t.Fatalf("claim: %v %v", ok, err)
 		}
 		got := e.input("s1", map[string]any{"text": "third", "delivery": "guide"})
-		if m := userMessage(t, e.events("s1", "?after=2").Events[0]); m.Delivery != gh.DeliveryGuide || m.RequestedDelivery != "" {
+		// After the claim's run.started (seq 3).
+		if m := userMessage(t, e.events("s1", "?after=3").Events[0]); m.Delivery != gh.DeliveryGuide || m.RequestedDelivery != "" {
 			t.Fatalf("guide with a running run committed as %+v", m)
 		}
-		if got.Seq != 3 {
+		if got.Seq != 4 {
 			t.Fatalf("seq %d", got.Seq)
 		}
 		// A retry of the first guide, now that a run is running, is still

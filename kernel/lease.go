@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
 )
+
+// RunStartedKey is the idempotency key of the run.started of the claim
+// that raised the session's epoch to epoch.
+func RunStartedKey(epoch int64) string { return "runstart:" + strconv.FormatInt(epoch, 10) }
 
 // fence locks the lease's run and checks that the lease still owns it. It
 // runs in the same transaction as the write it guards, so a takeover
@@ -52,7 +57,8 @@ const maxClaimSkips = 16
 // come, or a running one whose lease expired (a takeover, which counts as
 // a failed attempt of the previous owner). It returns false when there is
 // nothing to claim. The lease's epoch is the session's, raised by every
-// claim, so a newer lease always has the higher epoch.
+// claim, so a newer lease always has the higher epoch. The claim commits
+// the attempt's run.started.
 func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error) {
 	if err := validID("owner", owner); err != nil {
 		return gh.Lease{}, false, err
@@ -88,10 +94,24 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 			}
 			run.State, run.Owner, run.Epoch = gh.RunRunning, owner, sess.Epoch
 			run.Attempts++
+			// run.started marks where the attempt begins, in the claim's
+			// commit; its key (the session's epoch, bumped by every claim)
+			// makes it one per claim.
+			started, err := json.Marshal(gh.RunStarted{RunID: run.ID, Attempt: run.Attempts, TookOver: tookOver, Reason: run.Reason})
+			if err != nil {
+				return gh.Wrap(gh.CodeInternal, err, "encode run.started")
+			}
+			res, err := tx.Append(ctx, store.AppendParams{SessionID: run.SessionID, Kind: gh.KindRunStarted, Payload: started,
+				Key: RunStartedKey(sess.Epoch), Now: now})
+			if err != nil {
+				return err
+			}
 			// The claim records the read watermark in the same commit:
-			// the attempt reads up to here before it calls a model.
-			run.ReadWatermark = sess.LastSeq
-			if err := tx.SetReadWatermark(ctx, run.SessionID, sess.LastSeq, now); err != nil {
+			// the attempt reads up to here (its run.started) before it
+			// calls a model.
+			last := max(sess.LastSeq, res.Event.Seq)
+			run.ReadWatermark = last
+			if err := tx.SetReadWatermark(ctx, run.SessionID, last, now); err != nil {
 				return err
 			}
 			run.LeaseExpiresAt, run.Updated = now.Add(k.cfg.LeaseTTL), now
@@ -100,7 +120,7 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 			}
 			lease = gh.Lease{
 				RunID: run.ID, SessionID: run.SessionID, Owner: owner, Epoch: run.Epoch, ExpiresAt: run.LeaseExpiresAt,
-				PendingInput: sess.LastInputSeq > sess.ReadWatermark, PrevReadWatermark: sess.ReadWatermark, ReadWatermark: sess.LastSeq,
+				PendingInput: sess.LastInputSeq > sess.ReadWatermark, PrevReadWatermark: sess.ReadWatermark, ReadWatermark: last,
 				TookOver: tookOver, Attempt: run.Attempts, CancelRequested: run.CancelRequested,
 			}
 			ok = true
@@ -110,6 +130,9 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 	})
 	if err != nil {
 		return gh.Lease{}, false, err
+	}
+	if ok {
+		k.Notify(lease.SessionID) // its run.started
 	}
 	return lease, ok, nil
 }

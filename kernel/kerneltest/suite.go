@@ -85,6 +85,19 @@ func (f *fixture) events(session string) []gh.Event {
 	return evs
 }
 
+// said is the session's events without the run.started each claim
+// commits: what the tests that count a conversation's events count.
+func (f *fixture) said(session string) []gh.Event {
+	f.t.Helper()
+	var out []gh.Event
+	for _, e := range f.events(session) {
+		if e.Kind != gh.KindRunStarted {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func (f *fixture) assistant(l gh.Lease, key, text string) ([]kernel.Committed, error) {
 	return f.k.Commit(f.ctx, l, gh.NewEvent{Kind: gh.KindAssistantMessage, Payload: msg(text), Key: key})
 }
@@ -124,6 +137,7 @@ func Run(t *testing.T, h Harness) {
 		{"ManyClaimersOneLease", testManyClaimersOneLease},
 		{"EachRunClaimedOnce", testEachRunClaimedOnce},
 		{"TakeoverFencesOldOwner", testTakeover},
+		{"RunStartedAtEveryClaim", testRunStarted},
 		{"ExpiredLeaseCannotCommit", testExpiredLease},
 		{"RenewKeepsLease", testRenew},
 		{"FencedCommitIdempotent", testFencedIdempotent},
@@ -410,7 +424,7 @@ func testTakeover(t *testing.T, h Harness) {
 	if _, err := f.assistant(b, "u1-a2", "mine"); err != nil {
 		t.Fatalf("new owner commit: %v", err)
 	}
-	evs := f.events("s1")
+	evs := f.said("s1")
 	if len(evs) != 3 {
 		t.Fatalf("want input + 2 answers, got %d", len(evs))
 	}
@@ -419,6 +433,60 @@ func testTakeover(t *testing.T, h Harness) {
 	if p["text"] != "mine" {
 		t.Fatalf("the stale owner's write landed: %s", evs[2].Payload)
 	}
+}
+
+// Every claim commits its run.started, in the claim's transaction: the
+// log alone shows where each attempt began, a takeover included.
+func testRunStarted(t *testing.T, h Harness) {
+	f := newFixture(t, h, kernel.Config{})
+	f.session("s1")
+	f.input("s1", "", "hi")
+	sub := f.k.Subscribe("s1")
+	defer sub.Close()
+	a := f.claim("alpha")
+	select {
+	case <-sub.Committed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the claim's run.started woke no subscriber")
+	}
+	started := func(want int) []gh.RunStarted {
+		t.Helper()
+		var out []gh.RunStarted
+		for _, e := range f.events("s1") {
+			if e.Kind != gh.KindRunStarted {
+				continue
+			}
+			var rs gh.RunStarted
+			if err := json.Unmarshal(e.Payload, &rs); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rs)
+		}
+		if len(out) != want {
+			t.Fatalf("%d run.started, want %d: %+v", len(out), want, out)
+		}
+		return out
+	}
+	first := started(1)[0]
+	evs := f.events("s1")
+	if evs[1].Kind != gh.KindRunStarted || evs[1].Key != kernel.RunStartedKey(a.Epoch) || a.ReadWatermark != evs[1].Seq {
+		t.Fatalf("the claim's run.started must follow the input, keyed by the epoch, within the watermark: %+v lease %+v", evs, a)
+	}
+	if first.RunID != a.RunID || first.Attempt != 1 || first.TookOver {
+		t.Fatalf("run.started %+v for lease %+v", first, a)
+	}
+	f.clock.Advance(ttl + time.Second)
+	b := f.claim("beta")
+	second := started(2)[1]
+	if second.RunID != a.RunID || second.Attempt != 2 || !second.TookOver || second.Reason == "" {
+		t.Fatalf("the takeover's run.started %+v", second)
+	}
+	if b.ReadWatermark != f.events("s1")[2].Seq {
+		t.Fatalf("the takeover reads up to its own run.started: %+v", b)
+	}
+	// Nothing to claim, nothing committed.
+	f.noClaim()
+	started(2)
 }
 
 func testExpiredLease(t *testing.T, h Harness) {
@@ -431,7 +499,7 @@ func testExpiredLease(t *testing.T, h Harness) {
 	wantCode(t, err, gh.CodeLeaseLost)
 	_, err = f.k.Renew(f.ctx, a)
 	wantCode(t, err, gh.CodeLeaseLost)
-	if evs := f.events("s1"); len(evs) != 1 {
+	if evs := f.said("s1"); len(evs) != 1 {
 		t.Fatalf("expired lease wrote: %d events", len(evs))
 	}
 	// A lease of another session's run is refused, whatever it claims.
@@ -485,7 +553,7 @@ func testFencedIdempotent(t *testing.T, h Harness) {
 	// A batch is all or nothing: a bad second event keeps the first out.
 	_, err = f.k.Commit(f.ctx, b, gh.NewEvent{Kind: gh.KindToolResult, Payload: msg("ok"), Key: "tc1"}, gh.NewEvent{Kind: "nope", Payload: msg("x")})
 	wantCode(t, err, gh.CodeUnknownKind)
-	if evs := f.events("s1"); len(evs) != 2 {
+	if evs := f.said("s1"); len(evs) != 2 {
 		t.Fatalf("want 2 events, got %d", len(evs))
 	}
 }
@@ -495,7 +563,8 @@ func testRequeueMidRun(t *testing.T, h Harness) {
 	f.session("s1")
 	f.input("s1", "", "first")
 	a := f.claim("alpha")
-	if a.ReadWatermark != 1 {
+	// The claim read up to its own run.started (seq 2).
+	if a.ReadWatermark != 2 {
 		t.Fatalf("claim did not record the read watermark: %+v", a)
 	}
 	if err := f.k.RecordRead(f.ctx, a, 1); err != nil {
@@ -514,7 +583,7 @@ func testRequeueMidRun(t *testing.T, h Harness) {
 		t.Fatalf("finish with unread input: %+v %v", s, err)
 	}
 	b := f.claim("beta")
-	if b.RunID != s.RunID || !b.PendingInput || b.PrevReadWatermark != 1 || b.TookOver {
+	if b.RunID != s.RunID || !b.PendingInput || b.PrevReadWatermark != 2 || b.TookOver {
 		t.Fatalf("next lease %+v", b)
 	}
 	if err := f.k.RecordRead(f.ctx, b, 3); err != nil {
@@ -531,7 +600,7 @@ func testRequeueMidRun(t *testing.T, h Harness) {
 	// A stale settle commits neither its events nor its state.
 	_, err = f.k.Finish(f.ctx, a, kernel.Settle{Outcome: gh.OutcomeDone, Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: json.RawMessage(`{"status":"late"}`)}}})
 	wantCode(t, err, gh.CodeLeaseLost)
-	if evs := f.events("s1"); len(evs) != 4 {
+	if evs := f.said("s1"); len(evs) != 4 {
 		t.Fatalf("stale settle wrote: %d events", len(evs))
 	}
 	// A settled lease writes nothing more.
@@ -726,8 +795,9 @@ func testLoadFromCompaction(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Kept verbatim: 9 and 10; then the compaction (11) and what follows.
-	if len(evs) != 7 || evs[0].Seq != 9 || evs[2].Kind != gh.KindCompaction || evs[2].Seq != 11 || evs[6].Seq != 15 {
+	// Kept verbatim: 9 and 10, the claim's run.started (11); then the
+	// compaction (12) and what follows.
+	if len(evs) != 8 || evs[0].Seq != 9 || evs[2].Kind != gh.KindRunStarted || evs[3].Kind != gh.KindCompaction || evs[3].Seq != 12 || evs[7].Seq != 16 {
 		t.Fatalf("load after compaction: %+v", evs)
 	}
 	checkGapFreeFrom(t, evs, 9)
@@ -735,11 +805,11 @@ func testLoadFromCompaction(t *testing.T, h Harness) {
 	if _, err := f.k.Commit(f.ctx, l, gh.NewEvent{Kind: gh.KindCompaction, Payload: json.RawMessage(`{"summary":"all of it","summarized":14}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if evs, _ = f.k.Load(f.ctx, "s1"); len(evs) != 1 || evs[0].Seq != 16 {
+	if evs, _ = f.k.Load(f.ctx, "s1"); len(evs) != 1 || evs[0].Seq != 17 {
 		t.Fatalf("load after second compaction: %+v", evs)
 	}
 	all, _ := f.k.Events(f.ctx, "s1", 0, 100)
-	if len(all) != 16 {
+	if len(all) != 17 {
 		t.Fatalf("compaction lost history: %d events", len(all))
 	}
 	page, _ := f.k.Events(f.ctx, "s1", 12, 2)
@@ -784,9 +854,9 @@ func testInterleave(t *testing.T, h Harness) {
 		}
 	})
 	wg.Wait()
-	evs := f.events("s1")
-	if len(evs) != 1+2*n {
-		t.Fatalf("%d events, want %d", len(evs), 1+2*n)
+	evs := f.events("s1") // the input, the claim's run.started, then 2n
+	if len(evs) != 2+2*n {
+		t.Fatalf("%d events, want %d", len(evs), 2+2*n)
 	}
 	checkGapFree(t, evs)
 	s, err := f.k.Finish(f.ctx, l, kernel.Settle{Outcome: gh.OutcomeDone})
@@ -881,7 +951,8 @@ func testRestart(t *testing.T, h Harness) {
 	}
 	f.clock.Advance(ttl + time.Second)
 	b, ok, err := k.Claim(f.ctx, "w2")
-	if err != nil || !ok || !b.TookOver || b.PrevReadWatermark != 1 {
+	// The first claim's watermark (its run.started, seq 2) survived.
+	if err != nil || !ok || !b.TookOver || b.PrevReadWatermark != 2 {
 		t.Fatalf("claim after restart: %+v %v %v", b, ok, err)
 	}
 }
