@@ -151,6 +151,18 @@ type ContextSize struct {
 	Tokens   int `json:"tokens"`
 }
 
+// TurnRetry is the payload of turn.retry: someone asked for the session's
+// last failed turn to run again (POST /v1/sessions/{id}/retry). It is an
+// input, so it queues a run; the run answers the inputs the failed turn
+// left unanswered (a failed attempt answers none).
+type TurnRetry struct {
+	// RunID is the failed run being retried.
+	RunID int64 `json:"runId"`
+	// RequestID makes the retry idempotent, as an input's does.
+	RequestID string `json:"requestId,omitempty"`
+	By        string `json:"by"`
+}
+
 // RunStarted is the payload of run.started: committed with the claim of
 // each attempt, so a client sees where a turn begins from the log alone.
 // The attempt reads the log up to its own seq (the claim's watermark).

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -78,7 +79,7 @@ func (g *Gateway) Status(ctx context.Context) ([]AdapterStatus, error) {
 			return nil, err
 		} else if ok {
 			s.LastMessage = &last
-			if s.Hint == "" && last.Outcome == ReceiveDropped {
+			if s.Hint == "" && last.Outcome == chat.ReceiveDropped {
 				s.Hint = "The last message was dropped (" + last.Reason + "). " + dropHint(last.Reason, p)
 			}
 		}
@@ -96,17 +97,17 @@ func (g *Gateway) Status(ctx context.Context) ([]AdapterStatus, error) {
 
 func dropHint(reason, platform string) string {
 	switch reason {
-	case ReasonNotAllowed:
+	case chat.ReasonNotAllowed:
 		return "Add the sender's user id to " + strings.ToUpper(platform) + "_ALLOWED_USERS, or let them in under People."
-	case ReasonPairing:
+	case chat.ReasonPairing:
 		return "A stranger asked to be let in: approve their code under People, or with gatehouse pair approve CODE."
-	case ReasonFlood:
+	case chat.ReasonFlood:
 		return "The chat sent more than the flood limit in a minute (GATEHOUSE_FLOOD_LIMIT)."
-	case ReasonFromBot:
+	case chat.ReasonFromBot:
 		return "Messages from bots, this one included, are never answered."
-	case ReasonDuplicate:
+	case chat.ReasonDuplicate:
 		return "The platform delivered the same update again; it was answered once."
-	case ReasonUnsupported, ReasonEmpty:
+	case chat.ReasonUnsupported, chat.ReasonEmpty:
 		return "Only text messages are handled."
 	}
 	return ""

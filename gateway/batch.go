@@ -6,6 +6,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -32,7 +33,7 @@ const (
 type pendingReceive struct {
 	ctx  context.Context
 	in   gh.Inbound
-	res  ReceiveResult
+	res  chat.ReceiveResult
 	err  error
 	done chan struct{}
 }
@@ -56,12 +57,12 @@ func (g *Gateway) batcher() *receiveBatcher {
 }
 
 // submit queues in for the next batch and waits for its outcome.
-func (b *receiveBatcher) submit(ctx context.Context, in gh.Inbound) (ReceiveResult, error) {
+func (b *receiveBatcher) submit(ctx context.Context, in gh.Inbound) (chat.ReceiveResult, error) {
 	p := &pendingReceive{ctx: ctx, in: in, done: make(chan struct{})}
 	select {
 	case b.queue <- p:
 	case <-ctx.Done():
-		return ReceiveResult{}, gh.Wrap(gh.CodeUnavailable, ctx.Err(), "receive abandoned before it was committed")
+		return chat.ReceiveResult{}, gh.Wrap(gh.CodeUnavailable, ctx.Err(), "receive abandoned before it was committed")
 	}
 	b.mu.Lock()
 	if b.running < committers && (b.running == 0 || len(b.queue) > 0) {
@@ -161,7 +162,7 @@ func (b *receiveBatcher) commit(batch []*pendingReceive) {
 	if len(live) > 1 {
 		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 		counts := map[string]int{}
-		results := make([]ReceiveResult, len(live))
+		results := make([]chat.ReceiveResult, len(live))
 		err := b.g.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 			clear(counts)
 			for i, p := range live {

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -32,7 +34,7 @@ type Config struct {
 	// answered that approvals are not enabled.
 	Gates Decider
 	// Adapters are the platforms to serve, at most one per platform.
-	Adapters []Adapter
+	Adapters []chat.Adapter
 	// PublicURL is the web UI's address as people reach it
 	// (GATEHOUSE_PUBLIC_URL): a card whose free text had to be clipped
 	// links to the whole card there. Defaults to empty: the card says to
@@ -43,9 +45,9 @@ type Config struct {
 	// with no entry allows nobody: every message is dropped not_allowed.
 	Allowed map[string][]string
 	// Approvers are who, besides the requester, may decide a gate from a
-	// chat platform (see [Approvers]). Defaults to the zero value: the
+	// chat platform (see [people.Approvers]). Defaults to the zero value: the
 	// requester alone.
-	Approvers Approvers
+	Approvers people.Approvers
 	// ApprovalChat, when its Platform is set, is an approvers' chat every
 	// card of a chat session is also sent to (GATEHOUSE_APPROVAL_CHAT):
 	// the first decision on any surface wins, and every copy is edited
@@ -53,7 +55,7 @@ type Config struct {
 	ApprovalChat gh.Address
 	// Pairing gives a stranger who writes in a direct chat a one-time
 	// code, sent back as a reply, that an admin approves to let them in
-	// (see People). Defaults to false: strangers are dropped not_allowed.
+	// (see people.Admin). Defaults to false: strangers are dropped not_allowed.
 	// People let in earlier stay allowed either way.
 	Pairing bool
 	// FloodLimit is how many messages one chat may hand on per minute;

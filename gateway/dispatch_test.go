@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store"
@@ -22,7 +23,7 @@ import (
 
 func telegramEnv(t testing.TB, opts telegramtest.TelegramOptions, eo stacktest.EnvOptions) (*stacktest.Env, *telegramtest.TelegramFake) {
 	var fake *telegramtest.TelegramFake
-	e := stacktest.NewEnv(t, func(tb adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+	e := stacktest.NewEnv(t, func(tb adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 		a, f := telegramtest.NewTelegramAdapter(tb, opts)
 		fake = f
 		return a, f
@@ -132,7 +133,7 @@ func TestRefusedSendIsADeadLetterAndTheChatGoesOn(t *testing.T) {
 	// unclosed tag is fine escaped, so refuse by sending to a chat the
 	// bot was removed from — a second session whose chat the fake
 	// does not know.
-	ghost := gateway.SessionFor(gh.PlatformTelegram, "-999", "")
+	ghost := chat.SessionFor(gh.PlatformTelegram, "-999", "")
 	now := time.Now().UTC()
 	if _, _, err := e.Store.UpsertAddress(e.Ctx, store.AddressEntry{SessionID: ghost, Address: gh.Address{Platform: gh.PlatformTelegram, ChatID: "-999", ChatType: gh.ChatGroup}, Updated: now}); err != nil {
 		t.Fatal(err)
@@ -188,7 +189,7 @@ func TestSecondReplicaTakesOverThePlatform(t *testing.T) {
 	e, fake := telegramEnv(t, telegramtest.TelegramOptions{}, stacktest.EnvOptions{})
 	session(e, "alice")
 	// A second replica on the same database, configured alike.
-	second := gateway.New(gateway.Config{Kernel: e.Kernel, Store: e.Store, Gates: e.Gates, Adapters: []gateway.Adapter{e.Adapter},
+	second := gateway.New(gateway.Config{Kernel: e.Kernel, Store: e.Store, Gates: e.Gates, Adapters: []chat.Adapter{e.Adapter},
 		Allowed: map[string][]string{gh.PlatformTelegram: {e.Fake.UserID("alice")}}, Poll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second,
 		Owner: "replica-2", Logger: quiet})
 	if err := second.Start(e.Ctx); err != nil {

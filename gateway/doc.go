@@ -5,15 +5,21 @@
 // address book (platform chat and message ids stay here, keyed by session;
 // the log sees a session id and a platform name), decisions from any
 // surface (a button press goes through the gate service's compare-and-set),
-// and the outbox: a follower turns the log's deliverable events into rows
-// keyed by (session, seq), and a dispatcher per platform sends them within
-// the platform's limits, honouring 429 Retry-After and keeping failures as
-// dead letters. With pairing on, a stranger who writes in a direct chat is
-// sent a one-time code instead (an outbox row of its own, in the receive's
-// transaction), and People approves it, lets people in and revokes them;
-// who is let in is read in every receive's transaction. What a card or an
-// answer says is package cards; the pacing of sends is package
-// gateway/pacing.
+// chat commands and grants revoked from the chat, the platform leases and
+// the runners that hold a platform's connection and dispatcher, pruning,
+// and the admin's reads. With pairing on, a stranger who writes in a
+// direct chat is sent a one-time code instead (an outbox row of its own,
+// in the receive's transaction); who is let in is read in every receive's
+// transaction.
+//
+// Around it: package gateway/chat is the contract with the adapters
+// (Adapter, Sink, cards and buttons, the platform table); package
+// gateway/people says who a user is and who is let in (user keys,
+// approver rules, pairing codes, the people admin); package
+// gateway/outbox follows the log into outbox rows and dispatches them,
+// run by this package's Start and, per platform, under its lease; package
+// gateway/pacing paces the sends; what a card or an answer says is
+// package cards.
 //
 // Platform SDKs live in adapters/*; this package knows none of them. A
 // connection that must be single (Telegram polling, a Discord gateway

@@ -2,31 +2,33 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/gateway/outbox"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )
 
-// Gateway is the platform-independent middle: [Sink] for adapters, the
-// outbox follower and one connection-and-dispatcher runner per platform.
+// Gateway is the platform-independent middle: [chat.Sink] for adapters, the
+// outbox follower and one connection-and-dispatcher runner per platform
+// (package outbox does the following and the sending).
 type Gateway struct {
 	cfg      Config
 	k        *kernel.Kernel
 	st       store.Store
-	adapters map[string]Adapter
+	adapters map[string]chat.Adapter
 	hooks    map[string]http.Handler // webhook handlers, built once
 	allowed  map[string]map[string]bool
 
+	out *outbox.Outbox
+
 	mu     sync.Mutex
 	states map[string]*adapterState
-	kicks  map[string]chan struct{} // per platform: outbox rows were added
 
 	metrics   *metrics
 	batchOnce sync.Once
@@ -57,12 +59,11 @@ func New(cfg Config) *Gateway {
 		panic("gateway: New needs a Kernel and a Store")
 	}
 	cfg = cfg.withDefaults()
-	g := &Gateway{cfg: cfg, k: cfg.Kernel, st: cfg.Store, adapters: map[string]Adapter{}, allowed: map[string]map[string]bool{},
-		states: map[string]*adapterState{}, kicks: map[string]chan struct{}{}, metrics: newMetrics(cfg.Metrics)}
+	g := &Gateway{cfg: cfg, k: cfg.Kernel, st: cfg.Store, adapters: map[string]chat.Adapter{}, allowed: map[string]map[string]bool{},
+		states: map[string]*adapterState{}, metrics: newMetrics(cfg.Metrics)}
 	for _, a := range cfg.Adapters {
 		g.adapters[a.Platform()] = a
 		g.states[a.Platform()] = &adapterState{state: StateStopped, since: cfg.Now()}
-		g.kicks[a.Platform()] = make(chan struct{}, 1)
 	}
 	g.hooks = map[string]http.Handler{}
 	for p, a := range g.adapters {
@@ -78,6 +79,9 @@ func New(cfg Config) *Gateway {
 			ac.ChatType = gh.ChatGroup // paced as a group: never faster than the platform allows
 		}
 	}
+	g.out = outbox.New(outbox.Config{Kernel: cfg.Kernel, Store: cfg.Store, Platforms: g.Platforms(), PublicURL: cfg.PublicURL,
+		ApprovalChat: g.cfg.ApprovalChat, Owner: cfg.Owner, MaxAttempts: cfg.MaxAttempts, SendTimeout: cfg.SendTimeout,
+		Poll: cfg.Poll, Now: cfg.Now, Logger: cfg.Logger, Metrics: cfg.Metrics})
 	for p, ids := range cfg.Allowed {
 		set := map[string]bool{}
 		for _, id := range ids {
@@ -93,7 +97,7 @@ func New(cfg Config) *Gateway {
 func (g *Gateway) Start(ctx context.Context) error {
 	ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	g.wg.Add(2)
-	go func() { defer g.wg.Done(); g.follow(ctx) }()
+	go func() { defer g.wg.Done(); g.out.Follow(ctx) }()
 	go func() { defer g.wg.Done(); g.prune(ctx) }()
 	for _, a := range g.cfg.Adapters {
 		g.wg.Add(1)
@@ -153,31 +157,6 @@ func (g *Gateway) setState(platform, state, lastError string) {
 	if lastError != "" || state == StateConnected {
 		s.lastError = lastError
 	}
-}
-
-func (g *Gateway) wakeDispatch() {
-	for _, c := range g.kicks {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// SessionFor is the session of a platform chat (and thread): derived, so
-// every replica agrees without asking, and hashed, so the chat id does not
-// appear in the log.
-func SessionFor(platform, chatID, threadID string) string {
-	h := sha256.Sum256([]byte(platform + "\x00" + chatID + "\x00" + threadID))
-	return prefix(platform) + hex.EncodeToString(h[:10])
-}
-
-// PseudonymousUserID is how the log names a platform user (for memory and budgets):
-// hashed, because a Telegram user id is also the address of their private
-// chat.
-func PseudonymousUserID(platform, userID string) string {
-	h := sha256.Sum256([]byte(platform + "\x00user\x00" + userID))
-	return "u_" + hex.EncodeToString(h[:8])
 }
 
 // Allowed reports whether the platform's allow-list (Config.Allowed) lets

@@ -8,14 +8,16 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/cards"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/store"
 )
 
 // Grants in the chat. A grant ("Approve for this chat") is announced in
-// its chat with a Revoke button while it lasts; "/grants" (Telegram's
+// its chat with a Revoke button while it lasts (package outbox sends the
+// notice); "/grants" (Telegram's
 // command, Slack's and Discord's slash commands) lists the chat's active
 // grants, each with a Revoke button. A Revoke press comes back as a press
-// with ChoiceRevokeGrant and the grant's id, and revokes through the
+// with chat.ChoiceRevokeGrant and the grant's id, and revokes through the
 // kernel as /admin and DELETE /v1/grants do: grant.revoked in the log,
 // which the chat then hears.
 
@@ -32,80 +34,57 @@ func grantText(tool, label, by string, until time.Time) string {
 	return tool + " for this chat (" + cards.Visible(label) + "), approved by " + cards.Visible(by) + ", until " + until.UTC().Format("15:04 MST")
 }
 
-func revokeButton(id, tool string) Button {
-	return Button{Label: cards.Clip("Revoke "+tool, 60), Data: ButtonData(id, ChoiceRevokeGrant), Style: "danger"}
-}
-
-// grantNotice is the message announcing grant gc, formatted for a: with
-// a Revoke button while the grant is active when it is sent.
-func (g *Gateway) grantNotice(ctx context.Context, a Adapter, gc gh.GrantCreated) (Card, error) {
-	text := "🔓 " + cards.Visible(gc.By) + " approved " + gc.Tool + " for this chat (" + cards.Visible(gc.Label) + ") until " +
-		gc.ExpiresAt.UTC().Format("15:04 MST") + ": calls with the same bound run without a card. Grant " + gc.GrantID + "."
-	c := Card{Text: a.Format(text)}
-	gr, err := g.st.GetGrant(ctx, gc.GrantID)
-	if gh.IsCode(err, gh.CodeNotFound) {
-		return c, nil
-	}
-	if err != nil {
-		return Card{}, err
-	}
-	if gr.Active(g.cfg.Now()) {
-		c.Buttons = []Button{revokeButton(gr.ID, gr.Tool)}
-	}
-	return c, nil
-}
-
-// Command implements [Sink].
-func (g *Gateway) Command(ctx context.Context, name string, in gh.Inbound) (CommandReply, error) {
+// Command implements [chat.Sink].
+func (g *Gateway) Command(ctx context.Context, name string, in gh.Inbound) (chat.CommandReply, error) {
 	if err := checkInbound(in); err != nil {
 		g.cfg.Logger.Warn("refused a malformed command", "platform", in.Platform, "command", name, "err", err)
-		return CommandReply{Text: "This command could not be read.", Refused: true}, nil
+		return chat.CommandReply{Text: "This command could not be read.", Refused: true}, nil
 	}
 	if _, ok, err := g.st.ReceiveByUpdate(ctx, in.Platform, in.UpdateID); err != nil {
-		return CommandReply{}, err
+		return chat.CommandReply{}, err
 	} else if ok {
-		return CommandReply{Duplicate: true}, nil
+		return chat.CommandReply{Duplicate: true}, nil
 	}
 	admitted := false
 	if !in.IsBot {
 		var err error
 		if admitted, err = g.admits(ctx, g.st, in.Platform, in.UserID); err != nil {
-			return CommandReply{}, err
+			return chat.CommandReply{}, err
 		}
-		admitted = admitted || g.cfg.Approvers.names(in.Platform, in.UserID)
+		admitted = admitted || g.cfg.Approvers.Names(in.Platform, in.UserID)
 	}
-	var reply CommandReply
+	var reply chat.CommandReply
 	var detail string
 	switch {
 	case !admitted:
-		reply, detail = CommandReply{Text: "You are not allowed to use Gatehouse here.", Refused: true}, "/"+name+": not allowed"
-	case name == CommandGrants:
+		reply, detail = chat.CommandReply{Text: "You are not allowed to use Gatehouse here.", Refused: true}, "/"+name+": not allowed"
+	case name == chat.CommandGrants:
 		var err error
 		if reply, detail, err = g.listGrants(ctx, in); err != nil {
-			return CommandReply{}, err
+			return chat.CommandReply{}, err
 		}
 	default:
-		reply, detail = CommandReply{Text: "Gatehouse knows /" + CommandGrants + " only."}, "/"+clip(name, 50)+": unknown"
+		reply, detail = chat.CommandReply{Text: "Gatehouse knows /" + chat.CommandGrants + " only."}, "/"+clip(name, 50)+": unknown"
 	}
-	var res ReceiveResult
+	var res chat.ReceiveResult
 	entry := store.ReceiveEntry{
 		Platform: in.Platform, UpdateID: in.UpdateID, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
 		UserName: clip(in.UserName, maxFieldLen), MessageID: in.MessageID, IsBot: in.IsBot,
 		Text: clip(strings.TrimSpace("/"+name+" "+in.Text), previewLen), ReceivedAt: g.cfg.Now().UTC(),
 	}
-	reason := ReasonCommand
+	reason := chat.ReasonCommand
 	if !admitted {
-		reason = ReasonNotAllowed
+		reason = chat.ReasonNotAllowed
 	}
 	err := g.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		return g.drop(ctx, tx, &res, entry, reason, clip(detail, maxFieldLen), SessionFor(in.Platform, in.ChatID, in.ThreadID), 0)
+		return g.drop(ctx, tx, &res, entry, reason, clip(detail, maxFieldLen), chat.SessionFor(in.Platform, in.ChatID, in.ThreadID), 0)
 	})
 	if err == errRaced {
 		// Its redelivery was logged meanwhile, and answered.
-		return CommandReply{Duplicate: true}, nil
+		return chat.CommandReply{Duplicate: true}, nil
 	}
 	if err != nil {
-		return CommandReply{}, err
+		return chat.CommandReply{}, err
 	}
 	g.cfg.Logger.Info("answered a chat command", "platform", in.Platform, "command", name, "user", in.UserID, "detail", detail)
 	return reply, nil
@@ -114,7 +93,7 @@ func (g *Gateway) Command(ctx context.Context, name string, in gh.Inbound) (Comm
 // listGrants answers /grants: the active grants of the chat (any of its
 // threads: on Slack each thread is a session, and a slash command carries
 // no thread), or in the approval chat, of every chat.
-func (g *Gateway) listGrants(ctx context.Context, in gh.Inbound) (CommandReply, string, error) {
+func (g *Gateway) listGrants(ctx context.Context, in gh.Inbound) (chat.CommandReply, string, error) {
 	all := g.inApprovalChat(in.Platform, in.ChatID)
 	where := "this chat"
 	if all {
@@ -122,7 +101,7 @@ func (g *Gateway) listGrants(ctx context.Context, in gh.Inbound) (CommandReply, 
 	}
 	active, err := g.st.ListGrants(ctx, "", true, g.cfg.Now().UTC(), maxActiveGrants)
 	if err != nil {
-		return CommandReply{}, "", err
+		return chat.CommandReply{}, "", err
 	}
 	var list []store.Grant
 	for _, gr := range active {
@@ -132,7 +111,7 @@ func (g *Gateway) listGrants(ctx context.Context, in gh.Inbound) (CommandReply, 
 		ok := all
 		if !ok {
 			if ok, err = g.grantOfChat(ctx, gr, in.Platform, in.ChatID, in.ThreadID); err != nil {
-				return CommandReply{}, "", err
+				return chat.CommandReply{}, "", err
 			}
 		}
 		if ok {
@@ -140,16 +119,16 @@ func (g *Gateway) listGrants(ctx context.Context, in gh.Inbound) (CommandReply, 
 		}
 	}
 	if len(list) == 0 {
-		return CommandReply{Text: "No grants are active in " + where + ": every call that needs approval shows a card."}, "/grants: none", nil
+		return chat.CommandReply{Text: "No grants are active in " + where + ": every call that needs approval shows a card."}, "/grants: none", nil
 	}
 	more := len(list) > maxListedGrants
 	list = list[:min(len(list), maxListedGrants)]
 	var b strings.Builder
 	fmt.Fprintf(&b, "Active grants in %s (calls they cover run without a card):", where)
-	reply := CommandReply{}
+	reply := chat.CommandReply{}
 	for i, gr := range list {
 		fmt.Fprintf(&b, "\n%d. %s. Grant %s.", i+1, grantText(gr.Tool, gr.Label, gr.GrantedBy, gr.ExpiresAt), gr.ID)
-		reply.Buttons = append(reply.Buttons, revokeButton(gr.ID, gr.Tool))
+		reply.Buttons = append(reply.Buttons, chat.RevokeButton(gr.ID, gr.Tool))
 	}
 	if more {
 		b.WriteString("\nMore are active: /admin lists them all.")
@@ -161,7 +140,7 @@ func (g *Gateway) listGrants(ctx context.Context, in gh.Inbound) (CommandReply, 
 // grantOfChat reports whether grant gr belongs to the platform chat: its
 // session is the chat's (or thread's), or its address names the chat.
 func (g *Gateway) grantOfChat(ctx context.Context, gr store.Grant, platform, chatID, threadID string) (bool, error) {
-	if gr.SessionID == SessionFor(platform, chatID, threadID) || gr.SessionID == SessionFor(platform, chatID, "") {
+	if gr.SessionID == chat.SessionFor(platform, chatID, threadID) || gr.SessionID == chat.SessionFor(platform, chatID, "") {
 		return true, nil
 	}
 	a, ok, err := g.st.AddressBySession(ctx, gr.SessionID)
@@ -173,29 +152,29 @@ func (g *Gateway) grantOfChat(ctx context.Context, gr store.Grant, platform, cha
 
 // revokeByPress handles a Revoke press by an admitted user: the grant must
 // belong to the chat pressed in (or that chat is the approval chat).
-func (g *Gateway) revokeByPress(ctx context.Context, p gh.Press) (PressResult, error) {
+func (g *Gateway) revokeByPress(ctx context.Context, p gh.Press) (chat.PressResult, error) {
 	gr, err := g.st.GetGrant(ctx, p.GateID)
 	if gh.IsCode(err, gh.CodeNotFound) || gh.IsCode(err, gh.CodeInvalid) {
-		return PressResult{Text: "This grant no longer exists."}, nil
+		return chat.PressResult{Text: "This grant no longer exists."}, nil
 	}
 	if err != nil {
-		return PressResult{}, err
+		return chat.PressResult{}, err
 	}
 	ours, err := g.grantOfChat(ctx, gr, p.Platform, p.ChatID, p.ThreadID)
 	if err != nil {
-		return PressResult{}, err
+		return chat.PressResult{}, err
 	}
 	if !ours && !g.inApprovalChat(p.Platform, p.ChatID) {
 		g.cfg.Logger.Warn("refused a revoke from a chat the grant is not of", "platform", p.Platform, "grant", gr.ID, "chat", p.ChatID)
-		return PressResult{Text: "This grant is not one of this chat."}, nil
+		return chat.PressResult{Text: "This grant is not one of this chat."}, nil
 	}
 	gr, revoked, err := g.k.RevokeGrant(ctx, gr.ID, firstNonEmpty(p.UserName, p.UserID), p.Platform)
 	if err != nil {
-		return PressResult{}, err
+		return chat.PressResult{}, err
 	}
 	if !revoked {
-		return PressResult{Text: "Already revoked by " + cards.Visible(gr.RevokedBy) + "."}, nil
+		return chat.PressResult{Text: "Already revoked by " + cards.Visible(gr.RevokedBy) + "."}, nil
 	}
 	g.cfg.Logger.Info("a grant was revoked from the chat", "platform", p.Platform, "grant", gr.ID, "user", p.UserID)
-	return PressResult{Won: true, Text: "Revoked: " + gr.Tool + " asks again."}, nil
+	return chat.PressResult{Won: true, Text: "Revoked: " + gr.Tool + " asks again."}, nil
 }

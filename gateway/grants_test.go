@@ -7,7 +7,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
@@ -24,7 +24,7 @@ func TestGrantsCommandAndRevokePress(t *testing.T) {
 	e.Eventually("the card", func() bool {
 		for _, m := range fake.Messages("alice") {
 			for _, b := range m.Buttons {
-				if id, c, ok := gateway.ParseButtonData(b); ok && c == gateway.ChoiceApproveChat {
+				if id, c, ok := chat.ParseButtonData(b); ok && c == chat.ChoiceApproveChat {
 					gateID = id
 				}
 			}
@@ -34,7 +34,7 @@ func TestGrantsCommandAndRevokePress(t *testing.T) {
 	alice := func(update string) gh.Inbound {
 		return gh.Inbound{Platform: gh.PlatformTelegram, UpdateID: update, ChatID: fake.ChatID("alice"), UserID: e.Fake.UserID("alice"), UserName: "alice", MessageID: "7"}
 	}
-	res, err := e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q1", GateID: gateID, Choice: gateway.ChoiceApproveChat,
+	res, err := e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q1", GateID: gateID, Choice: chat.ChoiceApproveChat,
 		UserID: e.Fake.UserID("alice"), UserName: "alice", ChatID: fake.ChatID("alice")})
 	if err != nil || !res.Won || res.Text != "Approved for this chat." {
 		t.Fatalf("approve for this chat: %+v %v", res, err)
@@ -49,26 +49,26 @@ func TestGrantsCommandAndRevokePress(t *testing.T) {
 	// A stranger is refused and logged as such; nothing is listed to them.
 	stranger := alice("u-stranger")
 	stranger.UserID, stranger.UserName = "424242", "mallory"
-	reply, err := e.Gateway.Command(e.Ctx, gateway.CommandGrants, stranger)
+	reply, err := e.Gateway.Command(e.Ctx, chat.CommandGrants, stranger)
 	if err != nil || !reply.Refused || strings.Contains(reply.Text, grant.ID) {
 		t.Fatalf("a stranger's /grants: %+v %v", reply, err)
 	}
-	if row := e.Receive("u-stranger"); row.Reason != gateway.ReasonNotAllowed {
+	if row := e.Receive("u-stranger"); row.Reason != chat.ReasonNotAllowed {
 		t.Fatalf("a stranger's /grants in the receive log: %+v", row)
 	}
 
-	reply, err = e.Gateway.Command(e.Ctx, gateway.CommandGrants, alice("u-list"))
+	reply, err = e.Gateway.Command(e.Ctx, chat.CommandGrants, alice("u-list"))
 	if err != nil || reply.Refused || !strings.Contains(reply.Text, grant.ID) || len(reply.Buttons) != 1 {
 		t.Fatalf("alice's /grants: %+v %v", reply, err)
 	}
-	if id, c, ok := gateway.ParseButtonData(reply.Buttons[0].Data); !ok || c != gateway.ChoiceRevokeGrant || id != grant.ID {
+	if id, c, ok := chat.ParseButtonData(reply.Buttons[0].Data); !ok || c != chat.ChoiceRevokeGrant || id != grant.ID {
 		t.Fatalf("the listing's button must revoke %s: %+v", grant.ID, reply.Buttons[0])
 	}
 	row := e.Receive("u-list")
-	if row.Outcome != gateway.ReceiveDropped || row.Reason != gateway.ReasonCommand || !strings.Contains(row.Detail, "1 listed") {
+	if row.Outcome != chat.ReceiveDropped || row.Reason != chat.ReasonCommand || !strings.Contains(row.Detail, "1 listed") {
 		t.Fatalf("/grants in the receive log: %+v", row)
 	}
-	if again, err := e.Gateway.Command(e.Ctx, gateway.CommandGrants, alice("u-list")); err != nil || !again.Duplicate {
+	if again, err := e.Gateway.Command(e.Ctx, chat.CommandGrants, alice("u-list")); err != nil || !again.Duplicate {
 		t.Fatalf("a redelivered /grants must not be answered twice: %+v %v", again, err)
 	}
 	if unknown, err := e.Gateway.Command(e.Ctx, "frobnicate", alice("u-unknown")); err != nil || !strings.Contains(unknown.Text, "/grants") {
@@ -77,10 +77,10 @@ func TestGrantsCommandAndRevokePress(t *testing.T) {
 	// bob's chat has none; a Revoke of alice's grant from bob's chat does nothing.
 	bobs := alice("u-bob")
 	bobs.ChatID, bobs.UserID, bobs.UserName = fake.ChatID("bob"), e.Fake.UserID("bob"), "bob"
-	if r, err := e.Gateway.Command(e.Ctx, gateway.CommandGrants, bobs); err != nil || !strings.Contains(r.Text, "No grants") {
+	if r, err := e.Gateway.Command(e.Ctx, chat.CommandGrants, bobs); err != nil || !strings.Contains(r.Text, "No grants") {
 		t.Fatalf("bob's chat lists another chat's grant: %+v %v", r, err)
 	}
-	revoke := gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q2", GateID: grant.ID, Choice: gateway.ChoiceRevokeGrant,
+	revoke := gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q2", GateID: grant.ID, Choice: chat.ChoiceRevokeGrant,
 		UserID: e.Fake.UserID("bob"), UserName: "bob", ChatID: fake.ChatID("bob")}
 	if res, err := e.Gateway.Press(e.Ctx, revoke); err != nil || res.Won || !strings.Contains(res.Text, "not one of this chat") {
 		t.Fatalf("a revoke from another chat: %+v %v", res, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/telegram"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -135,7 +136,7 @@ func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy b
 	b.ReportMetric(float64(slowest.Milliseconds()), "slowest-ack-ms")
 	b.ReportMetric(float64(over3s), "acks-over-3s")
 	// Every acknowledged update is in the log, once.
-	rows, err := st.ListReceive(ctx, store.ReceiveFilter{Outcome: gateway.ReceiveHandedOn, Limit: 1})
+	rows, err := st.ListReceive(ctx, store.ReceiveFilter{Outcome: chat.ReceiveHandedOn, Limit: 1})
 	if err != nil || len(rows) == 0 || rows[0].ID < int64(len(ourLat)) {
 		b.Fatalf("receive log after %d acknowledged updates: %+v %v", len(ourLat), rows, err)
 	}
@@ -143,7 +144,7 @@ func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy b
 
 // webhookTelegram is a Telegram adapter in webhook mode with the secret
 // the benchmarks send, logging nothing: a benchmark prints every line.
-func webhookTelegram(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+func webhookTelegram(t adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 	fake := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
 	a, err := telegram.New(telegram.Config{Token: fake.Token, APIURL: fake.URL, WebhookSecret: "bench-secret", Logger: quiet})
 	if err != nil {
@@ -184,7 +185,7 @@ func benchRedelivery(b *testing.B, target storetest.BenchTarget) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gw := gateway.New(gateway.Config{Kernel: k, Store: st, Adapters: []gateway.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	gw := gateway.New(gateway.Config{Kernel: k, Store: st, Adapters: []chat.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
 	srv := httptest.NewServer(webhookServer(a.Handler(gw)))
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders * 2}, Timeout: time.Minute}
@@ -226,7 +227,7 @@ func benchRedelivery(b *testing.B, target storetest.BenchTarget) {
 	wg.Wait()
 	events, runs := 0, map[int64]bool{}
 	for u := range int64(updates) {
-		session := gateway.SessionFor(gh.PlatformTelegram, fmt.Sprint(1+u), "")
+		session := chat.SessionFor(gh.PlatformTelegram, fmt.Sprint(1+u), "")
 		evs, err := k.Events(ctx, session, 0, 10)
 		if err != nil {
 			b.Fatal(err)
@@ -236,7 +237,7 @@ func benchRedelivery(b *testing.B, target storetest.BenchTarget) {
 			runs[run.ID] = true
 		}
 	}
-	dups, _ := st.ListReceive(ctx, store.ReceiveFilter{Reason: gateway.ReasonDuplicate, Limit: 10000})
+	dups, _ := st.ListReceive(ctx, store.ReceiveFilter{Reason: chat.ReasonDuplicate, Limit: 10000})
 	b.ReportMetric(float64(events), "events")
 	b.ReportMetric(float64(len(runs)), "runs")
 	b.ReportMetric(float64(len(dups)), "duplicates")

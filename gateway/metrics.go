@@ -4,14 +4,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
-// metrics are the gateway's Prometheus series. With no registerer they
-// are still counted, just not exported.
+// metrics are the gateway's Prometheus series (the outbox registers its
+// own). With no registerer they are still counted, just not exported.
 type metrics struct {
 	received  *prometheus.CounterVec
 	receiveS  *prometheus.HistogramVec
-	sends     *prometheus.CounterVec
 	connected *prometheus.GaugeVec
 }
 
@@ -23,20 +24,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		receiveS: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gatehouse_receive_seconds",
 			Help: "Time from an update's arrival to its commit (the platform is acknowledged after).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)},
 			[]string{"platform"}),
-		sends: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gatehouse_outbox_sends_total",
-			Help: "Outbox sends by result: sent, rate_limited (429, rescheduled), retry (rescheduled), dead (dead letter)."},
-			[]string{"platform", "kind", "result"}),
 		connected: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gatehouse_platform_connected",
 			Help: "1 while this replica holds the platform's lease and runs its connection."},
 			[]string{"platform"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.received, m.receiveS, m.sends, m.connected)
+		reg.MustRegister(m.received, m.receiveS, m.connected)
 	}
 	return m
 }
 
-func (m *metrics) receive(platform string, r ReceiveResult, since time.Time) {
+func (m *metrics) receive(platform string, r chat.ReceiveResult, since time.Time) {
 	m.received.WithLabelValues(platform, r.Outcome, r.Reason).Inc()
 	m.receiveS.WithLabelValues(platform).Observe(time.Since(since).Seconds())
 }

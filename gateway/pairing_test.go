@@ -13,6 +13,8 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models/modeltest"
@@ -27,11 +29,11 @@ import (
 
 var codeRE = regexp.MustCompile(`\b[A-HJKMNP-Z2-9]{8}\b`)
 
-func pairingGateway(st store.Store, clock *storetest.Clock, pairing bool) (*gateway.Gateway, *kernel.Kernel, *gateway.People) {
+func pairingGateway(st store.Store, clock *storetest.Clock, pairing bool) (*gateway.Gateway, *kernel.Kernel, *people.Admin) {
 	k := kernel.New(st, kernel.Config{})
 	g := gateway.New(gateway.Config{Kernel: k, Store: st, Allowed: map[string][]string{gh.PlatformTelegram: {"7"}}, Pairing: pairing,
 		Now: clock.Now, Logger: quiet})
-	return g, k, gateway.NewPeople(st, clock.Now)
+	return g, k, people.NewAdmin(st, clock.Now)
 }
 
 // replies are the outbox rows of a session that no event stands behind.
@@ -57,11 +59,11 @@ func TestPairingLetsAStrangerInUntilRevoked(t *testing.T) {
 	backends(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
-		g, k, people := pairingGateway(st, clock, true)
-		session := gateway.SessionFor(gh.PlatformTelegram, "8", "")
+		g, k, admin := pairingGateway(st, clock, true)
+		session := chat.SessionFor(gh.PlatformTelegram, "8", "")
 
 		r, err := g.Receive(ctx, msg("1", "8", "8", "hello, may I?"))
-		if err != nil || r.Outcome != gateway.ReceiveDropped || r.Reason != gateway.ReasonPairing || r.SessionID != session {
+		if err != nil || r.Outcome != chat.ReceiveDropped || r.Reason != chat.ReasonPairing || r.SessionID != session {
 			t.Fatalf("a stranger's first message: %+v %v", r, err)
 		}
 		row, _, _ := st.ReceiveByUpdate(ctx, gh.PlatformTelegram, "1")
@@ -76,7 +78,7 @@ func TestPairingLetsAStrangerInUntilRevoked(t *testing.T) {
 		if evs, _ := k.Events(ctx, session, 0, 10); len(evs) != 0 {
 			t.Fatalf("a stranger's message reached the log: %+v", evs)
 		}
-		pending, _ := people.List(ctx)
+		pending, _ := admin.List(ctx)
 		if len(pending.Pending) != 1 || pending.Pending[0].Code != code || pending.Pending[0].UserID != "8" || pending.Pending[0].Text != "hello, may I?" ||
 			!pending.Pending[0].Created.Equal(clock.Now()) || len(pending.People) != 0 {
 			t.Fatalf("pending: %+v", pending)
@@ -86,7 +88,7 @@ func TestPairingLetsAStrangerInUntilRevoked(t *testing.T) {
 		clock.Advance(time.Minute)
 		r, err = g.Receive(ctx, msg("2", "8", "8", "hello??"))
 		row, _, _ = st.ReceiveByUpdate(ctx, gh.PlatformTelegram, "2")
-		if err != nil || r.Reason != gateway.ReasonPairing || !strings.Contains(row.Detail, code) || !strings.Contains(row.Detail, "not sent again") {
+		if err != nil || r.Reason != chat.ReasonPairing || !strings.Contains(row.Detail, code) || !strings.Contains(row.Detail, "not sent again") {
 			t.Fatalf("a second message: %+v %q %v", r, row.Detail, err)
 		}
 		if n := len(pairingReplies(t, st, session)); n != 1 {
@@ -95,40 +97,40 @@ func TestPairingLetsAStrangerInUntilRevoked(t *testing.T) {
 		// In a group the stranger gets no code.
 		group := msg("3", "-100", "8", "hi all")
 		group.ChatType = gh.ChatGroup
-		if r, err := g.Receive(ctx, group); err != nil || r.Reason != gateway.ReasonNotAllowed {
+		if r, err := g.Receive(ctx, group); err != nil || r.Reason != chat.ReasonNotAllowed {
 			t.Fatalf("a stranger in a group: %+v %v", r, err)
 		}
 
 		// Approved (as typed: lower case, a dash): the next message is handed on.
 		typed := strings.ToLower(code[:4] + "-" + code[4:])
-		p, err := people.Approve(ctx, typed, "cli:ops")
+		p, err := admin.Approve(ctx, typed, "cli:ops")
 		if err != nil || p.Platform != gh.PlatformTelegram || p.UserID != "8" || p.UserName != "u8" || p.Code != code || p.ApprovedBy != "cli:ops" {
 			t.Fatalf("approve: %+v %v", p, err)
 		}
-		if _, err := people.Approve(ctx, code, "again"); !gh.IsCode(err, gh.CodeConflict) {
+		if _, err := admin.Approve(ctx, code, "again"); !gh.IsCode(err, gh.CodeConflict) {
 			t.Fatalf("approving twice: %v", err)
 		}
 		r, err = g.Receive(ctx, msg("4", "8", "8", "thanks, now a question"))
-		if err != nil || r.Outcome != gateway.ReceiveHandedOn || r.SessionID != session {
+		if err != nil || r.Outcome != chat.ReceiveHandedOn || r.SessionID != session {
 			t.Fatalf("after approval: %+v %v", r, err)
 		}
 		if evs, _ := k.Events(ctx, session, 0, 10); len(evs) != 1 || !strings.Contains(string(evs[0].Payload), "now a question") {
 			t.Fatalf("the person's message in the log: %+v", evs)
 		}
-		list, _ := people.List(ctx)
+		list, _ := admin.List(ctx)
 		if len(list.Pending) != 0 || len(list.People) != 1 || list.People[0].UserID != "8" {
 			t.Fatalf("after approval: %+v", list)
 		}
 
 		// Revoked: the next message is a stranger's again.
-		if err := people.Revoke(ctx, gh.PlatformTelegram, "8"); err != nil {
+		if err := admin.Revoke(ctx, gh.PlatformTelegram, "8"); err != nil {
 			t.Fatal(err)
 		}
-		if err := people.Revoke(ctx, gh.PlatformTelegram, "8"); !gh.IsCode(err, gh.CodeNotFound) {
+		if err := admin.Revoke(ctx, gh.PlatformTelegram, "8"); !gh.IsCode(err, gh.CodeNotFound) {
 			t.Fatalf("revoking twice: %v", err)
 		}
 		r, err = g.Receive(ctx, msg("5", "8", "8", "still there?"))
-		if err != nil || r.Outcome != gateway.ReceiveDropped || r.Reason != gateway.ReasonPairing {
+		if err != nil || r.Outcome != chat.ReceiveDropped || r.Reason != chat.ReasonPairing {
 			t.Fatalf("after revocation: %+v %v", r, err)
 		}
 		if evs, _ := k.Events(ctx, session, 0, 10); len(evs) != 1 {
@@ -141,24 +143,24 @@ func TestPairingCodesExpireAndAreRateLimited(t *testing.T) {
 	backends(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
-		g, _, people := pairingGateway(st, clock, true)
-		session := gateway.SessionFor(gh.PlatformTelegram, "9", "")
+		g, _, admin := pairingGateway(st, clock, true)
+		session := chat.SessionFor(gh.PlatformTelegram, "9", "")
 		codeOf := func(update string) string {
 			row, _, _ := st.ReceiveByUpdate(ctx, gh.PlatformTelegram, update)
 			return codeRE.FindString(row.Detail)
 		}
-		if _, err := people.Approve(ctx, "ABCD2345", "x"); !gh.IsCode(err, gh.CodeUnknownPairingCode) {
+		if _, err := admin.Approve(ctx, "ABCD2345", "x"); !gh.IsCode(err, gh.CodeUnknownPairingCode) {
 			t.Fatalf("an unknown code: %v", err)
 		}
-		if _, err := people.Approve(ctx, "not a code", "x"); !gh.IsCode(err, gh.CodeUnknownPairingCode) {
+		if _, err := admin.Approve(ctx, "not a code", "x"); !gh.IsCode(err, gh.CodeUnknownPairingCode) {
 			t.Fatalf("not a code: %v", err)
 		}
 		g.Receive(ctx, msg("1", "9", "9", "hi"))
 		first := codeOf("1")
 		// Past its expiry a code cannot be approved; the next message gets
 		// a new one.
-		clock.Advance(gateway.PairingCodeTTL)
-		if _, err := people.Approve(ctx, first, "x"); !gh.IsCode(err, gh.CodePairingCodeExpired) {
+		clock.Advance(people.PairingCodeTTL)
+		if _, err := admin.Approve(ctx, first, "x"); !gh.IsCode(err, gh.CodePairingCodeExpired) {
 			t.Fatalf("an expired code: %v", err)
 		}
 		g.Receive(ctx, msg("2", "9", "9", "hi again"))
@@ -169,11 +171,11 @@ func TestPairingCodesExpireAndAreRateLimited(t *testing.T) {
 		// Let in and out again and again: at most PairingCodesPerHour codes
 		// an hour, then silence.
 		code := second
-		for i := range gateway.PairingCodesPerHour - 1 {
-			if _, err := people.Approve(ctx, code, "x"); err != nil {
+		for i := range people.PairingCodesPerHour - 1 {
+			if _, err := admin.Approve(ctx, code, "x"); err != nil {
 				t.Fatal(err)
 			}
-			if err := people.Revoke(ctx, gh.PlatformTelegram, "9"); err != nil {
+			if err := admin.Revoke(ctx, gh.PlatformTelegram, "9"); err != nil {
 				t.Fatal(err)
 			}
 			clock.Advance(time.Minute)
@@ -183,16 +185,16 @@ func TestPairingCodesExpireAndAreRateLimited(t *testing.T) {
 				t.Fatalf("code %d not given", i+2)
 			}
 		}
-		people.Approve(ctx, code, "x")
-		people.Revoke(ctx, gh.PlatformTelegram, "9")
+		admin.Approve(ctx, code, "x")
+		admin.Revoke(ctx, gh.PlatformTelegram, "9")
 		clock.Advance(time.Minute)
 		r, err := g.Receive(ctx, msg("20", "9", "9", "and again"))
 		row, _, _ := st.ReceiveByUpdate(ctx, gh.PlatformTelegram, "20")
-		if err != nil || r.Reason != gateway.ReasonPairing || codeRE.MatchString(row.Detail) || !strings.Contains(row.Detail, "limit") {
+		if err != nil || r.Reason != chat.ReasonPairing || codeRE.MatchString(row.Detail) || !strings.Contains(row.Detail, "limit") {
 			t.Fatalf("over the limit: %+v %q %v", r, row.Detail, err)
 		}
-		if n := len(pairingReplies(t, st, session)); n != gateway.PairingCodesPerHour+1 {
-			t.Fatalf("%d replies, want %d (one per code given)", n, gateway.PairingCodesPerHour+1)
+		if n := len(pairingReplies(t, st, session)); n != people.PairingCodesPerHour+1 {
+			t.Fatalf("%d replies, want %d (one per code given)", n, people.PairingCodesPerHour+1)
 		}
 		// An hour on, codes are given again.
 		clock.Advance(time.Hour)
@@ -207,26 +209,26 @@ func TestWithoutPairingStrangersAreDroppedAsBefore(t *testing.T) {
 	backends(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
-		g, _, people := pairingGateway(st, clock, false)
+		g, _, admin := pairingGateway(st, clock, false)
 		r, err := g.Receive(ctx, msg("1", "8", "8", "let me in"))
 		row, _, _ := st.ReceiveByUpdate(ctx, gh.PlatformTelegram, "1")
-		if err != nil || r.Reason != gateway.ReasonNotAllowed || codeRE.MatchString(row.Detail) {
+		if err != nil || r.Reason != chat.ReasonNotAllowed || codeRE.MatchString(row.Detail) {
 			t.Fatalf("pairing off: %+v %q %v", r, row.Detail, err)
 		}
 		if rows, _ := st.ListOutbox(ctx, store.OutboxFilter{Limit: 10}); len(rows) != 0 {
 			t.Fatalf("a reply to a stranger with pairing off: %+v", rows)
 		}
-		if list, _ := people.List(ctx); len(list.Pending) != 0 {
+		if list, _ := admin.List(ctx); len(list.Pending) != 0 {
 			t.Fatalf("a code with pairing off: %+v", list)
 		}
 		// Someone let in directly is allowed whether pairing is on or not.
-		if _, _, err := people.Allow(ctx, gh.PlatformTelegram, "8", "api"); err != nil {
+		if _, _, err := admin.Allow(ctx, gh.PlatformTelegram, "8", "api"); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := g.Receive(ctx, msg("2", "8", "8", "hello")); err != nil || r.Outcome != gateway.ReceiveHandedOn {
+		if r, err := g.Receive(ctx, msg("2", "8", "8", "hello")); err != nil || r.Outcome != chat.ReceiveHandedOn {
 			t.Fatalf("let in directly: %+v %v", r, err)
 		}
-		if _, _, err := people.Allow(ctx, "myspace", "8", "api"); !gh.IsCode(err, gh.CodeInvalid) {
+		if _, _, err := admin.Allow(ctx, "myspace", "8", "api"); !gh.IsCode(err, gh.CodeInvalid) {
 			t.Fatalf("an unknown platform: %v", err)
 		}
 	})
@@ -238,7 +240,7 @@ func TestPairingBurstGivesOneCode(t *testing.T) {
 	backends(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
-		g, _, people := pairingGateway(st, clock, true)
+		g, _, admin := pairingGateway(st, clock, true)
 		g2, _, _ := pairingGateway(st, clock, true)
 		var wg sync.WaitGroup
 		for i := range 30 {
@@ -247,16 +249,16 @@ func TestPairingBurstGivesOneCode(t *testing.T) {
 				gw = g2
 			}
 			wg.Go(func() {
-				if r, err := gw.Receive(ctx, msg(fmt.Sprint(100+i), "8", "8", fmt.Sprint("knock ", i))); err != nil || r.Reason != gateway.ReasonPairing {
+				if r, err := gw.Receive(ctx, msg(fmt.Sprint(100+i), "8", "8", fmt.Sprint("knock ", i))); err != nil || r.Reason != chat.ReasonPairing {
 					t.Errorf("message %d: %+v %v", i, r, err)
 				}
 			})
 		}
 		wg.Wait()
-		if n := len(pairingReplies(t, st, gateway.SessionFor(gh.PlatformTelegram, "8", ""))); n != 1 {
+		if n := len(pairingReplies(t, st, chat.SessionFor(gh.PlatformTelegram, "8", ""))); n != 1 {
 			t.Fatalf("%d replies to a burst, want 1", n)
 		}
-		if list, _ := people.List(ctx); len(list.Pending) != 1 {
+		if list, _ := admin.List(ctx); len(list.Pending) != 1 {
 			t.Fatalf("pending codes: %+v", list.Pending)
 		}
 	})
@@ -267,9 +269,9 @@ func TestPairingBurstGivesOneCode(t *testing.T) {
 // and may decide their own approval; revoked, their press counts no more.
 func TestPairedPersonIsAnsweredAndMayPress(t *testing.T) {
 	e, fake := telegramEnv(t, telegramtest.TelegramOptions{}, stacktest.EnvOptions{Pairing: true})
-	people := gateway.NewPeople(e.Store, nil)
+	admin := people.NewAdmin(e.Store, nil)
 	upd := fake.Say("bob", "bob", "hello?", false)
-	if row := e.Receive(upd); row.Reason != gateway.ReasonPairing {
+	if row := e.Receive(upd); row.Reason != chat.ReasonPairing {
 		t.Fatalf("a stranger's message: %+v", row)
 	}
 	var code string
@@ -287,7 +289,7 @@ func TestPairedPersonIsAnsweredAndMayPress(t *testing.T) {
 	if n := len(e.Model.Requests()); n != 0 {
 		t.Fatalf("a stranger's message reached the model (%d requests)", n)
 	}
-	if _, err := people.Approve(e.Ctx, code, "test"); err != nil {
+	if _, err := admin.Approve(e.Ctx, code, "test"); err != nil {
 		t.Fatal(err)
 	}
 	e.Model.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_1", Name: "post_note", Arguments: `{"text":"x"}`}}}, modeltest.Reply{Text: "Posted."})
@@ -297,7 +299,7 @@ func TestPairedPersonIsAnsweredAndMayPress(t *testing.T) {
 		e.Eventually("the card in bob's chat", func() bool {
 			for _, m := range fake.Messages("bob") {
 				for _, b := range m.Buttons {
-					if _, c, ok := gateway.ParseButtonData(b); ok && c == gateway.ChoiceApprove {
+					if _, c, ok := chat.ParseButtonData(b); ok && c == chat.ChoiceApprove {
 						data, id = b, m.ID
 					}
 				}
@@ -324,14 +326,14 @@ func TestPairedPersonIsAnsweredAndMayPress(t *testing.T) {
 		return n == 1 && e.Posted.Load() == 1
 	})
 	data2, id2 := card()
-	if err := people.Revoke(e.Ctx, gh.PlatformTelegram, fake.UserID("bob")); err != nil {
+	if err := admin.Revoke(e.Ctx, gh.PlatformTelegram, fake.UserID("bob")); err != nil {
 		t.Fatal(err)
 	}
 	if reply, err := fake.Press("bob", id2, data2, "bob"); err != nil || !strings.Contains(reply, "not allowed") {
 		t.Fatalf("a revoked person's press: %q %v", reply, err)
 	}
 	row := e.Receive(fake.Say("bob", "bob", "hello again", false))
-	if row.Outcome != gateway.ReceiveDropped || row.Reason != gateway.ReasonPairing {
+	if row.Outcome != chat.ReceiveDropped || row.Reason != chat.ReasonPairing {
 		t.Fatalf("a revoked person's message: %+v", row)
 	}
 	if e.Posted.Load() != 1 {

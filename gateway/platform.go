@@ -4,13 +4,15 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // runPlatform holds a platform's lease whenever it can and, while it does,
 // runs the platform's connection and dispatcher. Another replica holding
 // the lease leaves this one on standby; when that replica dies its lease
 // expires and this one takes over.
-func (g *Gateway) runPlatform(ctx context.Context, a Adapter) {
+func (g *Gateway) runPlatform(ctx context.Context, a chat.Adapter) {
 	platform := a.Platform()
 	name := "platform:" + platform
 	defer g.setState(platform, StateStopped, "")
@@ -36,12 +38,12 @@ func (g *Gateway) runPlatform(ctx context.Context, a Adapter) {
 
 // holdPlatform runs the connection and dispatcher until the lease is lost
 // or ctx ends.
-func (g *Gateway) holdPlatform(ctx context.Context, a Adapter, name string) {
+func (g *Gateway) holdPlatform(ctx context.Context, a chat.Adapter, name string) {
 	platform := a.Platform()
 	hctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); g.dispatch(hctx, a) }()
+	go func() { defer wg.Done(); g.out.Dispatch(hctx, a) }()
 	go func() { defer wg.Done(); g.connect(hctx, a) }()
 	defer func() { cancel(); wg.Wait() }()
 	t := time.NewTicker(g.cfg.LeaseTTL / 3)
@@ -69,7 +71,7 @@ func (g *Gateway) holdPlatform(ctx context.Context, a Adapter, name string) {
 }
 
 // connect runs the adapter's connection, reconnecting with backoff.
-func (g *Gateway) connect(ctx context.Context, a Adapter) {
+func (g *Gateway) connect(ctx context.Context, a chat.Adapter) {
 	platform := a.Platform()
 	backoff := time.Second
 	for ctx.Err() == nil {

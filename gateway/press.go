@@ -7,63 +7,64 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/cards"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
-// Press implements [Sink]: a button press on an approval card. The press
+// Press implements [chat.Sink]: a button press on an approval card. The press
 // decides only when its user is allowed on the platform (or named as an
 // approver), the card it pressed is one the gateway sent for that gate to
-// that chat, and its user may decide the gate (see [Approvers]: the
+// that chat, and its user may decide the gate (see [people.Approvers]: the
 // requester, an approver named for the tool); the first decision on any
 // surface wins, and every later press hears it. A press of "Deny with
 // reason…" decides nothing: it is answered with AskReason when the
 // presser may decide. A Revoke press (ChoiceRevokeGrant) revokes a grant
 // of the chat (grants.go).
-func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
+func (g *Gateway) Press(ctx context.Context, p gh.Press) (chat.PressResult, error) {
 	// Only errors a retry can cure are returned (the platform then
 	// delivers the press again); everything else is answered with text.
 	if err := checkIDs(field{"platform", p.Platform}, field{"update id", p.UpdateID}, field{"chat id", p.ChatID},
 		field{"thread id", p.ThreadID}, field{"user id", p.UserID}, field{"message id", p.MessageID}); err != nil {
 		g.cfg.Logger.Warn("refused a malformed press", "platform", p.Platform, "err", err)
-		return PressResult{Text: "This press could not be read."}, nil
+		return chat.PressResult{Text: "This press could not be read."}, nil
 	}
 	admitted := false
 	if !p.IsBot {
 		var err error
 		if admitted, err = g.admits(ctx, g.st, p.Platform, p.UserID); err != nil {
-			return PressResult{}, err
+			return chat.PressResult{}, err
 		}
 		// A named approver is heard whether or not an allow-list names
 		// them; the tool's rule says below whether their press counts.
-		admitted = admitted || g.cfg.Approvers.names(p.Platform, p.UserID)
+		admitted = admitted || g.cfg.Approvers.Names(p.Platform, p.UserID)
 	}
 	if !admitted {
 		g.cfg.Logger.Info("refused a press", "platform", p.Platform, "gate", p.GateID, "user", p.UserID, "reason", "not_allowed")
-		return PressResult{Text: "You are not allowed to decide this."}, nil
+		return chat.PressResult{Text: "You are not allowed to decide this."}, nil
 	}
-	if p.Choice == ChoiceRevokeGrant {
+	if p.Choice == chat.ChoiceRevokeGrant {
 		return g.revokeByPress(ctx, p)
 	}
 	if g.cfg.Gates == nil {
-		return PressResult{Text: "Approvals are not enabled on this gateway."}, nil
+		return chat.PressResult{Text: "Approvals are not enabled on this gateway."}, nil
 	}
-	if !validGateID(p.GateID) {
-		return PressResult{Text: "This approval no longer exists."}, nil
+	if !chat.ValidGateID(p.GateID) {
+		return chat.PressResult{Text: "This approval no longer exists."}, nil
 	}
 	gate, err := g.st.GetGate(ctx, p.GateID)
 	if gh.IsCode(err, gh.CodeNotFound) || gh.IsCode(err, gh.CodeInvalid) {
-		return PressResult{Text: "This approval no longer exists."}, nil
+		return chat.PressResult{Text: "This approval no longer exists."}, nil
 	}
 	if err != nil {
-		return PressResult{}, err
+		return chat.PressResult{}, err
 	}
 	// The press must come from the chat the gate's session belongs to, or
 	// from a card the gateway sent for it: a button copied into another
 	// chat decides nothing. The chat's session is derived, so a press
 	// that beats the recording of its card's message id still counts.
-	if SessionFor(p.Platform, p.ChatID, p.ThreadID) != gate.SessionID && !g.inApprovalChat(p.Platform, p.ChatID) {
+	if chat.SessionFor(p.Platform, p.ChatID, p.ThreadID) != gate.SessionID && !g.inApprovalChat(p.Platform, p.ChatID) {
 		cards, err := g.st.GateCards(ctx, p.GateID)
 		if err != nil {
-			return PressResult{}, err
+			return chat.PressResult{}, err
 		}
 		shown := false
 		for _, c := range cards {
@@ -73,38 +74,38 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 		}
 		if !shown {
 			g.cfg.Logger.Warn("refused a press from a chat the card was not sent to", "platform", p.Platform, "gate", p.GateID, "chat", p.ChatID)
-			return PressResult{Text: "This card is not one this chat was sent."}, nil
+			return chat.PressResult{Text: "This card is not one this chat was sent."}, nil
 		}
 	}
-	opened := g.openedOf(ctx, gate)
+	opened := g.out.Opened(ctx, gate)
 	// Someone who may not decide hears who may, while there is something
 	// to decide; once decided, everyone in the chat hears the decision.
 	if gate.State == gh.GatePending && !g.mayDecide(p, opened, gate.Tool) {
 		g.cfg.Logger.Info("refused a press", "platform", p.Platform, "gate", p.GateID, "user", p.UserID, "reason", "not_an_approver")
-		return PressResult{Gate: gate, Text: g.whoDecides(opened, gate.Tool)}, nil
+		return chat.PressResult{Gate: gate, Text: g.whoDecides(opened, gate.Tool)}, nil
 	}
 	d := gh.Decision{By: firstNonEmpty(p.UserName, p.UserID), Surface: p.Platform}
 	switch {
-	case p.Choice == ChoiceApprove:
+	case p.Choice == chat.ChoiceApprove:
 		d.State = gh.GateApproved
-	case p.Choice == ChoiceApproveChat && opened.GrantBound != "":
+	case p.Choice == chat.ChoiceApproveChat && opened.GrantBound != "":
 		d.State, d.Answer = gh.GateApproved, gh.ScopeChat
-	case p.Choice == ChoiceDeny:
-		d.State, d.Reason = gh.GateDenied, clip(strings.TrimSpace(p.Reason), MaxReason)
-	case p.Choice == ChoiceDenyReason && gate.Kind == gh.GateKindClarify:
-		return PressResult{Text: "That choice is not on this card."}, nil
-	case p.Choice == ChoiceDenyReason && gate.State == gh.GatePending:
-		return PressResult{Gate: gate, AskReason: true, Text: "Why deny it? The reason is shown on the card and given to the agent."}, nil
-	case p.Choice == ChoiceDenyReason:
-		return PressResult{Gate: gate, Card: g.cardFor(g.adapters[p.Platform], opened, &gate), Text: decidedText(gate)}, nil
-	case strings.HasPrefix(p.Choice, ChoiceOption):
-		n, err := strconv.Atoi(strings.TrimPrefix(p.Choice, ChoiceOption))
+	case p.Choice == chat.ChoiceDeny:
+		d.State, d.Reason = gh.GateDenied, clip(strings.TrimSpace(p.Reason), chat.MaxReason)
+	case p.Choice == chat.ChoiceDenyReason && gate.Kind == gh.GateKindClarify:
+		return chat.PressResult{Text: "That choice is not on this card."}, nil
+	case p.Choice == chat.ChoiceDenyReason && gate.State == gh.GatePending:
+		return chat.PressResult{Gate: gate, AskReason: true, Text: "Why deny it? The reason is shown on the card and given to the agent."}, nil
+	case p.Choice == chat.ChoiceDenyReason:
+		return chat.PressResult{Gate: gate, Card: chat.CardFor(g.adapters[p.Platform], opened, &gate, g.cfg.PublicURL), Text: decidedText(gate)}, nil
+	case strings.HasPrefix(p.Choice, chat.ChoiceOption):
+		n, err := strconv.Atoi(strings.TrimPrefix(p.Choice, chat.ChoiceOption))
 		if err != nil || n < 0 || n >= len(opened.Options) {
-			return PressResult{Text: "That option is not on this question."}, nil
+			return chat.PressResult{Text: "That option is not on this question."}, nil
 		}
 		d.State, d.Answer = gh.GateAnswered, opened.Options[n]
 	default:
-		return PressResult{Text: "That choice is not on this card."}, nil
+		return chat.PressResult{Text: "That choice is not on this card."}, nil
 	}
 	gate, won, err := g.cfg.Gates.Decide(ctx, p.GateID, d)
 	if gh.IsCode(err, gh.CodeInvalid) {
@@ -112,16 +113,16 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (PressResult, error) {
 		// say) decides nothing, and is answered: an error here would
 		// make the platform deliver the press again, forever.
 		g.cfg.Logger.Warn("refused a press that does not fit its gate", "platform", p.Platform, "gate", p.GateID, "err", err)
-		return PressResult{Text: "That choice does not fit this card."}, nil
+		return chat.PressResult{Text: "That choice does not fit this card."}, nil
 	}
 	if err != nil {
 		if gate.State == "" || gate.State == gh.GatePending {
-			return PressResult{}, err
+			return chat.PressResult{}, err
 		}
 		// Decided, not yet logged: the sweeper logs it; the presser hears it.
 		g.cfg.Logger.Warn("press decided a gate whose log commit failed; the sweeper logs it", "gate", p.GateID, "err", err)
 	}
-	res := PressResult{Gate: gate, Won: won, Card: g.cardFor(g.adapters[p.Platform], opened, &gate)}
+	res := chat.PressResult{Gate: gate, Won: won, Card: chat.CardFor(g.adapters[p.Platform], opened, &gate, g.cfg.PublicURL)}
 	switch {
 	case won && gate.State == gh.GateApproved && gate.Answer == gh.ScopeChat:
 		res.Text = "Approved for this chat."
@@ -150,11 +151,6 @@ func decidedText(gate gh.Gate) string {
 func (g *Gateway) inApprovalChat(platform, chatID string) bool {
 	ac := g.cfg.ApprovalChat
 	return ac.Platform != "" && ac.Platform == platform && ac.ChatID == chatID
-}
-
-func openedFrom(gate gh.Gate) gh.GateOpened {
-	return gh.GateOpened{GateID: gate.ID, ToolCallID: gate.ToolCallID, Tool: gate.Tool, Arguments: gate.Arguments, ArgsHash: gate.ArgsHash,
-		Kind: gate.Kind, Question: gate.Question, Options: gate.Options, ExpiresAt: gate.ExpiresAt}
 }
 
 func firstNonEmpty(s ...string) string {

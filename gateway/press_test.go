@@ -6,7 +6,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
@@ -22,15 +22,15 @@ func TestPressFromAnotherChatDecidesNothing(t *testing.T) {
 	e.Eventually("the card", func() bool {
 		for _, m := range fake.Messages("alice") {
 			for _, b := range m.Buttons {
-				if _, c, ok := gateway.ParseButtonData(b); ok && c == gateway.ChoiceApprove {
+				if _, c, ok := chat.ParseButtonData(b); ok && c == chat.ChoiceApprove {
 					data = b
 				}
 			}
 		}
 		return data != ""
 	})
-	id, _, _ := gateway.ParseButtonData(data)
-	res, err := e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q1", GateID: id, Choice: gateway.ChoiceApprove,
+	id, _, _ := chat.ParseButtonData(data)
+	res, err := e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q1", GateID: id, Choice: chat.ChoiceApprove,
 		UserID: e.Fake.UserID("bob"), UserName: "bob", ChatID: fake.ChatID("bob"), MessageID: "1"})
 	if err != nil || res.Won || !strings.Contains(res.Text, "not one this chat was sent") {
 		t.Fatalf("press from another chat: %+v %v", res, err)
@@ -40,7 +40,7 @@ func TestPressFromAnotherChatDecidesNothing(t *testing.T) {
 		t.Fatalf("the gate was decided from the wrong chat: %+v, posted %d", g, e.Posted.Load())
 	}
 	// From its own chat, even before the card's message id is known.
-	res, err = e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q2", GateID: id, Choice: gateway.ChoiceDeny,
+	res, err = e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q2", GateID: id, Choice: chat.ChoiceDeny,
 		UserID: e.Fake.UserID("alice"), UserName: "alice", ChatID: fake.ChatID("alice"), MessageID: "999"})
 	if err != nil || !res.Won || res.Gate.State != gh.GateDenied || !strings.Contains(res.Card.Text, "Denied by alice") || len(res.Card.Buttons) != 0 {
 		t.Fatalf("press from the gate's chat: %+v %v", res, err)
@@ -48,7 +48,7 @@ func TestPressFromAnotherChatDecidesNothing(t *testing.T) {
 	// Forged button data is answered, never an error: an error would make
 	// the platform deliver the press again and hold up the chat.
 	for _, forged := range []string{"\x00evil", strings.Repeat("g", 300), "g_ü"} {
-		res, err = e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "qf", GateID: forged, Choice: gateway.ChoiceApprove,
+		res, err = e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "qf", GateID: forged, Choice: chat.ChoiceApprove,
 			UserID: e.Fake.UserID("alice"), ChatID: fake.ChatID("alice")})
 		if err != nil || res.Won {
 			t.Fatalf("forged gate id %q: %+v %v", forged, res, err)
@@ -60,7 +60,7 @@ func TestPressFromAnotherChatDecidesNothing(t *testing.T) {
 		t.Fatalf("an option on an approval card: %+v %v", res, err)
 	}
 	// An unknown gate is answered, not an error the platform would retry.
-	res, err = e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q3", GateID: "g_nope", Choice: gateway.ChoiceApprove,
+	res, err = e.Gateway.Press(e.Ctx, gh.Press{Platform: gh.PlatformTelegram, UpdateID: "q3", GateID: "g_nope", Choice: chat.ChoiceApprove,
 		UserID: e.Fake.UserID("alice"), ChatID: fake.ChatID("alice")})
 	if err != nil || res.Won || !strings.Contains(res.Text, "no longer exists") {
 		t.Fatalf("unknown gate: %+v %v", res, err)

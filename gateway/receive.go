@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -21,8 +23,10 @@ const (
 	// here, and the log says so, rather than refused.
 	maxInboundText = 32000
 	// previewLen is how much of a message the receive log keeps.
-	previewLen  = 200
-	maxFieldLen = 200
+	previewLen = 200
+	// maxFieldLen bounds the platform ids and names a receive-log row
+	// keeps.
+	maxFieldLen = chat.MaxIDLen
 )
 
 // errRaced is an internal signal: a concurrent receive of the same update
@@ -30,11 +34,11 @@ const (
 // records a duplicate.
 var errRaced = errors.New("receive raced a redelivery")
 
-// Receive implements [Sink]. It records the update in the receive log and,
+// Receive implements [chat.Sink]. It records the update in the receive log and,
 // when it is handed on, commits its user.message and queues the session's
 // run in the same transaction. A nil error means it is committed and the
 // platform may be acknowledged.
-func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, error) {
+func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (chat.ReceiveResult, error) {
 	if err := checkInbound(in); err != nil {
 		// Malformed for good: an error would make the platform deliver it
 		// again and again, holding up the chat behind it. It is logged
@@ -48,7 +52,7 @@ func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, er
 	// denies it, as a press would, instead of being handed on.
 	if res, ok, err := g.cancelByWord(ctx, in); err != nil {
 		g.cfg.Logger.Error("receive of a cancel failed; the platform is not acknowledged and will redeliver", "platform", in.Platform, "update", in.UpdateID, "err", err)
-		return ReceiveResult{}, err
+		return chat.ReceiveResult{}, err
 	} else if ok {
 		g.metrics.receive(in.Platform, res, start)
 		return res, nil
@@ -56,14 +60,14 @@ func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (ReceiveResult, er
 	res, err := g.batcher().submit(ctx, in)
 	if err != nil {
 		g.cfg.Logger.Error("receive failed; the platform is not acknowledged and will redeliver", "platform", in.Platform, "update", in.UpdateID, "err", err)
-		return ReceiveResult{}, err
+		return chat.ReceiveResult{}, err
 	}
 	g.metrics.receive(in.Platform, res, start)
-	if res.Outcome == ReceiveHandedOn {
+	if res.Outcome == chat.ReceiveHandedOn {
 		g.k.Notify(res.SessionID)
 	} else {
-		if res.Reason == ReasonPairing && res.SessionID != "" {
-			g.wakeDispatch() // a code to send
+		if res.Reason == chat.ReasonPairing && res.SessionID != "" {
+			g.out.Wake() // a code to send
 		}
 		g.cfg.Logger.Info("dropped inbound update", "platform", in.Platform, "update", in.UpdateID, "reason", res.Reason)
 	}
@@ -106,12 +110,11 @@ func checkInbound(in gh.Inbound) error {
 // field is a named platform id to check.
 type field struct{ name, v string }
 
-// checkIDs checks that platform ids are storable: valid text without NUL,
-// at most maxFieldLen bytes.
+// checkIDs checks that platform ids are storable (chat.CheckID).
 func checkIDs(fields ...field) error {
 	for _, f := range fields {
-		if len(f.v) > maxFieldLen || !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
-			return gh.Errorf(gh.CodeInvalid, "inbound %s must be valid text of at most %d bytes", f.name, maxFieldLen)
+		if err := chat.CheckID(f.name, f.v); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -122,8 +125,8 @@ func checkIDs(fields ...field) error {
 // otherwise (a redelivery then rolls back and is logged as a duplicate by
 // the next try): new updates are the common case, and this spares each
 // one a lookup.
-func (g *Gateway) receiveOne(ctx context.Context, in gh.Inbound) (ReceiveResult, error) {
-	var res ReceiveResult
+func (g *Gateway) receiveOne(ctx context.Context, in gh.Inbound) (chat.ReceiveResult, error) {
+	var res chat.ReceiveResult
 	var err error
 	for try := range 3 {
 		err = g.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
@@ -144,20 +147,20 @@ func raced(err error) bool { return errors.Is(err, errRaced) || gh.IsCode(err, g
 // transaction has already handed on per chat (their receive rows are
 // written at commit, so the flood count cannot see them); nil outside a
 // batch.
-func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, lookFirst bool, batch map[string]int) (ReceiveResult, error) {
+func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, lookFirst bool, batch map[string]int) (chat.ReceiveResult, error) {
 	now := g.cfg.Now().UTC()
 	text := strings.ToValidUTF8(strings.ReplaceAll(in.Text, "\x00", ""), "\uFFFD")
 	entry := store.ReceiveEntry{
 		Platform: in.Platform, UpdateID: in.UpdateID, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
 		UserName: clip(in.UserName, maxFieldLen), MessageID: in.MessageID, IsBot: in.IsBot, Text: clip(text, previewLen), ReceivedAt: now,
 	}
-	var res ReceiveResult
+	var res chat.ReceiveResult
 	err := func() error {
 		if lookFirst {
 			if first, ok, err := tx.ReceiveByUpdate(ctx, in.Platform, in.UpdateID); err != nil {
 				return err
 			} else if ok {
-				return g.drop(ctx, tx, &res, entry, ReasonDuplicate, "first received as #"+itoa(first.ID), first.SessionID, first.Seq)
+				return g.drop(ctx, tx, &res, entry, chat.ReasonDuplicate, "first received as #"+itoa(first.ID), first.SessionID, first.Seq)
 			}
 		}
 		// Someone let in by pairing is looked up here, in the receive's
@@ -170,13 +173,13 @@ func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, loo
 			}
 		}
 		reason, detail := g.dropReason(in, text, admitted)
-		if reason == ReasonNotAllowed && g.pairable(in, text) {
+		if reason == chat.ReasonNotAllowed && g.pairable(in, text) {
 			return g.pair(ctx, tx, &res, entry, in, now)
 		}
 		if reason != "" {
 			return g.drop(ctx, tx, &res, entry, reason, detail, "", 0)
 		}
-		session := SessionFor(in.Platform, in.ChatID, in.ThreadID)
+		session := chat.SessionFor(in.Platform, in.ChatID, in.ThreadID)
 		addr := store.AddressEntry{SessionID: session, UserID: in.UserID, Updated: now,
 			Address: gh.Address{Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID, ChatType: in.ChatType, ReplyTo: in.MessageID}}
 		// The address row is locked until commit: one chat's receives go
@@ -205,10 +208,10 @@ func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, loo
 		}
 		n += batch[chatKey(in)]
 		if n >= g.cfg.FloodLimit {
-			return g.drop(ctx, tx, &res, entry, ReasonFlood, "more than "+itoa(int64(g.cfg.FloodLimit))+" messages in a minute", session, 0)
+			return g.drop(ctx, tx, &res, entry, chat.ReasonFlood, "more than "+itoa(int64(g.cfg.FloodLimit))+" messages in a minute", session, 0)
 		}
 
-		msg := gh.UserMessage{Text: clip(text, maxInboundText), Delivery: g.cfg.MidTurn, Source: in.Platform, User: PseudonymousUserID(in.Platform, in.UserID)}
+		msg := gh.UserMessage{Text: clip(text, maxInboundText), Delivery: g.cfg.MidTurn, Source: in.Platform, User: people.PseudonymousUserID(in.Platform, in.UserID)}
 		if msg.Delivery == gh.DeliveryGuide {
 			// A guide joins a live turn; with none it waits like any
 			// queued input, and the committed event says so.
@@ -233,16 +236,16 @@ func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, loo
 			if !lookFirst {
 				return errRaced
 			}
-			return g.drop(ctx, tx, &res, entry, ReasonDuplicate, "its message is already in the log", session, c.Event.Seq)
+			return g.drop(ctx, tx, &res, entry, chat.ReasonDuplicate, "its message is already in the log", session, c.Event.Seq)
 		}
 		if err != nil {
 			return err
 		}
-		entry.Outcome, entry.SessionID, entry.Seq = ReceiveHandedOn, session, c.Event.Seq
+		entry.Outcome, entry.SessionID, entry.Seq = chat.ReceiveHandedOn, session, c.Event.Seq
 		// Written with the commit: a racing first receive of the same
 		// update fails it with CodeConflict, and the next try logs this
 		// one as a duplicate.
-		res = ReceiveResult{Outcome: ReceiveHandedOn, SessionID: session, Seq: c.Event.Seq}
+		res = chat.ReceiveResult{Outcome: chat.ReceiveHandedOn, SessionID: session, Seq: c.Event.Seq}
 		if batch != nil {
 			batch[chatKey(in)]++
 		}
@@ -255,14 +258,14 @@ func chatKey(in gh.Inbound) string { return in.Platform + "\x00" + in.ChatID }
 
 // drop records entry as dropped for reason. A concurrent first receive of
 // the same update makes it a duplicate instead.
-func (g *Gateway) drop(ctx context.Context, tx store.Tx, res *ReceiveResult, e store.ReceiveEntry, reason, detail, session string, seq int64) error {
+func (g *Gateway) drop(ctx context.Context, tx store.Tx, res *chat.ReceiveResult, e store.ReceiveEntry, reason, detail, session string, seq int64) error {
 	_, err := g.dropRow(ctx, tx, res, e, reason, detail, session, seq)
 	return err
 }
 
 // dropRow is drop, returning the row written.
-func (g *Gateway) dropRow(ctx context.Context, tx store.Tx, res *ReceiveResult, e store.ReceiveEntry, reason, detail, session string, seq int64) (store.ReceiveEntry, error) {
-	e.Outcome, e.Reason, e.Detail, e.SessionID, e.Seq = ReceiveDropped, reason, detail, session, seq
+func (g *Gateway) dropRow(ctx context.Context, tx store.Tx, res *chat.ReceiveResult, e store.ReceiveEntry, reason, detail, session string, seq int64) (store.ReceiveEntry, error) {
+	e.Outcome, e.Reason, e.Detail, e.SessionID, e.Seq = chat.ReceiveDropped, reason, detail, session, seq
 	row, inserted, err := tx.InsertReceive(ctx, e)
 	if err != nil {
 		return row, err
@@ -270,7 +273,7 @@ func (g *Gateway) dropRow(ctx context.Context, tx store.Tx, res *ReceiveResult, 
 	if !inserted {
 		return row, errRaced
 	}
-	*res = ReceiveResult{Outcome: ReceiveDropped, Reason: reason, SessionID: session, Seq: seq}
+	*res = chat.ReceiveResult{Outcome: chat.ReceiveDropped, Reason: reason, SessionID: session, Seq: seq}
 	return row, nil
 }
 
@@ -280,22 +283,22 @@ func (g *Gateway) dropRow(ctx context.Context, tx store.Tx, res *ReceiveResult, 
 func (g *Gateway) dropReason(in gh.Inbound, text string, admitted bool) (reason, detail string) {
 	switch {
 	case strings.HasPrefix(in.Unsupported, "malformed: "):
-		return ReasonUnsupported, clip(in.Unsupported, maxFieldLen)
+		return chat.ReasonUnsupported, clip(in.Unsupported, maxFieldLen)
 	case in.IsBot:
-		return ReasonFromBot, ""
+		return chat.ReasonFromBot, ""
 	case !admitted:
 		how := " (or turn GATEHOUSE_PAIRING on)"
 		if g.cfg.Pairing {
 			how = " (pairing codes are given in a direct chat, for a text message)"
 		}
 		if len(g.allowed[in.Platform]) == 0 {
-			return ReasonNotAllowed, "nobody is allowed on " + in.Platform + " yet: set " + strings.ToUpper(in.Platform) + "_ALLOWED_USERS" + how
+			return chat.ReasonNotAllowed, "nobody is allowed on " + in.Platform + " yet: set " + strings.ToUpper(in.Platform) + "_ALLOWED_USERS" + how
 		}
-		return ReasonNotAllowed, "user " + in.UserID + " is not on " + strings.ToUpper(in.Platform) + "_ALLOWED_USERS" + how
+		return chat.ReasonNotAllowed, "user " + in.UserID + " is not on " + strings.ToUpper(in.Platform) + "_ALLOWED_USERS" + how
 	case in.Unsupported != "":
-		return ReasonUnsupported, clip(in.Unsupported, maxFieldLen)
+		return chat.ReasonUnsupported, clip(in.Unsupported, maxFieldLen)
 	case strings.TrimSpace(text) == "":
-		return ReasonEmpty, ""
+		return chat.ReasonEmpty, ""
 	}
 	return "", ""
 }

@@ -13,6 +13,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
@@ -81,7 +82,7 @@ func TestRedeliveriesAtOnceMakeOneEventAndOneRunEach(t *testing.T) {
 		}
 		runs := map[int64]bool{}
 		for u := range updates {
-			session := gateway.SessionFor(gh.PlatformTelegram, fmt.Sprint(u), "")
+			session := chat.SessionFor(gh.PlatformTelegram, fmt.Sprint(u), "")
 			evs, err := k.Events(ctx, session, 0, 100)
 			if err != nil || len(evs) != 1 || evs[0].Kind != gh.KindUserMessage || !strings.Contains(string(evs[0].Payload), fmt.Sprintf("update %d", u)) {
 				t.Fatalf("update %d delivered %d times: events %+v %v", u, copies, evs, err)
@@ -95,8 +96,8 @@ func TestRedeliveriesAtOnceMakeOneEventAndOneRunEach(t *testing.T) {
 		if len(runs) != updates {
 			t.Fatalf("%d runs for %d updates", len(runs), updates)
 		}
-		dup, _ := st.ListReceive(ctx, store.ReceiveFilter{Reason: gateway.ReasonDuplicate, Limit: 1000})
-		handed, _ := st.ListReceive(ctx, store.ReceiveFilter{Outcome: gateway.ReceiveHandedOn, Limit: 1000})
+		dup, _ := st.ListReceive(ctx, store.ReceiveFilter{Reason: chat.ReasonDuplicate, Limit: 1000})
+		handed, _ := st.ListReceive(ctx, store.ReceiveFilter{Outcome: chat.ReceiveHandedOn, Limit: 1000})
 		if len(dup) != updates*(copies-1) || len(handed) != updates {
 			t.Fatalf("receive log: %d handed on, %d duplicates; want %d and %d", len(handed), len(dup), updates, updates*(copies-1))
 		}
@@ -133,7 +134,7 @@ func TestFloodCountIsExactUnderConcurrency(t *testing.T) {
 			t.Fatalf("41 messages at once from one chat: %v; want 30 handed on in all, the rest flood", outcomes)
 		}
 		// Another chat is unaffected.
-		if r, err := g.Receive(ctx, msg("x", "43", "7", "hello")); err != nil || r.Outcome != gateway.ReceiveHandedOn {
+		if r, err := g.Receive(ctx, msg("x", "43", "7", "hello")); err != nil || r.Outcome != chat.ReceiveHandedOn {
 			t.Fatalf("another chat: %+v %v", r, err)
 		}
 	})
@@ -151,17 +152,17 @@ func TestDropsCarryTheirReasonAndCommitNothingElse(t *testing.T) {
 			in     gh.Inbound
 			reason string
 		}{
-			{bot, gateway.ReasonFromBot},
-			{msg("2", "42", "8", "let me in"), gateway.ReasonNotAllowed},
-			{sticker, gateway.ReasonUnsupported},
-			{msg("4", "42", "7", "   \n "), gateway.ReasonEmpty},
+			{bot, chat.ReasonFromBot},
+			{msg("2", "42", "8", "let me in"), chat.ReasonNotAllowed},
+			{sticker, chat.ReasonUnsupported},
+			{msg("4", "42", "7", "   \n "), chat.ReasonEmpty},
 		} {
 			r, err := g.Receive(ctx, c.in)
-			if err != nil || r.Outcome != gateway.ReceiveDropped || r.Reason != c.reason {
+			if err != nil || r.Outcome != chat.ReceiveDropped || r.Reason != c.reason {
 				t.Fatalf("update %s: %+v %v, want dropped/%s", c.in.UpdateID, r, err, c.reason)
 			}
 		}
-		session := gateway.SessionFor(gh.PlatformTelegram, "42", "")
+		session := chat.SessionFor(gh.PlatformTelegram, "42", "")
 		if evs, _ := k.Events(ctx, session, 0, 10); len(evs) != 0 {
 			t.Fatalf("dropped updates committed events: %+v", evs)
 		}
@@ -173,7 +174,7 @@ func TestDropsCarryTheirReasonAndCommitNothingElse(t *testing.T) {
 		g2 := gateway.New(gateway.Config{Kernel: k, Store: st, Logger: quiet})
 		r, err := g2.Receive(ctx, msg("9", "42", "7", "hi"))
 		row, _, _ = st.ReceiveByUpdate(ctx, gh.PlatformTelegram, "9")
-		if err != nil || r.Reason != gateway.ReasonNotAllowed || !strings.Contains(row.Detail, "nobody is allowed") {
+		if err != nil || r.Reason != chat.ReasonNotAllowed || !strings.Contains(row.Detail, "nobody is allowed") {
 			t.Fatalf("with no allow-list: %+v %+v %v", r, row, err)
 		}
 	})
@@ -193,21 +194,21 @@ func TestMalformedUpdatesAreDroppedNotRefused(t *testing.T) {
 			{Platform: gh.PlatformTelegram, UpdateID: "2", ChatID: "1\x00", UserID: "7", Text: "NUL in id"},
 		} {
 			r, err := g.Receive(ctx, in)
-			if err != nil || r.Outcome != gateway.ReceiveDropped || r.Reason != gateway.ReasonUnsupported {
+			if err != nil || r.Outcome != chat.ReceiveDropped || r.Reason != chat.ReasonUnsupported {
 				t.Fatalf("malformed update %d: %+v %v", i, r, err)
 			}
 		}
-		rows, _ := st.ListReceive(ctx, store.ReceiveFilter{Reason: gateway.ReasonUnsupported, Limit: 10})
+		rows, _ := st.ListReceive(ctx, store.ReceiveFilter{Reason: chat.ReasonUnsupported, Limit: 10})
 		if len(rows) != 4 || !strings.Contains(rows[0].Detail, "malformed") {
 			t.Fatalf("each malformed update is logged with its reason: %+v", rows)
 		}
 		// Delivered again, it is a duplicate, not a second row of its own.
-		if r, err := g.Receive(ctx, gh.Inbound{Platform: gh.PlatformTelegram, ChatID: "1", UserID: "7", Text: "no update id"}); err != nil || r.Reason != gateway.ReasonDuplicate {
+		if r, err := g.Receive(ctx, gh.Inbound{Platform: gh.PlatformTelegram, ChatID: "1", UserID: "7", Text: "no update id"}); err != nil || r.Reason != chat.ReasonDuplicate {
 			t.Fatalf("a malformed update delivered again: %+v %v", r, err)
 		}
 		// NUL bytes and bad UTF-8 in text are cleaned, not refused.
 		r, err := g.Receive(ctx, msg("5", "1", "7", "hi\x00 there \xff"))
-		if err != nil || r.Outcome != gateway.ReceiveHandedOn {
+		if err != nil || r.Outcome != chat.ReceiveHandedOn {
 			t.Fatalf("odd text: %+v %v", r, err)
 		}
 	})
@@ -242,14 +243,14 @@ func TestRedeliveryAfterPruningIsStillADuplicate(t *testing.T) {
 		ctx := context.Background()
 		g, k := newGateway(st)
 		first, err := g.Receive(ctx, msg("77", "42", "7", "once"))
-		if err != nil || first.Outcome != gateway.ReceiveHandedOn {
+		if err != nil || first.Outcome != chat.ReceiveHandedOn {
 			t.Fatalf("first: %+v %v", first, err)
 		}
 		if n, err := st.PruneGateway(ctx, time.Now().Add(time.Hour), 100); err != nil || n != 1 {
 			t.Fatalf("prune: %d %v", n, err)
 		}
 		again, err := g.Receive(ctx, msg("77", "42", "7", "once"))
-		if err != nil || again.Outcome != gateway.ReceiveDropped || again.Reason != gateway.ReasonDuplicate || again.Seq != first.Seq {
+		if err != nil || again.Outcome != chat.ReceiveDropped || again.Reason != chat.ReasonDuplicate || again.Seq != first.Seq {
 			t.Fatalf("redelivery after pruning: %+v %v", again, err)
 		}
 		if evs, _ := k.Events(ctx, first.SessionID, 0, 10); len(evs) != 1 {

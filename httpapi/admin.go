@@ -7,6 +7,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -18,7 +19,7 @@ type Admin interface {
 }
 
 var (
-	receiveOutcomes = map[string]bool{"": true, gateway.ReceiveHandedOn: true, gateway.ReceiveDropped: true}
+	receiveOutcomes = map[string]bool{"": true, chat.ReceiveHandedOn: true, chat.ReceiveDropped: true}
 	outboxStates    = map[string]bool{"": true, store.OutboxPending: true, store.OutboxSending: true, store.OutboxSent: true, store.OutboxDead: true}
 )
 

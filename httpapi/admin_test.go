@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/telegram"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
@@ -33,7 +34,7 @@ func adminServer(t *testing.T, allowed []string) (*httptest.Server, store.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := gateway.New(gateway.Config{Kernel: k, Store: st, Adapters: []gateway.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: allowed},
+	gw := gateway.New(gateway.Config{Kernel: k, Store: st, Adapters: []chat.Adapter{a}, Allowed: map[string][]string{gh.PlatformTelegram: allowed},
 		Logger: slog.New(slog.DiscardHandler)})
 	srv := httpapi.New(httpapi.Config{Kernel: k, Store: st, Admin: gw, Hooks: gw.Handlers(), APIToken: "tok", MaxBodyBytes: 64 << 10, Logger: slog.New(slog.DiscardHandler)})
 	ts := httptest.NewServer(srv.Handler())
@@ -112,8 +113,8 @@ func TestWebhookRedeliveryIsLoggedOnce(t *testing.T) {
 			t.Fatalf("webhook: %d %s", code, body)
 		}
 	}
-	handed, _ := st.ListReceive(context.Background(), store.ReceiveFilter{Outcome: gateway.ReceiveHandedOn, Limit: 10})
-	dups, _ := st.ListReceive(context.Background(), store.ReceiveFilter{Reason: gateway.ReasonDuplicate, Limit: 10})
+	handed, _ := st.ListReceive(context.Background(), store.ReceiveFilter{Outcome: chat.ReceiveHandedOn, Limit: 10})
+	dups, _ := st.ListReceive(context.Background(), store.ReceiveFilter{Reason: chat.ReasonDuplicate, Limit: 10})
 	if len(handed) != 1 || len(dups) != 2 {
 		t.Fatalf("one update delivered three times: %d handed on, %d duplicates", len(handed), len(dups))
 	}

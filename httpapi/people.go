@@ -6,14 +6,14 @@ import (
 	"strings"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/store"
 )
 
-// PeopleKeeper lets people in without a restart (pairing); gateway.People
+// PeopleKeeper lets people in without a restart (pairing); people.Admin
 // is one.
 type PeopleKeeper interface {
-	List(ctx context.Context) (gateway.PeopleList, error)
+	List(ctx context.Context) (people.List, error)
 	Approve(ctx context.Context, code, by string) (store.Person, error)
 	Allow(ctx context.Context, platform, userID, by string) (store.Person, bool, error)
 	Revoke(ctx context.Context, platform, userID string) error

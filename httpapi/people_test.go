@@ -7,7 +7,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/storetest"
@@ -26,7 +26,7 @@ func TestPeopleEndpoints(t *testing.T) {
 			ctx := context.Background()
 			st, peer := b.open(t)
 			clock := storetest.NewClock()
-			e := newEnv(t, st, peer, httpapi.Config{APIToken: "tok", People: gateway.NewPeople(st, clock.Now)})
+			e := newEnv(t, st, peer, httpapi.Config{APIToken: "tok", People: people.NewAdmin(st, clock.Now)})
 			now := clock.Now()
 			for _, c := range []store.PairingCode{
 				{Code: "ABCD2345", Platform: "telegram", UserID: "111", UserName: "bob", Text: "hi", Created: now, ExpiresAt: now.Add(time.Hour)},
@@ -37,7 +37,7 @@ func TestPeopleEndpoints(t *testing.T) {
 				}
 			}
 			e.do("GET", "/v1/people", nil, "Authorization", "Bearer wrong").expect(t, 401, gh.CodeUnauthorized)
-			var list gateway.PeopleList
+			var list people.List
 			e.do("GET", "/v1/people", nil).expect(t, 200, "").decode(t, &list)
 			if len(list.Pending) != 1 || list.Pending[0].Code != "ABCD2345" || list.Pending[0].UserName != "bob" || list.People == nil || len(list.People) != 0 {
 				t.Fatalf("list: %+v", list)

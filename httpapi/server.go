@@ -122,7 +122,7 @@ type Config struct {
 	// those endpoints say so.
 	Admin Admin
 	// People lists, lets in and revokes people (GET/POST /v1/people,
-	// DELETE /v1/people/{platform}/{user}); gateway.People is one.
+	// DELETE /v1/people/{platform}/{user}); people.Admin is one.
 	// Defaults to nil: those endpoints answer 503.
 	People PeopleKeeper
 	// NoPlatformHint is what GET /v1/adapters says when Admin is nil: how
@@ -281,6 +281,7 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		{"GET", "/v1/sessions/{id}/events", s.events},
 		{"GET", streamPath, s.stream},
 		{"POST", "/v1/sessions/{id}/cancel", s.cancel},
+		{"POST", "/v1/sessions/{id}/retry", s.retry},
 		{"GET", "/v1/info", s.info},
 		{"GET", "/v1/usage", s.usage},
 		{"GET", "/v1/memory", s.listMemory},

@@ -16,10 +16,16 @@ func (k *Kernel) Events(ctx context.Context, sessionID string, after int64, limi
 	if limit <= 0 || limit > 1000 {
 		limit = 1000
 	}
+	evs, err := k.st.Events(ctx, sessionID, after, limit)
+	if err != nil || len(evs) > 0 {
+		return evs, err
+	}
+	// Nothing after: an unknown session is told apart from a quiet one
+	// here, so a read that finds events costs no second statement.
 	if _, err := k.st.GetSession(ctx, sessionID); err != nil {
 		return nil, err
 	}
-	return k.st.Events(ctx, sessionID, after, limit)
+	return evs, nil
 }
 
 // Load returns the session's log from its latest compaction to the end,

@@ -8,9 +8,11 @@
 // address ("Sara is sara@example.com", "Sara's email is …"), stated
 // preferences ("I prefer …", "I like …", "always …", "never …") and
 // "remember that …" — and, in the same transaction, queues a model pass as a
-// job in the store, so it survives a restart. RunJobs (or Work) claims due
-// jobs and runs the model pass given to it. Every fact carries the time its
-// turn happened, and the store keeps one fact per (user, subject): a fact
+// job in the store, so it survives a restart. RunJobs (or Work) claims the
+// jobs in batches, one person in one session at a time, once Config.Batch
+// turns wait or the session has been quiet for Config.BatchIdle, and runs
+// the model pass given to it once per batch; each fact it finds names its
+// turn. Every fact carries the time its turn happened, and the store keeps one fact per (user, subject): a fact
 // observed earlier than the one kept never replaces it, whatever order they
 // are written in, and a forgotten subject comes back only from a turn after
 // it was forgotten. So a late model pass cannot overwrite something the

@@ -83,14 +83,25 @@ type Config struct {
 	// NoModelPass stops Remember from queueing a model-pass job. Defaults
 	// to false: every turn with user text gets one.
 	NoModelPass bool
+	// Batch is how many of one person's turns in one session the model
+	// pass waits for, to read them in one model call; a call reads at most
+	// Batch turns. Defaults to 5; at most MaxBatch. 1 reads every turn on
+	// its own.
+	Batch int
+	// BatchIdle is how long a session may stay quiet before the model
+	// pass reads a person's fewer than Batch turns anyway: the time since
+	// the newest was queued. Defaults to 2m.
+	BatchIdle time.Duration
 	// JobAttempts is how many attempts a model-pass job gets before it
-	// fails for good. Defaults to 3.
+	// fails for good (an answer that is not the expected JSON ends it at
+	// once, ErrBadAnswer). Defaults to 3.
 	JobAttempts int
 	// JobBackoff is the wait before a failed attempt's retry, multiplied by
 	// the attempt number. Defaults to 30s.
 	JobBackoff time.Duration
-	// JobLease bounds one attempt: the extract call's context ends then,
-	// and a job whose worker died is claimable again. Defaults to 5m.
+	// JobLease bounds one attempt of a batch: the extract call's context
+	// ends then, and jobs whose worker died are claimable again. Defaults
+	// to 5m.
 	JobLease time.Duration
 	// JobPoll is how often Work looks for due jobs. Defaults to 5s.
 	JobPoll time.Duration
@@ -116,6 +127,13 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = http.DefaultClient
+	}
+	if c.Batch <= 0 {
+		c.Batch = 5
+	}
+	c.Batch = min(c.Batch, MaxBatch)
+	if c.BatchIdle <= 0 {
+		c.BatchIdle = 2 * time.Minute
 	}
 	if c.JobAttempts <= 0 {
 		c.JobAttempts = 3
@@ -185,8 +203,9 @@ func checkUser(userKey string) error {
 
 // Remember is called when a turn closes, once for each person whose words
 // it holds, with that person's key and words. It writes the rule pass's
-// facts and queues the model pass, in one transaction: either both are kept or
-// neither. It returns the facts the rule pass wrote (a fact older than
+// facts and queues the model pass over the turn (a job, run in a batch
+// with the person's other turns of the session: RunJobs), in one
+// transaction: either both are kept or neither. It returns the facts the rule pass wrote (a fact older than
 // what is kept about its subject is not written). Remembering the same
 // turn (session and seq) again queues no second job.
 func (m *Memory) Remember(ctx context.Context, userKey string, turn Turn) ([]Fact, error) {

@@ -144,10 +144,11 @@ func TestModelPassJobSurvivesReopen(t *testing.T) {
 
 		st := e.reopen(t) // a restart: nothing in memory survives but the store
 		m = newMemory(e, memory.Config{})
+		e.clock.Advance(m.Config().BatchIdle) // one turn: read once the session is quiet
 		var seen []memory.Turn
-		n, err := m.RunJobs(ctx, func(ctx context.Context, turn memory.Turn) ([]memory.Fact, error) {
-			seen = append(seen, turn)
-			return []memory.Fact{{Kind: "note", Subject: "move", Text: "Is moving to Lisbon in May"}}, nil
+		n, err := m.RunJobs(ctx, func(ctx context.Context, turns []memory.Turn) ([]memory.Found, error) {
+			seen = append(seen, turns...)
+			return []memory.Found{{Turn: 0, Fact: memory.Fact{Kind: "note", Subject: "move", Text: "Is moving to Lisbon in May"}}}, nil
 		})
 		if err != nil || n != 1 || len(seen) != 1 {
 			t.Fatalf("ran %d jobs, err %v, seen %+v", n, err, seen)
@@ -184,17 +185,22 @@ func TestLatePassCannotOverwriteNewer(t *testing.T) {
 		if gone, err := m.ForgetMatching(ctx, "web:ana", "jazz"); err != nil || len(gone) != 1 {
 			t.Fatalf("forget: %+v %v", gone, err)
 		}
-		n, err := m.RunJobs(ctx, func(ctx context.Context, turn memory.Turn) ([]memory.Fact, error) {
-			facts := []memory.Fact{{Kind: memory.KindNote, Text: fmt.Sprintf("Said something in turn %d", turn.Seq)}}
-			switch turn.Seq {
-			case 1: // observed before turn 3 stated the new address
-				facts = append(facts, memory.Fact{Kind: memory.KindContact, Subject: "contact:sara", Value: "old@example.com", Text: "Sara's email is old@example.com"})
-			case 5: // observed before the user forgot it
-				facts = append(facts, memory.Fact{Kind: memory.KindPreference, Subject: "pref:jazz", Value: "jazz", Text: "Loves jazz"})
+		// The three turns are one batch, read once the session is quiet.
+		e.clock.Advance(m.Config().BatchIdle)
+		n, err := m.RunJobs(ctx, func(ctx context.Context, turns []memory.Turn) ([]memory.Found, error) {
+			var found []memory.Found
+			for i, turn := range turns {
+				found = append(found, memory.Found{Turn: i, Fact: memory.Fact{Kind: memory.KindNote, Text: fmt.Sprintf("Said something in turn %d", turn.Seq)}})
+				switch turn.Seq {
+				case 1: // observed before turn 3 stated the new address
+					found = append(found, memory.Found{Turn: i, Fact: memory.Fact{Kind: memory.KindContact, Subject: "contact:sara", Value: "old@example.com", Text: "Sara's email is old@example.com"}})
+				case 5: // observed before the user forgot it
+					found = append(found, memory.Found{Turn: i, Fact: memory.Fact{Kind: memory.KindPreference, Subject: "pref:jazz", Value: "jazz", Text: "Loves jazz"}})
+				}
 			}
-			return facts, nil
+			return found, nil
 		})
-		if err != nil || n != 3 {
+		if err != nil || n != 1 {
 			t.Fatalf("ran %d, %v", n, err)
 		}
 		facts := bySubject(list(t, m, "web:ana"))
@@ -221,11 +227,15 @@ func TestLatePassCannotOverwriteNewer(t *testing.T) {
 
 func TestModelPassRetries(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
-		m := newMemory(e, memory.Config{JobBackoff: time.Minute})
+		m := newMemory(e, memory.Config{JobBackoff: time.Minute, Batch: 1})
 		remember(t, m, "web:ana", memory.Turn{SessionID: "s1", Seq: 1, At: e.clock.Now(), UserText: "first"})
-		remember(t, m, "web:ana", memory.Turn{SessionID: "s1", Seq: 2, At: e.clock.Now(), UserText: "second"})
+		remember(t, m, "web:ana", memory.Turn{SessionID: "s2", Seq: 2, At: e.clock.Now(), UserText: "second"})
 		calls := map[int64]int{}
-		extract := func(ctx context.Context, turn memory.Turn) ([]memory.Fact, error) {
+		extract := func(ctx context.Context, turns []memory.Turn) ([]memory.Found, error) {
+			if len(turns) != 1 {
+				t.Errorf("batch of %d with Batch 1", len(turns))
+			}
+			turn := turns[0]
 			calls[turn.Seq]++
 			if turn.Seq == 1 {
 				return nil, errors.New("model unavailable")
@@ -233,7 +243,7 @@ func TestModelPassRetries(t *testing.T) {
 			if calls[turn.Seq] < 3 {
 				panic("model client bug")
 			}
-			return []memory.Fact{{Kind: memory.KindNote, Text: "Second try worked"}}, nil
+			return []memory.Found{{Fact: memory.Fact{Kind: memory.KindNote, Text: "Second try worked"}}}, nil
 		}
 		for attempt := 1; attempt <= 3; attempt++ {
 			if n, err := m.RunJobs(ctx, extract); err != nil || n != 2 {
@@ -257,12 +267,15 @@ func TestModelPassRetries(t *testing.T) {
 		if n, _ := m.RunJobs(ctx, extract); n != 0 {
 			t.Fatal("a failed job ran again")
 		}
+		if f := list(t, m, "web:ana"); len(f) != 1 || f[0].SourceSeq != 2 || f[0].SourceSessionID != "s2" {
+			t.Fatalf("facts %+v", f)
+		}
 	})
 }
 
 func TestModelPassLeaseLapse(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
-		m := newMemory(e, memory.Config{JobLease: time.Minute, JobAttempts: 2})
+		m := newMemory(e, memory.Config{JobLease: time.Minute, JobAttempts: 2, Batch: 1})
 		remember(t, m, "web:ana", memory.Turn{SessionID: "s1", Seq: 1, At: e.clock.Now(), UserText: "hello"})
 		// A worker claims the job and hangs past its lease; another takes
 		// over, and the first one's late result is dropped.
@@ -270,17 +283,17 @@ func TestModelPassLeaseLapse(t *testing.T) {
 		claimed := make(chan struct{})
 		done := make(chan error, 1)
 		go func() {
-			_, err := m.RunJobs(ctx, func(ctx context.Context, turn memory.Turn) ([]memory.Fact, error) {
+			_, err := m.RunJobs(ctx, func(ctx context.Context, turns []memory.Turn) ([]memory.Found, error) {
 				close(claimed)
 				<-release
-				return []memory.Fact{{Kind: memory.KindNote, Text: "from the stale worker"}}, nil
+				return []memory.Found{{Fact: memory.Fact{Kind: memory.KindNote, Text: "from the stale worker"}}}, nil
 			})
 			done <- err
 		}()
 		<-claimed
 		e.clock.Advance(2 * time.Minute)
-		n, err := m.RunJobs(ctx, func(ctx context.Context, turn memory.Turn) ([]memory.Fact, error) {
-			return []memory.Fact{{Kind: memory.KindNote, Text: "from the successor"}}, nil
+		n, err := m.RunJobs(ctx, func(ctx context.Context, turns []memory.Turn) ([]memory.Found, error) {
+			return []memory.Found{{Fact: memory.Fact{Kind: memory.KindNote, Text: "from the successor"}}}, nil
 		})
 		if err != nil || n != 1 {
 			t.Fatalf("successor ran %d, %v", n, err)
@@ -299,12 +312,16 @@ func TestModelPassLeaseLapse(t *testing.T) {
 	})
 }
 
+// Workers in parallel (goroutines, and on Postgres replicas) read every
+// turn once, in batches of one person in one session.
 func TestJobsClaimedOnce(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
 		m := newMemory(e, memory.Config{})
-		const turns = 40
+		const turns, groups = 40, 8
 		for i := range turns {
-			remember(t, m, fmt.Sprintf("web:u%d", i%4), memory.Turn{SessionID: fmt.Sprintf("s%d", i), Seq: 1, At: e.clock.Now(), UserText: fmt.Sprintf("turn %d", i)})
+			// Person u(i%4) in session s(i%8): eight groups of five.
+			remember(t, m, fmt.Sprintf("web:u%d", i%4), memory.Turn{SessionID: fmt.Sprintf("s%d", i%groups), Seq: int64(i + 1), At: e.clock.Now(),
+				UserText: fmt.Sprintf("turn %d", i)})
 		}
 		// Workers on this store and, on Postgres, on other replicas.
 		workers := []*memory.Memory{m, m, m, m}
@@ -314,18 +331,29 @@ func TestJobsClaimedOnce(t *testing.T) {
 			}
 		}
 		var mu sync.Mutex
-		calls := map[string]int{}
+		seen := map[int64]int{}
+		batches := 0
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for _, w := range workers {
 			wg.Go(func() {
 				<-start
-				_, err := w.RunJobs(ctx, func(ctx context.Context, turn memory.Turn) ([]memory.Fact, error) {
+				_, err := w.RunJobs(ctx, func(ctx context.Context, ts []memory.Turn) ([]memory.Found, error) {
 					mu.Lock()
-					calls[turn.SessionID]++
+					batches++
+					for _, turn := range ts {
+						seen[turn.Seq]++
+						if turn.SessionID != ts[0].SessionID {
+							t.Errorf("a batch mixes sessions: %+v", ts)
+						}
+					}
 					mu.Unlock()
 					time.Sleep(time.Millisecond)
-					return []memory.Fact{{Kind: memory.KindNote, Text: "noted " + turn.UserText}}, nil
+					var found []memory.Found
+					for i, turn := range ts {
+						found = append(found, memory.Found{Turn: i, Fact: memory.Fact{Kind: memory.KindNote, Text: "noted " + turn.UserText}})
+					}
+					return found, nil
 				})
 				if err != nil {
 					t.Error(err)
@@ -334,16 +362,21 @@ func TestJobsClaimedOnce(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
-		if len(calls) != turns {
-			t.Fatalf("%d of %d jobs ran", len(calls), turns)
+		if len(seen) != turns || batches != groups {
+			t.Fatalf("%d of %d turns read in %d model calls, want %d", len(seen), turns, batches, groups)
 		}
-		for s, n := range calls {
+		for seq, n := range seen {
 			if n != 1 {
-				t.Fatalf("job of %s ran %d times", s, n)
+				t.Fatalf("turn %d read %d times", seq, n)
 			}
 		}
 		if js := jobs(t, e.st, "", store.MemoryJobDone); len(js) != turns {
 			t.Fatalf("%d jobs done", len(js))
+		}
+		for u := range 4 {
+			if f := list(t, m, fmt.Sprintf("web:u%d", u)); len(f) != 10 {
+				t.Fatalf("web:u%d has %d facts", u, len(f))
+			}
 		}
 	})
 }
@@ -426,16 +459,16 @@ func TestListAndForget(t *testing.T) {
 // somewhere else (an answer, a page, the model's own guess).
 func TestModelPassKeepsOnlyWhatThePersonWrote(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
-		m := newMemory(e, memory.Config{})
+		m := newMemory(e, memory.Config{Batch: 1})
 		at := e.clock.Now().Add(-time.Minute)
 		remember(t, m, "telegram:u_a", memory.Turn{SessionID: "s1", Seq: 5, At: at, UserText: "Note that Sara uses sara@example.com now"})
 		var seen []memory.Turn
-		n, err := m.RunJobs(ctx, func(ctx context.Context, turn memory.Turn) ([]memory.Fact, error) {
-			seen = append(seen, turn)
-			return []memory.Fact{
-				{Kind: memory.KindContact, Subject: "contact:sara", Text: "Sara's email is sara@example.com", Value: "sara@example.com"},
-				{Kind: memory.KindContact, Subject: "contact:mallory", Text: "Mallory's email is mallory@evil.example", Value: "mallory@evil.example"},
-				{Kind: memory.KindName, Text: "My name is Eve", Value: "Eve"},
+		n, err := m.RunJobs(ctx, func(ctx context.Context, turns []memory.Turn) ([]memory.Found, error) {
+			seen = append(seen, turns...)
+			return []memory.Found{
+				{Fact: memory.Fact{Kind: memory.KindContact, Subject: "contact:sara", Text: "Sara's email is sara@example.com", Value: "sara@example.com"}},
+				{Fact: memory.Fact{Kind: memory.KindContact, Subject: "contact:mallory", Text: "Mallory's email is mallory@evil.example", Value: "mallory@evil.example"}},
+				{Fact: memory.Fact{Kind: memory.KindName, Text: "My name is Eve", Value: "Eve"}},
 			}, nil
 		})
 		if err != nil || n != 1 || len(seen) != 1 || seen[0].UserText != "Note that Sara uses sara@example.com now" {

@@ -13,11 +13,11 @@ import (
 // store as soon as Stop returns.
 func TestWorkerStopWaitsForTheRunningJob(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
-		m := newMemory(e, memory.Config{JobPoll: 10 * time.Millisecond})
+		m := newMemory(e, memory.Config{JobPoll: 10 * time.Millisecond, Batch: 1})
 		remember(t, m, "web:w", memory.Turn{SessionID: "s1", Seq: 2, At: e.clock.Now().Add(-time.Minute), UserText: "My name is Ana."})
 		started := make(chan struct{})
 		var finished atomic.Bool
-		w := memory.NewWorker(m, func(ctx context.Context, turn memory.Turn) ([]memory.Fact, error) {
+		w := memory.NewWorker(m, func(ctx context.Context, turns []memory.Turn) ([]memory.Found, error) {
 			close(started)
 			<-ctx.Done()
 			time.Sleep(200 * time.Millisecond) // winding down after the cancel

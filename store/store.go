@@ -203,12 +203,17 @@ type Tx interface {
 	SetReadWatermark(ctx context.Context, sessionID string, seq int64, now time.Time) error
 	// Wake asks for claimers to be woken once the transaction commits.
 	Wake()
-	// ClaimMemoryJob locks and returns a due memory job: queued or running
-	// (its lease lapsed) with AvailableAt at or before now, oldest first.
-	// Jobs locked by other transactions are skipped.
-	ClaimMemoryJob(ctx context.Context, now time.Time) (MemoryJob, bool, error)
+	// ClaimMemoryBatch locks and returns a batch: the due jobs (queued, or
+	// running with their lease lapsed, AvailableAt at or before c.Now) of
+	// one (user, session), oldest first, at most c.Limit, from a group that
+	// is ready (see MemoryBatchClaim); the ready group holding the oldest
+	// due job first. Jobs locked by other transactions are skipped, so two
+	// claimers never get the same job. None is ready: an empty batch.
+	ClaimMemoryBatch(ctx context.Context, c MemoryBatchClaim) ([]MemoryJob, error)
 	// LockMemoryJob locks and returns a job (CodeNotFound when absent).
 	LockMemoryJob(ctx context.Context, id int64) (MemoryJob, error)
+	// LockMemoryJobs locks and returns those of ids that exist, by id.
+	LockMemoryJobs(ctx context.Context, ids []int64) ([]MemoryJob, error)
 	// UpdateMemoryJob writes the mutable fields of j (state, attempts,
 	// owner, available time, last error, texts, updated time).
 	UpdateMemoryJob(ctx context.Context, j MemoryJob) error
@@ -309,7 +314,20 @@ const (
 	MemoryJobFailed  = "failed"
 )
 
-// MemoryJob is a queued model pass over one turn.
+// MemoryBatchClaim says which due jobs a ClaimMemoryBatch may take. A
+// (user, session) group is ready when it has MinJobs due jobs (or Limit,
+// when that is fewer), or when its newest due job was created at or
+// before IdleBefore: the session has gone quiet.
+type MemoryBatchClaim struct {
+	Now        time.Time
+	MinJobs    int
+	IdleBefore time.Time
+	// Limit bounds the batch. Defaults to 1.
+	Limit int
+}
+
+// MemoryJob is a queued model pass over one turn. Jobs of one user and
+// session are claimed together, in batches (ClaimMemoryBatch).
 type MemoryJob struct {
 	ID        int64
 	UserKey   string

@@ -13,7 +13,8 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/internal/smtptest"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
@@ -35,7 +36,7 @@ func personStack(t *testing.T, extra ...tools.Tool) (*stacktest.Env, *telegramte
 	smtp := smtptest.Start(t)
 	ts := append([]tools.Tool{tools.NewEmailSend(tools.EmailConfig{SMTPURL: smtp.URL(), From: "agent@example.com"})}, extra...)
 	var fake *telegramtest.TelegramFake
-	e := stacktest.NewEnv(t, func(tb adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+	e := stacktest.NewEnv(t, func(tb adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 		a, f := telegramtest.NewTelegramAdapter(tb, telegramtest.TelegramOptions{})
 		fake = f
 		return a, f
@@ -44,7 +45,7 @@ func personStack(t *testing.T, extra ...tools.Tool) (*stacktest.Env, *telegramte
 }
 
 func userKey(fake *telegramtest.TelegramFake, handle string) string {
-	return "telegram:" + gateway.PseudonymousUserID("telegram", fake.UserID(handle))
+	return "telegram:" + people.PseudonymousUserID("telegram", fake.UserID(handle))
 }
 
 // webSay sends text as the web chat does and returns its seq.
@@ -299,10 +300,11 @@ func TestMemoryPassesStoreFactsUnderTheMessagesPerson(t *testing.T) {
 	if facts, _ := e.Memory.List(e.Ctx, gh.LocalUser); len(facts) != 0 {
 		t.Fatalf("the operator got facts %+v", facts)
 	}
-	// The model pass reads each person's words and nothing else.
+	// The model pass reads each person's words and nothing else: a batch
+	// each (Flush: one turn each is fewer than a batch waits for).
 	before := len(e.Model.Requests())
 	e.Model.Push(modeltest.Reply{Text: `{"facts":[]}`}, modeltest.Reply{Text: `{"facts":[]}`})
-	if n, err := e.Memory.RunJobs(e.Ctx, supervisor.ModelExtractor(mustModels(t, e.Model))); err != nil || n != 2 {
+	if n, err := e.Memory.Flush(e.Ctx, supervisor.ModelExtractor(mustModels(t, e.Model))); err != nil || n != 2 {
 		t.Fatalf("model pass ran %d jobs: %v", n, err)
 	}
 	reqs := e.Model.Requests()[before:]

@@ -294,7 +294,9 @@ func (s *Supervisor) modelLoop(ctx context.Context, lease gh.Lease, p *attemptPl
 				return err
 			}
 			out.summary.StopReason = "max_turns"
-			return nil
+			// No request follows: a guide still waiting becomes queued
+			// input, answered by a run of its own, and the log says so.
+			return s.downgradeGuides(ctx, lease, p)
 		}
 		msgs, stop, err := s.prepareRequest(ctx, lease, p, userKey, notes, out)
 		if stop || err != nil {
@@ -317,8 +319,21 @@ func (s *Supervisor) modelLoop(ctx context.Context, lease gh.Lease, p *attemptPl
 			if a, failed, err = s.ask(ctx, lease, p, gen, msgs, recalled, out); failed || err != nil {
 				return err
 			}
-			if final, err = s.settleAnswer(ctx, lease, p, a, out); final || err != nil {
+			if final, err = s.settleAnswer(ctx, lease, p, a, out); err != nil {
 				return err
+			}
+			if final {
+				// A guide sent while the final request was in flight is
+				// for this turn: the same run answers it with one more
+				// request, rather than a run of its own later — unless
+				// no request may follow.
+				if n+1 >= s.cfg.MaxModelRequests {
+					return s.downgradeGuides(ctx, lease, p)
+				}
+				if more, err := s.guidesArrived(ctx, lease, p); err != nil || !more {
+					return err
+				}
+				continue
 			}
 		}
 		if done, err := s.runTools(ctx, lease, p.t, &a, a.ToolCalls, p.inputs, p.promptSeq, out); done || err != nil {
@@ -609,6 +624,49 @@ func (s *Supervisor) injectGuides(ctx context.Context, lease gh.Lease, t *transc
 	return read, guides, nil
 }
 
+// guidesArrived takes in the guides committed while the turn's final
+// request was in flight, as the next request would: it reports whether
+// there were any, so the turn goes on to answer them.
+func (s *Supervisor) guidesArrived(ctx context.Context, lease gh.Lease, p *attemptPlan) (bool, error) {
+	cursor, guides, err := s.injectGuides(ctx, lease, p.t, p.cursor)
+	if err != nil || len(guides) == 0 {
+		return false, err
+	}
+	p.cursor = cursor
+	p.inputs = append(p.inputs, guides...)
+	return true, nil
+}
+
+// NoticeGuideQueued is the code of the notice that says a guide will be
+// answered as queued input: it came when no further model request of its
+// turn would read it.
+const NoticeGuideQueued = "guide-queued"
+
+// downgradeGuides notes, for each guide waiting unread when the turn ends
+// without another request, that it is answered next as queued input (the
+// run's settle queues it): the log never shows a guide answered apart
+// without saying why.
+func (s *Supervisor) downgradeGuides(ctx context.Context, lease gh.Lease, p *attemptPlan) error {
+	evs, err := s.k.Events(ctx, lease.SessionID, p.cursor, 100)
+	if err != nil {
+		return err
+	}
+	for _, e := range evs {
+		if e.Kind != gh.KindUserMessage {
+			continue
+		}
+		var u gh.UserMessage
+		if json.Unmarshal(e.Payload, &u) != nil || u.Delivery != gh.DeliveryGuide {
+			break
+		}
+		if err := s.notice(ctx, lease, fmt.Sprintf("guidequeued:%d", e.Seq), NoticeGuideQueued,
+			fmt.Sprintf("The guide at #%d came as the turn ended; it is answered next, as a new message.", e.Seq)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // fail turns a model failure into the attempt's outcome. A failure that a
 // retry may cure is settled as failed and retried; on the last attempt, or
 // when retrying cannot help, the user gets a ⚠️ message with a hint —
@@ -705,11 +763,16 @@ func (s *Supervisor) basePrompt() string {
 }
 
 // generation names the next answer of a prompt. The count of answers in
-// the loaded log gives the ordinal; answers a compaction summarised away are
-// not loaded, so the store is asked whether the name is taken before it is
-// used.
+// the loaded log gives the ordinal; answers a compaction summarised away (or
+// an unreadable row) are not counted, so then the store is asked whether
+// the name is taken before it is used.
 func (s *Supervisor) generation(ctx context.Context, sessionID string, t *transcript, promptSeq int64) (string, error) {
 	gen := t.generation(promptSeq)
+	if !t.compacted && t.skipped == 0 {
+		// The whole log is loaded and read: the count is exact, and the
+		// store need not be asked.
+		return gen, nil
+	}
 	for {
 		_, taken, err := s.k.EventByKey(ctx, sessionID, gen)
 		if err != nil || !taken {

@@ -763,7 +763,7 @@ func TestModelPassExtractsFacts(t *testing.T) {
 	fake := modeltest.NewOpenAI(t, "test-key")
 	fake.Push(modeltest.Reply{Text: `Sure: {"facts":[{"kind":"preference","text":"Ana prefers tea to coffee","value":""}]}`})
 	reg := mustModels(t, fake)
-	m := memory.New(st, memory.Config{})
+	m := memory.New(st, memory.Config{Batch: 1})
 	said := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	if _, err := m.Remember(ctx, "local", memory.Turn{SessionID: "s1", Seq: 1, At: said, UserText: "Honestly, tea over coffee any day."}); err != nil {
 		t.Fatal(err)
@@ -794,7 +794,7 @@ func TestModelPassKeepsContactsByName(t *testing.T) {
 	defer st.Close()
 	fake := modeltest.NewOpenAI(t, "test-key")
 	fake.Push(modeltest.Reply{Text: `{"facts":[{"kind":"contact","text":"Sara's email is sara@example.com","subject":"Sara","value":"sara@example.com"}]}`})
-	m := memory.New(st, memory.Config{})
+	m := memory.New(st, memory.Config{Batch: 1})
 	if _, err := m.Remember(ctx, "telegram:u_1", memory.Turn{SessionID: "s1", Seq: 1, At: time.Now(), UserText: "my colleague Sara, reachable at sara@example.com"}); err != nil {
 		t.Fatal(err)
 	}
@@ -841,5 +841,87 @@ func TestTurnCostCountsThePartBeforeAnApproval(t *testing.T) {
 	}
 	if last.TurnTokens.InputTokens != 30 || last.TurnCostUSD != 30 || last.Tokens.InputTokens != 20 {
 		t.Fatalf("run.finished after the resume %+v", last)
+	}
+}
+
+// A turn that failed for good is answered when retried: the retry (a
+// turn.retry input) queues a run, which answers the failed turn's input
+// (and only it) and reads the retry as done.
+func TestRetriedTurnAnswersTheFailedInput(t *testing.T) {
+	e := setup(t, opts{kernel: kernel.Config{MaxAttempts: 1}})
+	e.fake.SetDefault(modeltest.Reply{Status: 500})
+	e.input("s1", "summarise the report", "")
+	if run := e.settled("s1"); run.State != gh.RunFailed {
+		t.Fatalf("run %+v", run)
+	}
+	e.fake.SetDefault(modeltest.Reply{Text: "Here is the summary."})
+	p, _ := json.Marshal(gh.TurnRetry{RunID: 1, By: gh.LocalUser})
+	c, err := e.k.EdgeCommit(e.ctx, kernel.EdgeInput{SessionID: "s1", Event: gh.NewEvent{Kind: gh.KindTurnRetry, Payload: p, Key: "retry:r1"}})
+	if err != nil || c.RunID == 0 {
+		t.Fatalf("retry: %+v %v", c, err)
+	}
+	e.waitFor("the retried turn's answer", func() bool { return len(assistants(t, e.events("s1"))) == 2 })
+	as := assistants(t, e.events("s1"))
+	if as[1].Text != "Here is the summary." || fmt.Sprint(as[1].InputSeqs) != "[1]" {
+		t.Fatalf("the retried turn answered %+v, want the failed input 1", as[1])
+	}
+	if run := e.settled("s1"); run.State != gh.RunDone || run.ID != c.RunID {
+		t.Fatalf("the retried run %+v", run)
+	}
+}
+
+// A guide sent while the turn's final model request is in flight is for
+// that turn: the same run answers it with one more request.
+func TestGuideDuringTheFinalRequestIsAnsweredByTheSameRun(t *testing.T) {
+	e := setup(t, opts{})
+	var guide int64
+	e.fake.Push(modeltest.Reply{Text: "Here is the plan.", Before: func() { guide = e.input("s1", "and make it short", gh.DeliveryGuide) }},
+		modeltest.Reply{Text: "Short plan."})
+	first := e.input("s1", "plan my day", "")
+	e.waitFor("two answers", func() bool { return len(assistants(t, e.events("s1"))) == 2 })
+	run := e.settled("s1")
+	evs := e.events("s1")
+	as := assistants(t, evs)
+	if as[0].Text != "Here is the plan." || fmt.Sprint(as[0].InputSeqs) != fmt.Sprint([]int64{first}) {
+		t.Fatalf("first answer %+v", as[0])
+	}
+	if as[1].Text != "Short plan." || fmt.Sprint(as[1].InputSeqs) != fmt.Sprint([]int64{first, guide}) {
+		t.Fatalf("the guide's answer %+v, want it in the same turn", as[1])
+	}
+	if run.ID != 1 || run.State != gh.RunDone || strings.Count(kinds(evs), "run.started") != 1 || strings.Count(kinds(evs), "run.finished") != 1 {
+		t.Fatalf("one run must answer both: run %+v, log %s", run, kinds(evs))
+	}
+	for _, ev := range evs {
+		if ev.Kind == gh.KindNotice && strings.Contains(string(ev.Payload), supervisor.NoticeGuideQueued) {
+			t.Fatalf("a guide the turn answered was said to be queued: %s", ev.Payload)
+		}
+	}
+}
+
+// When no request may follow the final one, a guide that came during it
+// is answered next as queued input, and the log says so.
+func TestGuideAfterTheLastAllowedRequestIsQueuedVisibly(t *testing.T) {
+	e := setup(t, opts{sup: supervisor.Config{MaxModelRequests: 1}})
+	var guide int64
+	e.fake.Push(modeltest.Reply{Text: "Here is the plan.", Before: func() { guide = e.input("s1", "and make it short", gh.DeliveryGuide) }},
+		modeltest.Reply{Text: "Short plan."})
+	e.input("s1", "plan my day", "")
+	e.waitFor("the guide answered", func() bool { return len(assistants(t, e.events("s1"))) == 2 })
+	e.settled("s1")
+	evs := e.events("s1")
+	as := assistants(t, evs)
+	if as[1].Text != "Short plan." || fmt.Sprint(as[1].InputSeqs) != fmt.Sprint([]int64{guide}) {
+		t.Fatalf("the guide's answer %+v", as[1])
+	}
+	var said bool
+	for _, ev := range evs {
+		var n gh.Notice
+		if ev.Kind == gh.KindNotice && json.Unmarshal(ev.Payload, &n) == nil && n.Code == supervisor.NoticeGuideQueued &&
+			strings.Contains(n.Text, fmt.Sprintf("#%d", guide)) {
+			said = true
+		}
+	}
+	if !said {
+		t.Fatalf("no notice that guide %d was queued: %s", guide, kinds(evs))
 	}
 }

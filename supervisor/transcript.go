@@ -26,11 +26,14 @@ type entry struct {
 // transcript is the decoded log of one attempt: the conversation, and the
 // facts that decide whether a turn is owed.
 type transcript struct {
-	summary  string
-	entries  []entry
-	results  map[string]gh.ToolResult // by toolCallId
-	answered map[int64]bool           // inputs a completed assistant message listed
-	lastSeq  int64
+	summary string
+	// compacted says the log was loaded from a compaction: answers before
+	// it are not in entries.
+	compacted bool
+	entries   []entry
+	results   map[string]gh.ToolResult // by toolCallId
+	answered  map[int64]bool           // inputs a completed assistant message listed
+	lastSeq   int64
 	// skipped counts unreadable payloads (each logged once).
 	skipped int
 }
@@ -88,7 +91,7 @@ func decode(events []gh.Event, log *slog.Logger) *transcript {
 				bad(e, err)
 				continue
 			}
-			t.summary = c.Summary
+			t.summary, t.compacted = c.Summary, true
 		}
 		// Bookkeeping (run.finished, notices, gates) is not conversation.
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
 
@@ -17,7 +17,7 @@ import (
 func (e *env) button(m Message, choice string) string {
 	e.T.Helper()
 	for _, b := range m.Buttons {
-		if _, c, ok := gateway.ParseButtonData(b); ok && c == choice {
+		if _, c, ok := chat.ParseButtonData(b); ok && c == choice {
 			return b
 		}
 	}
@@ -28,7 +28,7 @@ func (e *env) button(m Message, choice string) string {
 // gateOf is the gate of card m, as the store has it now.
 func (e *env) gateOf(m Message) gh.Gate {
 	e.T.Helper()
-	id, _, ok := gateway.ParseButtonData(e.button(m, gateway.ChoiceApprove))
+	id, _, ok := chat.ParseButtonData(e.button(m, chat.ChoiceApprove))
 	if !ok {
 		e.T.Fatalf("card %+v has no gate", m)
 	}
@@ -131,7 +131,7 @@ func testApprovalChatCopy(t *testing.T, mk func(StackOptions) *env) {
 		})
 	}
 	// The requester's press in the session's chat now hears the decision.
-	if reply, err := e.Fake.Press("room", card.ID, e.button(card, gateway.ChoiceApprove), "alice"); err != nil || !strings.Contains(strings.ToLower(reply), "already") {
+	if reply, err := e.Fake.Press("room", card.ID, e.button(card, chat.ChoiceApprove), "alice"); err != nil || !strings.Contains(strings.ToLower(reply), "already") {
 		t.Fatalf("a press after the decision: %q %v", reply, err)
 	}
 	if n := e.Posted(); n != 1 {
@@ -151,7 +151,7 @@ func testDenyWithReason(t *testing.T, mk func(StackOptions) *env) {
 	askToPost(e, "Understood, not posted.")
 	e.Fake.Say("room", "alice", "post it", false)
 	card, _, _ := e.card("room")
-	withReason := e.button(card, gateway.ChoiceDenyReason)
+	withReason := e.button(card, chat.ChoiceDenyReason)
 	// Someone who may not decide is told so, and asked nothing.
 	reply, err := e.Fake.DenyWithReason("room", card.ID, withReason, "bob", "because")
 	if err != nil || !strings.Contains(reply, "cannot decide") {

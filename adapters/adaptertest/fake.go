@@ -1,6 +1,6 @@
 package adaptertest
 
-import "github.com/gatehouse/gatehouse/gateway"
+import "github.com/gatehouse/gatehouse/gateway/chat"
 
 // Fake is a platform's fake server as the shared suite drives it. Each
 // platform's fake (telegramtest, discordtest and slacktest, beside their
@@ -71,7 +71,7 @@ type Message struct {
 // Factory starts a platform's fake and an adapter aimed at it. The
 // adapter must be fully configured (token, URLs); the suite starts its
 // connection through the gateway.
-type Factory func(t TB) (gateway.Adapter, Fake)
+type Factory func(t TB) (chat.Adapter, Fake)
 
 // TB is the part of testing.TB the factories need.
 type TB interface {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
 
@@ -20,15 +20,15 @@ func testGrantInTheChat(t *testing.T, mk func(StackOptions) *env) {
 	// the grant covers); /grants in the channel lists it all the same.
 	_, say := e.ask("room", "alice", "post that the report is ready")
 	card, _, _ := e.card("room")
-	forChat := e.button(card, gateway.ChoiceApproveChat)
+	forChat := e.button(card, chat.ChoiceApproveChat)
 	reply, err := e.Fake.Press("room", card.ID, forChat, "alice")
 	if err != nil || !strings.Contains(reply, "Approved for this chat") {
 		t.Fatalf("the press of Approve for this chat: %q %v", reply, err)
 	}
 	e.reply("room", "Posted once.")
 	notice := e.reply("room", "approved post_note for this chat")
-	noticeRevoke := e.button(notice, gateway.ChoiceRevokeGrant)
-	grantID, _, _ := gateway.ParseButtonData(noticeRevoke)
+	noticeRevoke := e.button(notice, chat.ChoiceRevokeGrant)
+	grantID, _, _ := chat.ParseButtonData(noticeRevoke)
 	if g, err := e.Store.GetGrant(e.Ctx, grantID); err != nil || !g.Active(g.Created) || g.Tool != "post_note" {
 		t.Fatalf("the notice's Revoke button names grant %q: %+v %v", grantID, g, err)
 	}
@@ -46,11 +46,11 @@ func testGrantInTheChat(t *testing.T, mk func(StackOptions) *env) {
 	}
 
 	// /grants lists it; bob, a member, revokes it from the listing.
-	list, err := e.Fake.Command("room", "bob", gateway.CommandGrants)
+	list, err := e.Fake.Command("room", "bob", chat.CommandGrants)
 	if err != nil || !strings.Contains(list.Text, "post_note") || !strings.Contains(list.Text, grantID) {
 		t.Fatalf("/grants must list the grant %s: %+v %v", grantID, list, err)
 	}
-	revoke := e.button(list, gateway.ChoiceRevokeGrant)
+	revoke := e.button(list, chat.ChoiceRevokeGrant)
 	if reply, err := e.Fake.Press("room", list.ID, revoke, "bob"); err != nil || !strings.Contains(reply, "Revoked") {
 		t.Fatalf("the press of Revoke in /grants: %q %v", reply, err)
 	}
@@ -62,7 +62,7 @@ func testGrantInTheChat(t *testing.T, mk func(StackOptions) *env) {
 	if reply, err := e.Fake.Press("room", notice.ID, noticeRevoke, "alice"); err != nil || !strings.Contains(reply, "Already revoked") {
 		t.Fatalf("a second Revoke: %q %v", reply, err)
 	}
-	if list, err := e.Fake.Command("room", "alice", gateway.CommandGrants); err != nil || !strings.Contains(list.Text, "No grants") || len(list.Buttons) != 0 {
+	if list, err := e.Fake.Command("room", "alice", chat.CommandGrants); err != nil || !strings.Contains(list.Text, "No grants") || len(list.Buttons) != 0 {
 		t.Fatalf("/grants after the revocation: %+v %v", list, err)
 	}
 
@@ -89,12 +89,12 @@ func testGrantInTheChat(t *testing.T, mk func(StackOptions) *env) {
 
 // cardsIn counts the approval cards the bot sent to chat (pending or
 // decided): messages with an Approve button now, or edited to a decision.
-func (e *env) cardsIn(chat string) int {
+func (e *env) cardsIn(chatName string) int {
 	n := 0
-	for _, m := range e.Fake.Messages(chat) {
+	for _, m := range e.Fake.Messages(chatName) {
 		pending := false
 		for _, b := range m.Buttons {
-			if _, c, ok := gateway.ParseButtonData(b); ok && c == gateway.ChoiceApprove {
+			if _, c, ok := chat.ParseButtonData(b); ok && c == chat.ChoiceApprove {
 				pending = true
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -35,7 +35,7 @@ func WaitReceive(t TB, ctx context.Context, st store.Store, platform, update str
 // Connect runs a.Connect with sink until the test ends, and fails the
 // test when Connect does not return nil within within of its context
 // ending: an adapter must stop promptly and cleanly.
-func Connect(t TB, a gateway.Adapter, sink gateway.Sink, within time.Duration) {
+func Connect(t TB, a chat.Adapter, sink chat.Sink, within time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse/gatehouse/gates"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store"
@@ -20,7 +20,7 @@ type Stack struct {
 	Kernel  *kernel.Kernel
 	Model   *modeltest.OpenAI
 	Gates   *gates.Service
-	Adapter gateway.Adapter
+	Adapter chat.Adapter
 	Fake    Fake
 	// Posted reports how many times the danger tool post_note has run.
 	Posted func() int32

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -80,11 +80,11 @@ func (e *env) UserMessages(session string) int {
 }
 
 // reply waits for a bot message in chat whose text contains want.
-func (e *env) reply(chat, want string) Message {
+func (e *env) reply(chatName, want string) Message {
 	e.T.Helper()
 	var got Message
-	e.Eventually(fmt.Sprintf("a message containing %q in %s", want, chat), func() bool {
-		for _, m := range e.Fake.Messages(chat) {
+	e.Eventually(fmt.Sprintf("a message containing %q in %s", want, chatName), func() bool {
+		for _, m := range e.Fake.Messages(chatName) {
 			if strings.Contains(m.Text, want) {
 				got = m
 				return true
@@ -107,7 +107,7 @@ func testAnswered(t *testing.T, mk func(StackOptions) *env) {
 	e.Model.Push(modeltest.Reply{Text: "Hello from the agent."})
 	upd := e.Fake.Say("room", "alice", "hi there", false)
 	row := e.Receive(upd)
-	if row.Outcome != gateway.ReceiveHandedOn || row.SessionID == "" || row.Seq == 0 {
+	if row.Outcome != chat.ReceiveHandedOn || row.SessionID == "" || row.Seq == 0 {
 		t.Fatalf("a message from an allowed user is handed on: %+v", row)
 	}
 	e.reply("room", "Hello from the agent.")
@@ -132,9 +132,9 @@ func testDropped(t *testing.T, mk func(StackOptions) *env) {
 	e := mk(StackOptions{})
 	bot := e.Fake.Say("room", "otherbot", "I am a bot", true)
 	stranger := e.Fake.Say("room", "mallory", "let me in", false)
-	for upd, reason := range map[string]string{bot: gateway.ReasonFromBot, stranger: gateway.ReasonNotAllowed} {
+	for upd, reason := range map[string]string{bot: chat.ReasonFromBot, stranger: chat.ReasonNotAllowed} {
 		row := e.Receive(upd)
-		if row.Outcome != gateway.ReceiveDropped || row.Reason != reason {
+		if row.Outcome != chat.ReceiveDropped || row.Reason != reason {
 			t.Fatalf("update %s: %s/%s, want dropped/%s", upd, row.Outcome, row.Reason, reason)
 		}
 		e.Eventually("the dropped update acknowledged", func() bool { return e.Fake.Acked(upd) })
@@ -162,9 +162,9 @@ func testFlood(t *testing.T, mk func(StackOptions) *env) {
 	handed, flood := 0, 0
 	for _, u := range ups {
 		switch r := e.Receive(u); {
-		case r.Outcome == gateway.ReceiveHandedOn:
+		case r.Outcome == chat.ReceiveHandedOn:
 			handed++
-		case r.Reason == gateway.ReasonFlood:
+		case r.Reason == chat.ReasonFlood:
 			flood++
 		default:
 			t.Fatalf("unexpected outcome %+v", r)
@@ -173,12 +173,12 @@ func testFlood(t *testing.T, mk func(StackOptions) *env) {
 	if handed != 30 || flood != 1 {
 		t.Fatalf("31 messages in a minute: %d handed on, %d flood; want 30 and 1", handed, flood)
 	}
-	if r := e.Receive(ups[30]); r.Reason != gateway.ReasonFlood {
+	if r := e.Receive(ups[30]); r.Reason != chat.ReasonFlood {
 		t.Fatalf("the 31st is the one dropped, got %+v", r)
 	}
 	// Another chat is not held back by this one's flood.
 	other := e.Fake.Say("other", "alice", "hello from elsewhere", false)
-	if r := e.Receive(other); r.Outcome != gateway.ReceiveHandedOn {
+	if r := e.Receive(other); r.Outcome != chat.ReceiveHandedOn {
 		t.Fatalf("flood is per chat: %+v", r)
 	}
 }
@@ -191,7 +191,7 @@ func testRedelivery(t *testing.T, mk func(StackOptions) *env) {
 	e.reply("room", "Answered once.")
 	e.Fake.Redeliver(upd)
 	e.Eventually("the redelivery logged as a duplicate", func() bool {
-		rows, _ := e.Store.ListReceive(e.Ctx, store.ReceiveFilter{Platform: e.Adapter.Platform(), Reason: gateway.ReasonDuplicate, Limit: 10})
+		rows, _ := e.Store.ListReceive(e.Ctx, store.ReceiveFilter{Platform: e.Adapter.Platform(), Reason: chat.ReasonDuplicate, Limit: 10})
 		return len(rows) == 1 && rows[0].UpdateID == upd
 	})
 	if n := e.UserMessages(first.SessionID); n != 1 {
@@ -214,10 +214,10 @@ func testRedelivery(t *testing.T, mk func(StackOptions) *env) {
 
 // card waits for an approval card in chat and returns it with its button
 // data for approve and deny.
-func (e *env) card(chat string) (m Message, approve, deny string) {
+func (e *env) card(chatName string) (m Message, approve, deny string) {
 	e.T.Helper()
-	e.Eventually("an approval card in "+chat, func() bool {
-		for _, msg := range e.Fake.Messages(chat) {
+	e.Eventually("an approval card in "+chatName, func() bool {
+		for _, msg := range e.Fake.Messages(chatName) {
 			if len(msg.Buttons) >= 2 {
 				m = msg
 				return true
@@ -226,11 +226,11 @@ func (e *env) card(chat string) (m Message, approve, deny string) {
 		return false
 	})
 	for _, b := range m.Buttons {
-		_, choice, ok := gateway.ParseButtonData(b)
+		_, choice, ok := chat.ParseButtonData(b)
 		switch {
-		case ok && choice == gateway.ChoiceApprove:
+		case ok && choice == chat.ChoiceApprove:
 			approve = b
-		case ok && choice == gateway.ChoiceDeny:
+		case ok && choice == chat.ChoiceDeny:
 			deny = b
 		}
 	}
@@ -240,13 +240,13 @@ func (e *env) card(chat string) (m Message, approve, deny string) {
 	return m, approve, deny
 }
 
-func (e *env) cardNow(chat, id string) Message {
-	for _, m := range e.Fake.Messages(chat) {
+func (e *env) cardNow(chatName, id string) Message {
+	for _, m := range e.Fake.Messages(chatName) {
 		if m.ID == id {
 			return m
 		}
 	}
-	e.T.Fatalf("card %s vanished from %s", id, chat)
+	e.T.Fatalf("card %s vanished from %s", id, chatName)
 	return Message{}
 }
 
@@ -301,7 +301,7 @@ func testWebDecision(t *testing.T, mk func(StackOptions) *env) {
 	askToPost(e, "Posted after the web approval.")
 	e.Fake.Say("room", "alice", "post it", false)
 	card, approve, _ := e.card("room")
-	id, _, _ := gateway.ParseButtonData(approve)
+	id, _, _ := chat.ParseButtonData(approve)
 	g, won, err := e.Gates.Decide(e.Ctx, id, gh.Decision{State: gh.GateApproved, By: "carol", Surface: "web"})
 	if err != nil || !won || g.State != gh.GateApproved {
 		t.Fatalf("web decision: %+v %v %v", g, won, err)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store"
@@ -81,7 +81,7 @@ func testMessageWhileACardIsPending(t *testing.T, mk func(StackOptions) *env) {
 	card, approve, _ := e.card("room")
 	upd := say("alice", "and what is the weather tomorrow?")
 	row := e.Receive(upd)
-	if row.Outcome != gateway.ReceiveHandedOn || row.SessionID != session {
+	if row.Outcome != chat.ReceiveHandedOn || row.SessionID != session {
 		t.Fatalf("the message under the card: %+v", row)
 	}
 	notice := e.reply("room", waitingNotice)
@@ -93,7 +93,7 @@ func testMessageWhileACardIsPending(t *testing.T, mk func(StackOptions) *env) {
 	// Delivered again by the platform: the same message, no second notice.
 	e.Fake.Redeliver(upd)
 	e.Eventually("the redelivery logged as a duplicate", func() bool {
-		rows, _ := e.Store.ListReceive(e.Ctx, store.ReceiveFilter{Platform: e.Adapter.Platform(), Reason: gateway.ReasonDuplicate, Limit: 10})
+		rows, _ := e.Store.ListReceive(e.Ctx, store.ReceiveFilter{Platform: e.Adapter.Platform(), Reason: chat.ReasonDuplicate, Limit: 10})
 		return len(rows) == 1 && rows[0].UpdateID == upd
 	})
 	time.Sleep(300 * time.Millisecond) // room for a second notice to be sent, if one were coming
@@ -130,7 +130,7 @@ func testCancelDeniesTheCard(t *testing.T, mk func(StackOptions) *env) {
 	_, say := e.ask("room", "alice", "post that the report is ready")
 	card, _, _ := e.card("room")
 	row := e.Receive(say("alice", "  Cancel "))
-	if row.Outcome != gateway.ReceiveDropped || row.Reason != gateway.ReasonCancel {
+	if row.Outcome != chat.ReceiveDropped || row.Reason != chat.ReasonCancel {
 		t.Fatalf("the cancel's receive-log row: %+v", row)
 	}
 	g := e.gateOf(card)
@@ -164,7 +164,7 @@ func testCancelFromSomeoneWhoMayNotDecide(t *testing.T, mk func(StackOptions) *e
 	session, say := e.ask("room", "alice", "post that the report is ready")
 	card, approve, _ := e.card("room")
 	row := e.Receive(say("bob", "cancel"))
-	if row.Outcome != gateway.ReceiveHandedOn || row.SessionID != session {
+	if row.Outcome != chat.ReceiveHandedOn || row.SessionID != session {
 		t.Fatalf("bob's cancel: %+v", row)
 	}
 	e.reply("room", waitingNotice)

@@ -32,7 +32,7 @@ const linkChars = "\\*`|[]<>\""
 // emphasis, a spoiler, a masked link or a mention and links stay usable.
 // @everyone and @here are neutralised as in Format (allowed_mentions
 // keeps any of them from pinging anyway). It implements
-// gateway.CardFormatter.
+// chat.CardFormatter.
 func (a *Adapter) FormatCard(text string) string { return FormatLiteral(text) }
 
 // FormatLiteral is [Adapter.FormatCard] without an adapter.

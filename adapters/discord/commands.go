@@ -10,12 +10,12 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // Slash commands. Discord offers a user only the commands the
 // application registered, so Connect registers the gateway's commands
-// (gateway.CommandGrants) after READY: one bulk overwrite of the global
+// (chat.CommandGrants) after READY: one bulk overwrite of the global
 // commands (PUT /applications/{id}/commands), which replaces whatever
 // was registered before and keeps a command's id when it is named again,
 // so registering on every start never duplicates. It runs in the
@@ -35,7 +35,7 @@ func slashCommands() []*discordgo.ApplicationCommand {
 	dm := true
 	return []*discordgo.ApplicationCommand{{
 		Type:         discordgo.ChatApplicationCommand,
-		Name:         gateway.CommandGrants,
+		Name:         chat.CommandGrants,
 		Description:  "List this chat's grants and revoke them",
 		DMPermission: &dm,
 		Contexts:     &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild, discordgo.InteractionContextBotDM},
@@ -162,7 +162,7 @@ func optionsText(opts []*discordgo.ApplicationCommandInteractionDataOption) stri
 // ephemerally: type 4 with flags 64, the text escaped so nothing in it
 // is read as Markdown or a mention, and its buttons (Revoke) in action
 // rows. nil means no answer is due (a redelivery already answered).
-func (a *Adapter) commandResponse(ctx context.Context, sink gateway.Sink, i *discordgo.Interaction) *discordgo.InteractionResponse {
+func (a *Adapter) commandResponse(ctx context.Context, sink chat.Sink, i *discordgo.Interaction) *discordgo.InteractionResponse {
 	in, name, ok := commandFromInteraction(i, time.Now())
 	if !ok {
 		a.log.Warn("discord slash command that cannot be read", "interaction_id", i.ID)

@@ -14,7 +14,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/discord"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 )
 
@@ -22,7 +22,7 @@ import (
 func waitCommands(t *testing.T, f *discordtest.DiscordFake) {
 	t.Helper()
 	adaptertest.Eventually(t, "the slash commands to be registered", func() bool {
-		return slices.Equal(f.Commands(), []string{gateway.CommandGrants})
+		return slices.Equal(f.Commands(), []string{chat.CommandGrants})
 	})
 }
 
@@ -58,7 +58,7 @@ func TestGrantsIsRegisteredOnReadyAndAgainAfterReconnecting(t *testing.T) {
 
 	stop := connect()
 	waitCommands(t, f)
-	id := f.CommandID(gateway.CommandGrants)
+	id := f.CommandID(chat.CommandGrants)
 	if f.CommandPuts() != 1 {
 		t.Errorf("%d registrations after one READY, want 1", f.CommandPuts())
 	}
@@ -70,13 +70,13 @@ func TestGrantsIsRegisteredOnReadyAndAgainAfterReconnecting(t *testing.T) {
 
 	stop = connect()
 	adaptertest.Eventually(t, "the second registration", func() bool { return f.CommandPuts() == 2 })
-	if got := f.Commands(); !slices.Equal(got, []string{gateway.CommandGrants}) {
+	if got := f.Commands(); !slices.Equal(got, []string{chat.CommandGrants}) {
 		t.Errorf("commands after reconnecting = %q, want [grants] once", got)
 	}
-	if f.CommandID(gateway.CommandGrants) != id {
-		t.Errorf("the overwrite made a new command (%s, was %s)", f.CommandID(gateway.CommandGrants), id)
+	if f.CommandID(chat.CommandGrants) != id {
+		t.Errorf("the overwrite made a new command (%s, was %s)", f.CommandID(chat.CommandGrants), id)
 	}
-	if _, err := f.Command("room", "alice", gateway.CommandGrants); err != nil {
+	if _, err := f.Command("room", "alice", chat.CommandGrants); err != nil {
 		t.Errorf("/grants after reconnecting: %v", err)
 	}
 	stop()
@@ -115,7 +115,7 @@ func TestRegistrationFailureIsRetriedWithoutHoldingMessages(t *testing.T) {
 func TestUnregisteredCommandCannotBeSent(t *testing.T) {
 	t.Parallel()
 	bare := discordtest.NewDiscord(t)
-	if _, err := bare.Command("room", "alice", gateway.CommandGrants); err == nil {
+	if _, err := bare.Command("room", "alice", chat.CommandGrants); err == nil {
 		t.Error("the fake sent /grants although nothing registered it")
 	}
 
@@ -124,10 +124,10 @@ func TestUnregisteredCommandCannotBeSent(t *testing.T) {
 	if _, err := e.f.Command("room", "alice", "deploy"); err == nil {
 		t.Error("the fake sent /deploy, which the bot never registered")
 	}
-	if _, err := e.f.Command("room", "alice", gateway.CommandGrants); err != nil {
+	if _, err := e.f.Command("room", "alice", chat.CommandGrants); err != nil {
 		t.Errorf("/grants, registered: %v", err)
 	}
-	if got := e.sink.commanded(); len(got) != 1 || got[0].name != gateway.CommandGrants {
+	if got := e.sink.commanded(); len(got) != 1 || got[0].name != chat.CommandGrants {
 		t.Errorf("Command calls = %+v, want /grants only", got)
 	}
 	noErrors(t, e.f)
@@ -140,18 +140,18 @@ func TestGrantsIsAnsweredEphemerallyWithButtons(t *testing.T) {
 	t.Parallel()
 	e := start(t, discord.Config{})
 	waitCommands(t, e.f)
-	revoke := gateway.ButtonData("gr_1", gateway.ChoiceRevokeGrant)
-	e.sink.command = func(_ context.Context, name string, in gh.Inbound) (gateway.CommandReply, error) {
-		return gateway.CommandReply{
+	revoke := chat.ButtonData("gr_1", chat.ChoiceRevokeGrant)
+	e.sink.command = func(_ context.Context, name string, in gh.Inbound) (chat.CommandReply, error) {
+		return chat.CommandReply{
 			Text:    "Active grants in this chat:\n1. post_note for **this** chat (@everyone <@123>), until 11:40 UTC. Grant gr_1.",
-			Buttons: []gateway.Button{{Label: "Revoke post_note", Data: revoke, Style: "danger"}},
+			Buttons: []chat.Button{{Label: "Revoke post_note", Data: revoke, Style: "danger"}},
 		}, nil
 	}
-	e.sink.press = func(_ context.Context, p gh.Press) (gateway.PressResult, error) {
-		return gateway.PressResult{Won: true, Text: "Revoked: post_note asks again."}, nil
+	e.sink.press = func(_ context.Context, p gh.Press) (chat.PressResult, error) {
+		return chat.PressResult{Won: true, Text: "Revoked: post_note asks again."}, nil
 	}
 	before := time.Now()
-	list, err := e.f.Command("room", "bob", gateway.CommandGrants)
+	list, err := e.f.Command("room", "bob", chat.CommandGrants)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,10 +168,10 @@ func TestGrantsIsAnsweredEphemerallyWithButtons(t *testing.T) {
 	in.ReceivedAt = time.Time{}
 	want := gh.Inbound{Platform: gh.PlatformDiscord, UpdateID: ix.ID, ChatID: e.f.ChannelID("room"), ChatType: gh.ChatGroup,
 		UserID: e.f.UserID("bob"), UserName: "bob"}
-	if calls[0].name != gateway.CommandGrants || in != want {
+	if calls[0].name != chat.CommandGrants || in != want {
 		t.Errorf("Command(%q, %+v)\nwant Command(grants, %+v)", calls[0].name, in, want)
 	}
-	if ix.Command != gateway.CommandGrants || ix.Type != 4 || ix.Flags&64 == 0 {
+	if ix.Command != chat.CommandGrants || ix.Type != 4 || ix.Flags&64 == 0 {
 		t.Errorf("answer %+v, want type 4 with flags 64 (ephemeral)", ix)
 	}
 	m, ok := e.f.Message("room", list.ID)
@@ -201,12 +201,12 @@ func TestGrantsIsAnsweredEphemerallyWithButtons(t *testing.T) {
 	if err != nil || reply != "Revoked: post\\_note asks again." && reply != "Revoked: post_note asks again." {
 		t.Errorf("Revoke press = %q, %v", reply, err)
 	}
-	if ps := e.sink.pressed(); len(ps) != 1 || ps[0].Choice != gateway.ChoiceRevokeGrant || ps[0].GateID != "gr_1" || ps[0].MessageID != list.ID {
+	if ps := e.sink.pressed(); len(ps) != 1 || ps[0].Choice != chat.ChoiceRevokeGrant || ps[0].GateID != "gr_1" || ps[0].MessageID != list.ID {
 		t.Errorf("presses = %+v, want one revoke of gr_1 on the answer", ps)
 	}
 
 	// In a DM the command is a DM's.
-	if _, err := e.f.Command("dm-bob", "bob", gateway.CommandGrants); err != nil {
+	if _, err := e.f.Command("dm-bob", "bob", chat.CommandGrants); err != nil {
 		t.Fatal(err)
 	}
 	if calls := e.sink.commanded(); len(calls) != 2 || calls[1].in.ChatType != gh.ChatDM || calls[1].in.ChatID != e.f.ChannelID("dm-bob") {
@@ -220,19 +220,19 @@ func TestCommandAnswersEveryCase(t *testing.T) {
 	t.Parallel()
 	e := start(t, discord.Config{PressTimeout: 300 * time.Millisecond})
 	waitCommands(t, e.f)
-	var reply gateway.CommandReply
+	var reply chat.CommandReply
 	var fail error
 	var hang bool
-	e.sink.command = func(ctx context.Context, name string, in gh.Inbound) (gateway.CommandReply, error) {
+	e.sink.command = func(ctx context.Context, name string, in gh.Inbound) (chat.CommandReply, error) {
 		if hang {
 			<-ctx.Done()
-			return gateway.CommandReply{}, ctx.Err()
+			return chat.CommandReply{}, ctx.Err()
 		}
 		return reply, fail
 	}
 	send := func() (adaptertest.Message, discordtest.DiscordInteraction) {
 		t.Helper()
-		m, err := e.f.Command("room", "mallory", gateway.CommandGrants)
+		m, err := e.f.Command("room", "mallory", chat.CommandGrants)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,13 +240,13 @@ func TestCommandAnswersEveryCase(t *testing.T) {
 		return m, ixs[len(ixs)-1]
 	}
 
-	reply = gateway.CommandReply{Text: "You are not allowed to use Gatehouse here.", Refused: true,
-		Buttons: []gateway.Button{{Label: "x", Data: "gh:v:gr_1"}}}
+	reply = chat.CommandReply{Text: "You are not allowed to use Gatehouse here.", Refused: true,
+		Buttons: []chat.Button{{Label: "x", Data: "gh:v:gr_1"}}}
 	if m, ix := send(); m.Text != "You are not allowed to use Gatehouse here." || len(m.Buttons) != 0 || ix.Flags&64 == 0 {
 		t.Errorf("refusal answered %+v (%+v), want the text ephemerally, no buttons", m, ix)
 	}
 
-	reply, fail = gateway.CommandReply{}, errors.New("database is down")
+	reply, fail = chat.CommandReply{}, errors.New("database is down")
 	if m, _ := send(); !strings.Contains(m.Text, "could not answer, try again") {
 		t.Errorf("error answered %q", m.Text)
 	}
@@ -256,7 +256,7 @@ func TestCommandAnswersEveryCase(t *testing.T) {
 	}
 	hang = false
 
-	reply = gateway.CommandReply{Text: strings.Repeat("*", 3000)}
+	reply = chat.CommandReply{Text: strings.Repeat("*", 3000)}
 	if m, _ := send(); len([]rune(m.Text)) > 2000 || !strings.HasPrefix(m.Text, `\*\*`) {
 		t.Errorf("a long answer is %d characters, starting %.10q", len([]rune(m.Text)), m.Text)
 	}
@@ -272,7 +272,7 @@ func TestCommandAnswersEveryCase(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
-	reply = gateway.CommandReply{Text: "Gatehouse knows /grants only."}
+	reply = chat.CommandReply{Text: "Gatehouse knows /grants only."}
 	m, err := e.f.Command("room", "alice", "deploy")
 	calls := e.sink.commanded()
 	if err != nil || m.Text != "Gatehouse knows /grants only." || calls[len(calls)-1].name != "deploy" {
@@ -288,7 +288,7 @@ func TestStrangersGrantsIsRefusedAndLogged(t *testing.T) {
 	st := stacktest.Stack(t, discordtest.DiscordFactory, adaptertest.StackOptions{Allowed: []string{"alice"}})
 	f := st.Fake.(*discordtest.DiscordFake)
 	waitCommands(t, f)
-	reply, err := f.Command("room", "mallory", gateway.CommandGrants)
+	reply, err := f.Command("room", "mallory", chat.CommandGrants)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,13 +304,13 @@ func TestStrangersGrantsIsRefusedAndLogged(t *testing.T) {
 	}
 	ixs := f.Interactions()
 	row := adaptertest.WaitReceive(t, st.Ctx, st.Store, gh.PlatformDiscord, ixs[len(ixs)-1].ID)
-	if row.Outcome != gateway.ReceiveDropped || row.Reason != gateway.ReasonNotAllowed || row.UserID != f.UserID("mallory") ||
+	if row.Outcome != chat.ReceiveDropped || row.Reason != chat.ReasonNotAllowed || row.UserID != f.UserID("mallory") ||
 		row.ChatID != f.ChannelID("room") || !strings.HasPrefix(row.Text, "/grants") {
 		t.Errorf("receive-log row %+v, want /grants dropped as not_allowed", row)
 	}
 
 	// alice, allowed, gets the (empty) listing.
-	reply, err = f.Command("room", "alice", gateway.CommandGrants)
+	reply, err = f.Command("room", "alice", chat.CommandGrants)
 	if err != nil || !strings.Contains(reply.Text, "No grants") {
 		t.Errorf("alice's /grants = %+v, %v", reply, err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // Close codes after which Discord will not take the same IDENTIFY
@@ -33,7 +33,7 @@ var fatalCloseCodes = []int{
 // connection is one Connect call's state.
 type connection struct {
 	a    *Adapter
-	sink gateway.Sink
+	sink chat.Sink
 	// ctx ends with Connect's context; grace ends ShutdownGrace later and
 	// bounds the work on events already read (see the package doc).
 	ctx   context.Context
@@ -54,7 +54,7 @@ type connection struct {
 // for good (a wrong token, intents not enabled). It returns nil when ctx
 // ends, after the session is closed and every event already read has
 // been handed on; closing the session takes discordgo one second.
-func (a *Adapter) Connect(ctx context.Context, sink gateway.Sink) error {
+func (a *Adapter) Connect(ctx context.Context, sink chat.Sink) error {
 	if !a.connected.CompareAndSwap(false, true) {
 		return errors.New("discord: Connect is already running for this adapter")
 	}
@@ -366,7 +366,7 @@ const (
 
 // pressResponse decides the answer to an interaction; nil means none
 // is due (a ping or autocomplete, which never reach a bot like this).
-func (a *Adapter) pressResponse(ctx context.Context, sink gateway.Sink, i *discordgo.Interaction) *discordgo.InteractionResponse {
+func (a *Adapter) pressResponse(ctx context.Context, sink chat.Sink, i *discordgo.Interaction) *discordgo.InteractionResponse {
 	var p gh.Press
 	var ok bool
 	switch i.Type {
@@ -427,7 +427,7 @@ func reasonModal(gateID, tool string) *discordgo.InteractionResponse {
 	return &discordgo.InteractionResponse{
 		Type: discordgo.InteractionResponseModal,
 		Data: &discordgo.InteractionResponseData{
-			CustomID: gateway.ButtonData(gateID, gateway.ChoiceDeny),
+			CustomID: chat.ButtonData(gateID, chat.ChoiceDeny),
 			Title:    "Deny with a reason",
 			Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
 				discordgo.TextInput{
@@ -437,7 +437,7 @@ func reasonModal(gateID, tool string) *discordgo.InteractionResponse {
 					Placeholder: truncateRunes("Shown on the card and given to the agent. ("+tool+")", 100),
 					Required:    true,
 					MinLength:   1,
-					MaxLength:   gateway.MaxReason,
+					MaxLength:   chat.MaxReason,
 				},
 			}}},
 		},

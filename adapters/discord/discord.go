@@ -14,7 +14,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // DefaultAPIURL is where Discord's REST API lives.
@@ -76,7 +76,7 @@ type Config struct {
 	ReconnectMaxWait time.Duration
 }
 
-// Adapter is the Discord adapter; it implements [gateway.Adapter].
+// Adapter is the Discord adapter; it implements [chat.Adapter].
 type Adapter struct {
 	cfg    Config
 	token  string // "Bot <token>"
@@ -90,7 +90,7 @@ type Adapter struct {
 	warnContent sync.Once
 }
 
-var _ gateway.Adapter = (*Adapter)(nil)
+var _ chat.Adapter = (*Adapter)(nil)
 
 // New checks cfg, fills in its defaults and makes an adapter. It does
 // not connect to anything.
@@ -188,8 +188,8 @@ func (a *Adapter) Platform() string { return gh.PlatformDiscord }
 // Limits are Discord's: 2000 characters, 50 requests/s per bot, and
 // 200 ms between sends to a channel; the per-channel bucket (about 5
 // per 5 s) comes from Discord's headers (see the package doc).
-func (a *Adapter) Limits() gateway.Limits {
-	return gateway.Limits{MaxText: maxText, PerChat: 200 * time.Millisecond, PerSecond: 50}
+func (a *Adapter) Limits() chat.Limits {
+	return chat.Limits{MaxText: maxText, PerChat: 200 * time.Millisecond, PerSecond: 50}
 }
 
 var mentionEscaper = strings.NewReplacer("@everyone", "@\u200beveryone", "@here", "@\u200bhere")
@@ -205,4 +205,4 @@ func (a *Adapter) AsksReasons() bool { return true }
 
 // Handler is nil: the adapter takes interactions over the gateway, not
 // Discord's signed HTTP interactions endpoint.
-func (a *Adapter) Handler(gateway.Sink) http.Handler { return nil }
+func (a *Adapter) Handler(chat.Sink) http.Handler { return nil }

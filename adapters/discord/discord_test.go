@@ -15,7 +15,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/discord"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 )
 
@@ -27,8 +27,8 @@ type recSink struct {
 	presses  []gh.Press
 	commands []sinkCommand
 	receive  func(n int, in gh.Inbound) error // n counts calls with this UpdateID, from 1
-	press    func(ctx context.Context, p gh.Press) (gateway.PressResult, error)
-	command  func(ctx context.Context, name string, in gh.Inbound) (gateway.CommandReply, error)
+	press    func(ctx context.Context, p gh.Press) (chat.PressResult, error)
+	command  func(ctx context.Context, name string, in gh.Inbound) (chat.CommandReply, error)
 	attempts map[string]int
 }
 
@@ -38,7 +38,7 @@ type sinkCommand struct {
 	in   gh.Inbound
 }
 
-func (s *recSink) Receive(ctx context.Context, in gh.Inbound) (gateway.ReceiveResult, error) {
+func (s *recSink) Receive(ctx context.Context, in gh.Inbound) (chat.ReceiveResult, error) {
 	s.mu.Lock()
 	if s.attempts == nil {
 		s.attempts = map[string]int{}
@@ -50,30 +50,30 @@ func (s *recSink) Receive(ctx context.Context, in gh.Inbound) (gateway.ReceiveRe
 	s.mu.Unlock()
 	if fn != nil {
 		if err := fn(n, in); err != nil {
-			return gateway.ReceiveResult{}, err
+			return chat.ReceiveResult{}, err
 		}
 	}
-	return gateway.ReceiveResult{Outcome: gateway.ReceiveHandedOn}, nil
+	return chat.ReceiveResult{Outcome: chat.ReceiveHandedOn}, nil
 }
 
-func (s *recSink) Press(ctx context.Context, p gh.Press) (gateway.PressResult, error) {
+func (s *recSink) Press(ctx context.Context, p gh.Press) (chat.PressResult, error) {
 	s.mu.Lock()
 	s.presses = append(s.presses, p)
 	fn := s.press
 	s.mu.Unlock()
 	if fn == nil {
-		return gateway.PressResult{Text: "Noted by the test."}, nil
+		return chat.PressResult{Text: "Noted by the test."}, nil
 	}
 	return fn(ctx, p)
 }
 
-func (s *recSink) Command(ctx context.Context, name string, in gh.Inbound) (gateway.CommandReply, error) {
+func (s *recSink) Command(ctx context.Context, name string, in gh.Inbound) (chat.CommandReply, error) {
 	s.mu.Lock()
 	s.commands = append(s.commands, sinkCommand{name, in})
 	fn := s.command
 	s.mu.Unlock()
 	if fn == nil {
-		return gateway.CommandReply{Text: "/" + name + " noted by the test."}, nil
+		return chat.CommandReply{Text: "/" + name + " noted by the test."}, nil
 	}
 	return fn(ctx, name, in)
 }
@@ -238,7 +238,7 @@ func TestBotMessagesAreMarked(t *testing.T) {
 	e := start(t, discord.Config{})
 	other := e.f.Say("room", "otherbot", "beep", true)
 	// Discord echoes the bot's own messages back over the gateway.
-	own, err := e.a.Send(context.Background(), gateway.Outgoing{Address: addr(e.f, "room"), Text: "my answer"})
+	own, err := e.a.Send(context.Background(), chat.Outgoing{Address: addr(e.f, "room"), Text: "my answer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestSendPostsTheTextAsAReply(t *testing.T) {
 	input := e.f.Say("room", "alice", "question", false)
 	a := addr(e.f, "room")
 	a.ReplyTo = input
-	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: a, Text: e.a.Format("the **answer**")})
+	id, err := e.a.Send(context.Background(), chat.Outgoing{Address: a, Text: e.a.Format("the **answer**")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestSendPostsTheTextAsAReply(t *testing.T) {
 
 	// A reply to a message deleted since still goes out.
 	a.ReplyTo = "1234567890123"
-	if _, err := e.a.Send(context.Background(), gateway.Outgoing{Address: a, Text: "still here"}); err != nil {
+	if _, err := e.a.Send(context.Background(), chat.Outgoing{Address: a, Text: "still here"}); err != nil {
 		t.Errorf("reply to a missing message: %v", err)
 	}
 	noErrors(t, e.f)
@@ -300,14 +300,14 @@ func TestSendRefusalsAreSendErrors(t *testing.T) {
 	e := start(t, discord.Config{})
 	ctx := context.Background()
 
-	_, err := e.a.Send(ctx, gateway.Outgoing{Address: gh.Address{ChatID: "99999999999"}, Text: "hi"})
-	se, ok := gateway.AsSendError(err)
+	_, err := e.a.Send(ctx, chat.Outgoing{Address: gh.Address{ChatID: "99999999999"}, Text: "hi"})
+	se, ok := chat.AsSendError(err)
 	if !ok || se.Status != 404 || !se.Permanent {
 		t.Errorf("send to an unknown channel: %v, want a permanent 404 SendError", err)
 	}
 
-	_, err = e.a.Send(ctx, gateway.Outgoing{Address: addr(e.f, "room"), Text: strings.Repeat("x", 2001)})
-	if se, ok := gateway.AsSendError(err); !ok || !se.Permanent {
+	_, err = e.a.Send(ctx, chat.Outgoing{Address: addr(e.f, "room"), Text: strings.Repeat("x", 2001)})
+	if se, ok := chat.AsSendError(err); !ok || !se.Permanent {
 		t.Errorf("send over 2000 characters: %v, want a permanent SendError", err)
 	}
 	if n := len(e.f.Errors()); n != 1 {
@@ -325,8 +325,8 @@ func TestWrongTokenIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = a.Send(context.Background(), gateway.Outgoing{Address: addr(f, "room"), Text: "hi"})
-	if se, ok := gateway.AsSendError(err); !ok || se.Status != 401 || !se.Permanent {
+	_, err = a.Send(context.Background(), chat.Outgoing{Address: addr(f, "room"), Text: "hi"})
+	if se, ok := chat.AsSendError(err); !ok || se.Status != 401 || !se.Permanent {
 		t.Errorf("send with a wrong token: %v, want a permanent 401 SendError", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -336,17 +336,17 @@ func TestWrongTokenIsRefused(t *testing.T) {
 	}
 }
 
-func card(gateID string, labels ...string) *gateway.Card {
-	c := &gateway.Card{GateID: gateID, Text: "Send the email to bob@example.com?"}
+func card(gateID string, labels ...string) *chat.Card {
+	c := &chat.Card{GateID: gateID, Text: "Send the email to bob@example.com?"}
 	for _, l := range labels {
 		switch l {
 		case "Approve":
-			c.Buttons = append(c.Buttons, gateway.Button{Label: l, Data: gateway.ButtonData(gateID, gateway.ChoiceApprove), Style: "primary"})
+			c.Buttons = append(c.Buttons, chat.Button{Label: l, Data: chat.ButtonData(gateID, chat.ChoiceApprove), Style: "primary"})
 		case "Deny":
-			c.Buttons = append(c.Buttons, gateway.Button{Label: l, Data: gateway.ButtonData(gateID, gateway.ChoiceDeny), Style: "danger"})
+			c.Buttons = append(c.Buttons, chat.Button{Label: l, Data: chat.ButtonData(gateID, chat.ChoiceDeny), Style: "danger"})
 		default:
 			n := len(c.Buttons)
-			c.Buttons = append(c.Buttons, gateway.Button{Label: l, Data: gateway.ButtonData(gateID, gateway.ChoiceOption+string(rune('0'+n)))})
+			c.Buttons = append(c.Buttons, chat.Button{Label: l, Data: chat.ButtonData(gateID, chat.ChoiceOption+string(rune('0'+n)))})
 		}
 	}
 	return c
@@ -356,7 +356,7 @@ func TestCardButtonsRoundTrip(t *testing.T) {
 	t.Parallel()
 	e := start(t, discord.Config{})
 	c := card("gate-42", "Approve", "Deny", "Maybe")
-	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: addr(e.f, "room"), Card: c})
+	id, err := e.a.Send(context.Background(), chat.Outgoing{Address: addr(e.f, "room"), Card: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,12 +364,12 @@ func TestCardButtonsRoundTrip(t *testing.T) {
 	if m.Text != c.Text {
 		t.Errorf("card text = %q, want %q", m.Text, c.Text)
 	}
-	wantChoices := []string{gateway.ChoiceApprove, gateway.ChoiceDeny, "option:2"}
+	wantChoices := []string{chat.ChoiceApprove, chat.ChoiceDeny, "option:2"}
 	if len(m.Buttons) != len(wantChoices) {
 		t.Fatalf("card has buttons %q, want %d", m.Buttons, len(wantChoices))
 	}
 	for i, data := range m.Buttons {
-		gate, choice, ok := gateway.ParseButtonData(data)
+		gate, choice, ok := chat.ParseButtonData(data)
 		if !ok || gate != "gate-42" || choice != wantChoices[i] {
 			t.Errorf("button %d data %q parses to (%q, %q, %v), want gate-42 %s", i, data, gate, choice, ok, wantChoices[i])
 		}
@@ -383,7 +383,7 @@ func TestCardButtonsRoundTrip(t *testing.T) {
 
 	// A clarify gate with more options than a row holds gets more rows.
 	big := card("gate-43", "A", "B", "C", "D", "E", "F", "G")
-	id, err = e.a.Send(context.Background(), gateway.Outgoing{Address: addr(e.f, "room"), Card: big})
+	id, err = e.a.Send(context.Background(), chat.Outgoing{Address: addr(e.f, "room"), Card: big})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,11 +397,11 @@ func TestEditCardRemovesButtons(t *testing.T) {
 	t.Parallel()
 	e := start(t, discord.Config{})
 	a := addr(e.f, "room")
-	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: a, Card: card("g1", "Approve", "Deny")})
+	id, err := e.a.Send(context.Background(), chat.Outgoing{Address: a, Card: card("g1", "Approve", "Deny")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.a.EditCard(context.Background(), a, id, gateway.Card{GateID: "g1", Text: "✅ Approved by alice"}); err != nil {
+	if err := e.a.EditCard(context.Background(), a, id, chat.Card{GateID: "g1", Text: "✅ Approved by alice"}); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := e.f.Message("room", id)
@@ -410,8 +410,8 @@ func TestEditCardRemovesButtons(t *testing.T) {
 	}
 	noErrors(t, e.f)
 
-	err = e.a.EditCard(context.Background(), a, "1234567890", gateway.Card{Text: "x"})
-	if se, ok := gateway.AsSendError(err); !ok || se.Status != 404 || !se.Permanent {
+	err = e.a.EditCard(context.Background(), a, "1234567890", chat.Card{Text: "x"})
+	if se, ok := chat.AsSendError(err); !ok || se.Status != 404 || !se.Permanent {
 		t.Errorf("editing a message that does not exist: %v, want a permanent 404", err)
 	}
 }
@@ -420,14 +420,14 @@ func TestPressReachesPressAndTheUserSeesTheText(t *testing.T) {
 	t.Parallel()
 	e := start(t, discord.Config{})
 	a := addr(e.f, "room")
-	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: a, Card: card("g7", "Approve", "Deny")})
+	id, err := e.a.Send(context.Background(), chat.Outgoing{Address: a, Card: card("g7", "Approve", "Deny")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.sink.press = func(_ context.Context, p gh.Press) (gateway.PressResult, error) {
-		return gateway.PressResult{Text: "Already approved by discord:carol."}, nil
+	e.sink.press = func(_ context.Context, p gh.Press) (chat.PressResult, error) {
+		return chat.PressResult{Text: "Already approved by discord:carol."}, nil
 	}
-	reply, err := e.f.Press("room", id, gateway.ButtonData("g7", gateway.ChoiceDeny), "alice")
+	reply, err := e.f.Press("room", id, chat.ButtonData("g7", chat.ChoiceDeny), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +439,7 @@ func TestPressReachesPressAndTheUserSeesTheText(t *testing.T) {
 		t.Fatalf("Press called %d times, want 1", len(ps))
 	}
 	p := ps[0]
-	if p.Platform != gh.PlatformDiscord || p.GateID != "g7" || p.Choice != gateway.ChoiceDeny ||
+	if p.Platform != gh.PlatformDiscord || p.GateID != "g7" || p.Choice != chat.ChoiceDeny ||
 		p.UserID != e.f.UserID("alice") || p.UserName != "alice" || p.ChatID != a.ChatID || p.MessageID != id || p.UpdateID == "" || p.IsBot {
 		t.Errorf("press = %+v", p)
 	}
@@ -456,14 +456,14 @@ func TestPressReachesPressAndTheUserSeesTheText(t *testing.T) {
 func TestWinningPressUpdatesTheCard(t *testing.T) {
 	t.Parallel()
 	e := start(t, discord.Config{})
-	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: addr(e.f, "room"), Card: card("g8", "Approve", "Deny")})
+	id, err := e.a.Send(context.Background(), chat.Outgoing{Address: addr(e.f, "room"), Card: card("g8", "Approve", "Deny")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.sink.press = func(_ context.Context, p gh.Press) (gateway.PressResult, error) {
-		return gateway.PressResult{Won: true, Text: "Approved.", Card: gateway.Card{GateID: p.GateID, Text: "✅ Approved by alice"}}, nil
+	e.sink.press = func(_ context.Context, p gh.Press) (chat.PressResult, error) {
+		return chat.PressResult{Won: true, Text: "Approved.", Card: chat.Card{GateID: p.GateID, Text: "✅ Approved by alice"}}, nil
 	}
-	reply, err := e.f.Press("room", id, gateway.ButtonData("g8", gateway.ChoiceApprove), "alice")
+	reply, err := e.f.Press("room", id, chat.ButtonData("g8", chat.ChoiceApprove), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,8 +483,8 @@ func TestWinningPressUpdatesTheCard(t *testing.T) {
 func TestPressOfAButtonThatIsNotOurs(t *testing.T) {
 	t.Parallel()
 	e := start(t, discord.Config{})
-	c := &gateway.Card{Text: "old card", Buttons: []gateway.Button{{Label: "Old", Data: "legacy:1"}}}
-	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: addr(e.f, "room"), Card: c})
+	c := &chat.Card{Text: "old card", Buttons: []chat.Button{{Label: "Old", Data: "legacy:1"}}}
+	id, err := e.a.Send(context.Background(), chat.Outgoing{Address: addr(e.f, "room"), Card: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,19 +504,19 @@ func TestPressOfAButtonThatIsNotOurs(t *testing.T) {
 func TestPressIsAnsweredEvenWhenPressFailsOrHangs(t *testing.T) {
 	t.Parallel()
 	e := start(t, discord.Config{PressTimeout: 200 * time.Millisecond})
-	id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: addr(e.f, "room"), Card: card("g9", "Approve", "Deny")})
+	id, err := e.a.Send(context.Background(), chat.Outgoing{Address: addr(e.f, "room"), Card: card("g9", "Approve", "Deny")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.sink.press = func(ctx context.Context, p gh.Press) (gateway.PressResult, error) {
-		if p.Choice == gateway.ChoiceDeny {
-			return gateway.PressResult{}, errors.New("store unavailable")
+	e.sink.press = func(ctx context.Context, p gh.Press) (chat.PressResult, error) {
+		if p.Choice == chat.ChoiceDeny {
+			return chat.PressResult{}, errors.New("store unavailable")
 		}
 		<-ctx.Done() // a store that hangs
-		return gateway.PressResult{}, ctx.Err()
+		return chat.PressResult{}, ctx.Err()
 	}
-	for _, choice := range []string{gateway.ChoiceDeny, gateway.ChoiceApprove} {
-		reply, err := e.f.Press("room", id, gateway.ButtonData("g9", choice), "alice")
+	for _, choice := range []string{chat.ChoiceDeny, chat.ChoiceApprove} {
+		reply, err := e.f.Press("room", id, chat.ButtonData("g9", choice), "alice")
 		if err != nil {
 			t.Fatalf("%s: %v (the interaction must be answered within Discord's 3 s)", choice, err)
 		}
@@ -537,15 +537,15 @@ func TestRateLimitIsASendErrorWithRetryAfter(t *testing.T) {
 	e := start(t, discord.Config{})
 	a := addr(e.f, "room")
 	e.f.RateLimitNext(1500 * time.Millisecond)
-	_, err := e.a.Send(context.Background(), gateway.Outgoing{Address: a, Text: "one"})
-	se, ok := gateway.AsSendError(err)
+	_, err := e.a.Send(context.Background(), chat.Outgoing{Address: a, Text: "one"})
+	se, ok := chat.AsSendError(err)
 	if !ok || se.Status != 429 || se.RetryAfter != 1500*time.Millisecond || se.Permanent {
 		t.Fatalf("rate-limited send: %v, want a 429 SendError with RetryAfter 1.5s", err)
 	}
 	// The bucket is known empty now: the next send waits for its reset
 	// without spending a request Discord would refuse.
-	_, err = e.a.Send(context.Background(), gateway.Outgoing{Address: a, Text: "two"})
-	se, ok = gateway.AsSendError(err)
+	_, err = e.a.Send(context.Background(), chat.Outgoing{Address: a, Text: "two"})
+	se, ok = chat.AsSendError(err)
 	if !ok || se.Status != 429 || se.RetryAfter <= 0 || se.RetryAfter > 1500*time.Millisecond {
 		t.Errorf("send into an empty bucket: %v, want a 429 SendError with RetryAfter up to 1.5s", err)
 	}
@@ -561,10 +561,10 @@ func TestBucketHeadersAreHonoured(t *testing.T) {
 	t.Parallel()
 	e := start(t, discord.Config{}, discordtest.DiscordRateLimits(2, 2*time.Second, 0))
 	a := addr(e.f, "room")
-	var limited *gateway.SendError
+	var limited *chat.SendError
 	for i := range 3 {
-		_, err := e.a.Send(context.Background(), gateway.Outgoing{Address: a, Text: "n"})
-		if se, ok := gateway.AsSendError(err); ok && se.Status == 429 {
+		_, err := e.a.Send(context.Background(), chat.Outgoing{Address: a, Text: "n"})
+		if se, ok := chat.AsSendError(err); ok && se.Status == 429 {
 			limited = se
 			break
 		} else if err != nil {
@@ -578,7 +578,7 @@ func TestBucketHeadersAreHonoured(t *testing.T) {
 		t.Errorf("%d messages delivered, want the bucket's 2", len(e.f.Messages("room")))
 	}
 	// Another channel has its own bucket.
-	if _, err := e.a.Send(context.Background(), gateway.Outgoing{Address: addr(e.f, "other"), Text: "n"}); err != nil {
+	if _, err := e.a.Send(context.Background(), chat.Outgoing{Address: addr(e.f, "other"), Text: "n"}); err != nil {
 		t.Errorf("send to another channel: %v", err)
 	}
 }
@@ -591,7 +591,7 @@ func TestFormatNeutralisesMassMentions(t *testing.T) {
 		t.Errorf("Format = %q, want %q (Markdown kept, mass mentions broken)", got, want)
 	}
 	for _, text := range []string{got, "@everyone unformatted"} {
-		id, err := e.a.Send(context.Background(), gateway.Outgoing{Address: addr(e.f, "room"), Text: text})
+		id, err := e.a.Send(context.Background(), chat.Outgoing{Address: addr(e.f, "room"), Text: text})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -654,12 +654,12 @@ func TestConnectLeavesNothingRunning(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Connect(ctx, sink) }()
 	adaptertest.Eventually(t, "the gateway session", f.Connected)
-	id, err := a.Send(context.Background(), gateway.Outgoing{Address: addr(f, "room"), Card: card("gl", "Approve", "Deny")})
+	id, err := a.Send(context.Background(), chat.Outgoing{Address: addr(f, "room"), Card: card("gl", "Approve", "Deny")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	said := f.Say("room", "alice", "hi", false)
-	if _, err := f.Press("room", id, gateway.ButtonData("gl", gateway.ChoiceApprove), "alice"); err != nil {
+	if _, err := f.Press("room", id, chat.ButtonData("gl", chat.ChoiceApprove), "alice"); err != nil {
 		t.Fatal(err)
 	}
 	adaptertest.Eventually(t, "the message", func() bool { return len(sink.calls(said)) == 1 })

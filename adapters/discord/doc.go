@@ -2,7 +2,7 @@
 // github.com/bwmarrin/discordgo. It owns the translation between
 // Discord and the gateway: the gateway session (HELLO → IDENTIFY →
 // READY, heartbeats, resume) turned into [gh.Inbound] and [gh.Press] for
-// a [gateway.Sink], and the REST calls that send messages, edit approval
+// a [chat.Sink], and the REST calls that send messages, edit approval
 // cards and answer button interactions. It decides nothing: dedupe,
 // allow-lists, the receive log, rate limiting and retries belong to the
 // gateway.
@@ -34,7 +34,7 @@
 // # Buttons
 //
 // INTERACTION_CREATE of type 3 (a button press) carries the button's
-// custom_id, which is [gateway.ButtonData]. Discord wants an answer
+// custom_id, which is [chat.ButtonData]. Discord wants an answer
 // within 3 seconds, so sink.Press gets Config.PressTimeout and the
 // answer goes out whatever happened: when the press decided the gate,
 // type 7 (UPDATE_MESSAGE) rewrites the card to PressResult.Card, with no
@@ -51,7 +51,7 @@
 //
 // After READY, once per Connect, the adapter overwrites the
 // application's global commands (PUT /applications/{application.id}/
-// commands) with /grants ([gateway.CommandGrants]; usable in guilds and
+// commands) with /grants ([chat.CommandGrants]; usable in guilds and
 // in DMs with the bot), in the background, retried with the reconnect
 // backoff until it succeeds: a failure is logged, never holds messages
 // up. An overwrite keeps a command's id, so every start registers it
@@ -78,7 +78,7 @@
 // components [] to remove the buttons.
 //
 // Rate limits: discordgo's own sleeping retry of 429s is turned off, so
-// a 429 comes back as [*gateway.SendError] with Status 429 and Discord's
+// a 429 comes back as [*chat.SendError] with Status 429 and Discord's
 // retry_after, and the dispatcher reschedules. discordgo still tracks
 // Discord's X-RateLimit bucket headers; when a bucket is known to be
 // empty, Send and EditCard return the same kind of 429 SendError at once

@@ -6,7 +6,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // inboundFromMessage normalises a MESSAGE_CREATE. selfID is the bot's
@@ -89,7 +89,7 @@ func pressFromModal(i *discordgo.Interaction) (p gh.Press, ok bool) {
 		return gh.Press{}, false
 	}
 	p, ok = pressOf(i, d.CustomID)
-	if !ok || p.Choice != gateway.ChoiceDeny {
+	if !ok || p.Choice != chat.ChoiceDeny {
 		return gh.Press{}, false
 	}
 	p.Reason = modalValue(d.Components, reasonInput)
@@ -103,7 +103,7 @@ func pressOf(i *discordgo.Interaction, data string) (p gh.Press, ok bool) {
 	if i.ID == "" || i.Token == "" || i.ChannelID == "" {
 		return gh.Press{}, false
 	}
-	gateID, choice, ok := gateway.ParseButtonData(data)
+	gateID, choice, ok := chat.ParseButtonData(data)
 	if !ok {
 		return gh.Press{}, false
 	}

@@ -4,24 +4,24 @@ import (
 	"log/slog"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // Platform offers the Discord adapter to the binary: its settings and how
 // to build it from them.
-var Platform = gateway.Platform{
+var Platform = chat.Platform{
 	Name:          gh.PlatformDiscord,
 	SessionPrefix: "dc_",
 	Token:         "DISCORD_BOT_TOKEN",
 	Allowed:       "DISCORD_ALLOWED_USERS",
-	Settings: []gateway.Setting{
+	Settings: []chat.Setting{
 		{Env: "DISCORD_BOT_TOKEN", Key: "discord_bot_token", Default: "", Help: "starts the Discord adapter (gateway connection)", Secret: true},
 		{Env: "DISCORD_API_URL", Key: "discord_api_url", Default: "https://discord.com", Help: "Discord API base (a test fake otherwise)"},
 		{Env: "DISCORD_ALLOWED_USERS", Key: "discord_allowed_users", Default: "", Help: "comma-separated Discord user ids allowed; * is everyone; empty is nobody"},
 	},
-	New: func(v map[string]string, log *slog.Logger) (gateway.Adapter, error) {
+	New: func(v map[string]string, log *slog.Logger) (chat.Adapter, error) {
 		if v["DISCORD_BOT_TOKEN"] == "" {
-			return nil, gateway.ErrNotConfigured
+			return nil, chat.ErrNotConfigured
 		}
 		a, err := New(Config{Token: v["DISCORD_BOT_TOKEN"], APIURL: v["DISCORD_API_URL"], Logger: log})
 		if err != nil {
@@ -31,4 +31,4 @@ var Platform = gateway.Platform{
 	},
 }
 
-func init() { gateway.Register(Platform) }
+func init() { chat.Register(Platform) }

@@ -11,7 +11,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // errBucketEmpty is a 429 the adapter returns without asking Discord,
@@ -33,12 +33,12 @@ func channelOf(addr gh.Address) string {
 }
 
 // permanent makes a refusal the platform would repeat.
-func permanent(status int, err error) *gateway.SendError {
-	return &gateway.SendError{Status: status, Permanent: true, Err: err}
+func permanent(status int, err error) *chat.SendError {
+	return &chat.SendError{Status: status, Permanent: true, Err: err}
 }
 
 // Send posts m and returns the message id.
-func (a *Adapter) Send(ctx context.Context, m gateway.Outgoing) (string, error) {
+func (a *Adapter) Send(ctx context.Context, m chat.Outgoing) (string, error) {
 	ch := channelOf(m.Address)
 	if ch == "" {
 		return "", permanent(http.StatusBadRequest, errors.New("discord: address has no channel"))
@@ -74,7 +74,7 @@ func (a *Adapter) Send(ctx context.Context, m gateway.Outgoing) (string, error) 
 
 // EditCard rewrites a card to card.Text with card.Buttons (none once
 // decided: components [] removes them).
-func (a *Adapter) EditCard(ctx context.Context, addr gh.Address, messageID string, card gateway.Card) error {
+func (a *Adapter) EditCard(ctx context.Context, addr gh.Address, messageID string, card chat.Card) error {
 	ch := channelOf(addr)
 	if ch == "" || messageID == "" {
 		return permanent(http.StatusBadRequest, errors.New("discord: card edit needs a channel and a message id"))
@@ -103,7 +103,7 @@ func (a *Adapter) EditCard(ctx context.Context, addr gh.Address, messageID strin
 
 // buttonRows lays buttons out in action rows of five. It never returns
 // nil, so an empty card marshals as components [] and clears buttons.
-func buttonRows(buttons []gateway.Button) ([]discordgo.MessageComponent, error) {
+func buttonRows(buttons []chat.Button) ([]discordgo.MessageComponent, error) {
 	rows := []discordgo.MessageComponent{}
 	if len(buttons) > buttonsPerRow*maxRows {
 		return nil, fmt.Errorf("discord: %d buttons, over Discord's %d", len(buttons), buttonsPerRow*maxRows)
@@ -143,18 +143,18 @@ func label(s string) string {
 
 // buttonStyle colours a button: green for primary or approve, red for
 // danger or deny, grey otherwise.
-func buttonStyle(b gateway.Button) discordgo.ButtonStyle {
+func buttonStyle(b chat.Button) discordgo.ButtonStyle {
 	switch b.Style {
 	case "primary":
 		return discordgo.SuccessButton
 	case "danger":
 		return discordgo.DangerButton
 	}
-	if _, choice, ok := gateway.ParseButtonData(b.Data); ok {
+	if _, choice, ok := chat.ParseButtonData(b.Data); ok {
 		switch choice {
-		case gateway.ChoiceApprove:
+		case chat.ChoiceApprove:
 			return discordgo.SuccessButton
-		case gateway.ChoiceDeny:
+		case chat.ChoiceDeny:
 			return discordgo.DangerButton
 		}
 	}
@@ -178,7 +178,7 @@ func (a *Adapter) bucketOpen(bucketID string) error {
 	if wait <= 0 {
 		return nil
 	}
-	return &gateway.SendError{Status: http.StatusTooManyRequests, RetryAfter: wait, Err: errBucketEmpty}
+	return &chat.SendError{Status: http.StatusTooManyRequests, RetryAfter: wait, Err: errBucketEmpty}
 }
 
 // sendError turns discordgo's errors into what the dispatcher acts on:
@@ -191,12 +191,12 @@ func sendError(op string, err error) error {
 		if rl.RateLimit != nil && rl.TooManyRequests != nil && rl.RetryAfter > 0 {
 			wait = rl.RetryAfter
 		}
-		return &gateway.SendError{Status: http.StatusTooManyRequests, RetryAfter: wait, Err: fmt.Errorf("discord: %s: %w", op, err)}
+		return &chat.SendError{Status: http.StatusTooManyRequests, RetryAfter: wait, Err: fmt.Errorf("discord: %s: %w", op, err)}
 	}
 	var re *discordgo.RESTError
 	if errors.As(err, &re) && re.Response != nil {
 		st := re.Response.StatusCode
-		return &gateway.SendError{Status: st, Permanent: permanentStatus(st), Err: fmt.Errorf("discord: %s: %w", op, err)}
+		return &chat.SendError{Status: st, Permanent: permanentStatus(st), Err: fmt.Errorf("discord: %s: %w", op, err)}
 	}
 	return fmt.Errorf("discord: %s: %w", op, err)
 }

@@ -7,7 +7,7 @@ import (
 
 	slackgo "github.com/slack-go/slack"
 
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // Block Kit limits Slack refuses a message over (invalid_blocks).
@@ -26,7 +26,7 @@ const (
 // The sections are plain_text without emoji codes: a card shows its
 // arguments as written (FormatCard escaped only &, < and >), and mrkdwn
 // would read *, _, ~ and ` in them as formatting and drop them.
-func cardBlocks(card gateway.Card, text string) []slackgo.Block {
+func cardBlocks(card chat.Card, text string) []slackgo.Block {
 	if card.Text != "" {
 		text = card.Text
 	}
@@ -75,24 +75,24 @@ func cardBlocks(card gateway.Card, text string) []slackgo.Block {
 // actionID names a button after its choice ("gh_approve", "gh_deny",
 // "gh_deny_reason", "gh_approve_chat", "gh_revoke", "gh_opt_2"), so Slack's logs and the payload say what was pressed.
 func actionID(data string, i int) string {
-	_, choice, ok := gateway.ParseButtonData(data)
+	_, choice, ok := chat.ParseButtonData(data)
 	switch {
 	case !ok:
 		return "gh_btn_" + strconv.Itoa(i)
-	case choice == gateway.ChoiceApprove:
+	case choice == chat.ChoiceApprove:
 		return "gh_approve"
-	case choice == gateway.ChoiceDeny:
+	case choice == chat.ChoiceDeny:
 		return "gh_deny"
-	case choice == gateway.ChoiceDenyReason:
+	case choice == chat.ChoiceDenyReason:
 		return "gh_deny_reason"
-	case choice == gateway.ChoiceApproveChat:
+	case choice == chat.ChoiceApproveChat:
 		return "gh_approve_chat"
-	case choice == gateway.ChoiceRevokeGrant:
+	case choice == chat.ChoiceRevokeGrant:
 		return "gh_revoke"
-	case !strings.HasPrefix(choice, gateway.ChoiceOption):
+	case !strings.HasPrefix(choice, chat.ChoiceOption):
 		return "gh_" + choice
 	default:
-		return "gh_opt_" + strings.TrimPrefix(choice, gateway.ChoiceOption)
+		return "gh_opt_" + strings.TrimPrefix(choice, chat.ChoiceOption)
 	}
 }
 

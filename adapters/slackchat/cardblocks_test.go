@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // A card's text is plain_text, without emoji codes: mrkdwn would read the
 // *, _ and ~ of an argument as formatting and drop them from what the
 // person approving sees.
 func TestCardBlocksArePlainText(t *testing.T) {
-	card := gateway.Card{GateID: "g_1", Text: FormatLiteral("Command: rm -rf /tmp/*_cache_* ~/x :boom: <!channel>") + strings.Repeat(" word", 700),
-		Buttons: []gateway.Button{{Label: "Approve", Data: gateway.ButtonData("g_1", gateway.ChoiceApprove), Style: "primary"}}}
+	card := chat.Card{GateID: "g_1", Text: FormatLiteral("Command: rm -rf /tmp/*_cache_* ~/x :boom: <!channel>") + strings.Repeat(" word", 700),
+		Buttons: []chat.Button{{Label: "Approve", Data: chat.ButtonData("g_1", chat.ChoiceApprove), Style: "primary"}}}
 	raw, err := json.Marshal(cardBlocks(card, ""))
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import "strings"
 // and > escaped (so "<!channel>", "<@U123>" and "<http://x|y>" can never
 // form) and nothing turned into mrkdwn. The card's blocks show it as
 // plain_text (see cardBlocks), where *, _ and ~ stay as written. It
-// implements gateway.CardFormatter.
+// implements chat.CardFormatter.
 func (a *Adapter) FormatCard(text string) string { return FormatLiteral(text) }
 
 // FormatLiteral is [Adapter.FormatCard] without an adapter.

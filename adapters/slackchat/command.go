@@ -11,7 +11,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // Slash commands. Slack registers them in the app's configuration, not at
@@ -66,14 +66,14 @@ type commandResponse struct {
 	Blocks       []slackgo.Block `json:"blocks,omitempty"`
 }
 
-func ephemeralResponse(text string, buttons []gateway.Button) *commandResponse {
+func ephemeralResponse(text string, buttons []chat.Button) *commandResponse {
 	text = FormatLiteral(text)
 	r := &commandResponse{ResponseType: "ephemeral", Text: text}
 	if len(buttons) > 0 {
 		// The card's blocks: the text as plain_text sections, the buttons
 		// in actions blocks (a press comes back as block_actions from an
 		// ephemeral message, like a card's).
-		r.Blocks = cardBlocks(gateway.Card{Text: text, Buttons: buttons}, text)
+		r.Blocks = cardBlocks(chat.Card{Text: text, Buttons: buttons}, text)
 	}
 	return r
 }
@@ -83,7 +83,7 @@ func ephemeralResponse(text string, buttons []gateway.Button) *commandResponse {
 // has answered already). Every command goes to the sink, known or not: the
 // gateway answers the ones it does not know, and the receive log shows
 // them.
-func (a *Adapter) answerCommand(ctx context.Context, sink gateway.Sink, cmd slashCommand) *commandResponse {
+func (a *Adapter) answerCommand(ctx context.Context, sink chat.Sink, cmd slashCommand) *commandResponse {
 	name := strings.TrimPrefix(strings.TrimSpace(cmd.Command), "/")
 	typ := ""
 	switch cmd.ChannelName {

@@ -17,17 +17,17 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/slackchat"
 	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 )
 
 // grantsReply is a /grants answer listing two grants.
-func grantsReply() gateway.CommandReply {
-	return gateway.CommandReply{
+func grantsReply() chat.CommandReply {
+	return chat.CommandReply{
 		Text: "Active grants in this chat:\n1. email_send to <sara@example.com> & co. Grant gr_1.\n2. post_note. Grant gr_2.",
-		Buttons: []gateway.Button{
-			{Label: "Revoke email_send", Data: gateway.ButtonData("gr_1", gateway.ChoiceRevokeGrant), Style: "danger"},
-			{Label: "Revoke post_note", Data: gateway.ButtonData("gr_2", gateway.ChoiceRevokeGrant), Style: "danger"},
+		Buttons: []chat.Button{
+			{Label: "Revoke email_send", Data: chat.ButtonData("gr_1", chat.ChoiceRevokeGrant), Style: "danger"},
+			{Label: "Revoke post_note", Data: chat.ButtonData("gr_2", chat.ChoiceRevokeGrant), Style: "danger"},
 		},
 	}
 }
@@ -35,7 +35,7 @@ func grantsReply() gateway.CommandReply {
 // checkGrantsAnswer checks what the user was shown for grantsReply and
 // that pressing its second Revoke reaches Press as a press of the
 // ephemeral message, answered to the presser alone.
-func checkGrantsAnswer(t *testing.T, rec *recorder, f *slacktest.SlackFake, chat string, reply adaptertest.Message) {
+func checkGrantsAnswer(t *testing.T, rec *recorder, f *slacktest.SlackFake, chatName string, reply adaptertest.Message) {
 	t.Helper()
 	want := grantsReply()
 	if !strings.Contains(reply.Text, "email_send to &lt;sara@example.com&gt; &amp; co.") || reply.ID == "" {
@@ -44,26 +44,26 @@ func checkGrantsAnswer(t *testing.T, rec *recorder, f *slacktest.SlackFake, chat
 	if len(reply.Buttons) != 2 || reply.Buttons[0] != want.Buttons[0].Data || reply.Buttons[1] != want.Buttons[1].Data {
 		t.Fatalf("answer buttons: %v", reply.Buttons)
 	}
-	if eph := f.Ephemerals(chat, "bob"); len(eph) != 1 || eph[0] != reply.Text {
+	if eph := f.Ephemerals(chatName, "bob"); len(eph) != 1 || eph[0] != reply.Text {
 		t.Fatalf("the answer must be ephemeral, to bob: %q", eph)
 	}
-	for _, m := range f.Messages(chat) {
+	for _, m := range f.Messages(chatName) {
 		if m.ID == reply.ID {
 			t.Fatal("the answer is in the channel for everyone")
 		}
 	}
-	if _, err := f.Press(chat, reply.ID, reply.Buttons[1], "carol"); err == nil {
+	if _, err := f.Press(chatName, reply.ID, reply.Buttons[1], "carol"); err == nil {
 		t.Fatal("carol pressed a button of a message only bob sees")
 	}
-	rec.setPress(func(p gh.Press) (gateway.PressResult, error) {
-		return gateway.PressResult{Won: true, Text: "Revoked: post_note asks again."}, nil
+	rec.setPress(func(p gh.Press) (chat.PressResult, error) {
+		return chat.PressResult{Won: true, Text: "Revoked: post_note asks again."}, nil
 	})
-	answer, err := f.Press(chat, reply.ID, reply.Buttons[1], "bob")
+	answer, err := f.Press(chatName, reply.ID, reply.Buttons[1], "bob")
 	if err != nil || answer != "Revoked: post_note asks again." {
 		t.Fatalf("Revoke press: %q %v", answer, err)
 	}
 	p := rec.nextPress(t)
-	if p.GateID != "gr_2" || p.Choice != gateway.ChoiceRevokeGrant || p.ChatID != f.ChatID(chat) ||
+	if p.GateID != "gr_2" || p.Choice != chat.ChoiceRevokeGrant || p.ChatID != f.ChatID(chatName) ||
 		p.MessageID != reply.ID || p.UserID != f.UserID("bob") || p.ThreadID != "" {
 		t.Fatalf("press: %+v", p)
 	}
@@ -71,7 +71,7 @@ func checkGrantsAnswer(t *testing.T, rec *recorder, f *slacktest.SlackFake, chat
 
 func TestSlashCommandOverSocketMode(t *testing.T) {
 	rec := newRecorder()
-	rec.setCommand(func(string, gh.Inbound) (gateway.CommandReply, error) { return grantsReply(), nil })
+	rec.setCommand(func(string, gh.Inbound) (chat.CommandReply, error) { return grantsReply(), nil })
 	_, f := socketPair(t, rec)
 
 	reply, err := f.SlashCommand("dm-bob", "bob", "/grants", " all ")
@@ -80,7 +80,7 @@ func TestSlashCommandOverSocketMode(t *testing.T) {
 	}
 	c := rec.nextCommand(t)
 	triggers := f.CommandTriggers()
-	if c.name != gateway.CommandGrants || c.in.Platform != gh.PlatformSlack || len(triggers) != 1 || c.in.UpdateID != triggers[0] ||
+	if c.name != chat.CommandGrants || c.in.Platform != gh.PlatformSlack || len(triggers) != 1 || c.in.UpdateID != triggers[0] ||
 		c.in.ChatID != f.ChatID("dm-bob") || c.in.ChatType != gh.ChatDM || c.in.ThreadID != "" ||
 		c.in.UserID != f.UserID("bob") || c.in.UserName != "bob" || c.in.Text != "all" || !c.in.ReceivedAt.Equal(fixedNow) {
 		t.Fatalf("command: %q %+v", c.name, c.in)
@@ -94,16 +94,16 @@ func TestSlashCommandAnswersWhenTheSinkCannot(t *testing.T) {
 	_, f := socketPair(t, rec)
 	for _, tc := range []struct {
 		name  string
-		reply gateway.CommandReply
+		reply chat.CommandReply
 		err   error
 		want  string
 	}{
-		{"error", gateway.CommandReply{}, errors.New("database is down"), "try again"},
-		{"refused", gateway.CommandReply{Text: "You are not allowed to use Gatehouse here.", Refused: true}, nil, "not allowed"},
-		{"duplicate", gateway.CommandReply{Duplicate: true}, nil, ""},
+		{"error", chat.CommandReply{}, errors.New("database is down"), "try again"},
+		{"refused", chat.CommandReply{Text: "You are not allowed to use Gatehouse here.", Refused: true}, nil, "not allowed"},
+		{"duplicate", chat.CommandReply{Duplicate: true}, nil, ""},
 	} {
-		rec.setCommand(func(string, gh.Inbound) (gateway.CommandReply, error) { return tc.reply, tc.err })
-		reply, err := f.Command("room", "bob", gateway.CommandGrants)
+		rec.setCommand(func(string, gh.Inbound) (chat.CommandReply, error) { return tc.reply, tc.err })
+		reply, err := f.Command("room", "bob", chat.CommandGrants)
 		rec.nextCommand(t)
 		if err != nil || !strings.Contains(reply.Text, tc.want) || len(reply.Buttons) != 0 || (tc.want == "") != (reply.ID == "") {
 			t.Fatalf("%s: %+v %v", tc.name, reply, err)
@@ -116,7 +116,7 @@ func TestSlashCommandAnswersWhenTheSinkCannot(t *testing.T) {
 // is answered to its sender alone and is in the receive log.
 func TestUnknownSlashCommandIsAnsweredAndLogged(t *testing.T) {
 	var fake *slacktest.SlackFake
-	factory := func(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+	factory := func(t adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 		fake = slacktest.NewSlack(t, slacktest.SlackSlashCommands("/grants", "/status"))
 		a, err := slackchat.New(fake.SocketConfig())
 		if err != nil {
@@ -137,7 +137,7 @@ func TestUnknownSlashCommandIsAnsweredAndLogged(t *testing.T) {
 	}
 	triggers := fake.CommandTriggers()
 	row := adaptertest.WaitReceive(t, s.Ctx, s.Store, gh.PlatformSlack, triggers[len(triggers)-1])
-	if row.Reason != gateway.ReasonCommand || row.Text != "/status now" || row.UserID != fake.UserID("alice") || row.ChatID != fake.ChatID("room") {
+	if row.Reason != chat.ReasonCommand || row.Text != "/status now" || row.UserID != fake.UserID("alice") || row.ChatID != fake.ChatID("room") {
 		t.Fatalf("receive log: %+v", row)
 	}
 	noErrors(t, fake)
@@ -168,7 +168,7 @@ func formPost(t *testing.T, target, secret string, at time.Time, form url.Values
 
 func TestSlashCommandOverHTTP(t *testing.T) {
 	rec := newRecorder()
-	rec.setCommand(func(string, gh.Inbound) (gateway.CommandReply, error) { return grantsReply(), nil })
+	rec.setCommand(func(string, gh.Inbound) (chat.CommandReply, error) { return grantsReply(), nil })
 	_, f := slacktest.SlackEventsPair(t, rec)
 	form := url.Values{
 		"command": {"/grants"}, "text": {""}, "channel_id": {f.ChatID("room")}, "channel_name": {"room"},
@@ -213,13 +213,13 @@ func TestSlashCommandOverHTTP(t *testing.T) {
 		len(msg.Blocks) != 2 || msg.Blocks[1].Type != "actions" || len(msg.Blocks[1].Elements) != 2 {
 		t.Fatalf("answer: %s %v", body, err)
 	}
-	if c := rec.nextCommand(t); c.name != gateway.CommandGrants || c.in.UpdateID != "123.456.abc" || c.in.ChatType != gh.ChatChannel {
+	if c := rec.nextCommand(t); c.name != chat.CommandGrants || c.in.UpdateID != "123.456.abc" || c.in.ChatType != gh.ChatChannel {
 		t.Fatalf("command: %+v", c)
 	}
 
 	// The same through the fake, which checks the answer as Slack does,
 	// then a press of its Revoke button over HTTP.
-	reply, err := f.Command("room", "bob", gateway.CommandGrants)
+	reply, err := f.Command("room", "bob", chat.CommandGrants)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestSlashCommandOverHTTP(t *testing.T) {
 // answered and logged.
 func TestUnsignedSlashCommandIsNotLogged(t *testing.T) {
 	var fake *slacktest.SlackFake
-	factory := func(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+	factory := func(t adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 		a, f := slacktest.SlackEventsFactory(t)
 		fake = f.(*slacktest.SlackFake)
 		return a, f
@@ -264,10 +264,10 @@ func TestUnsignedSlashCommandIsNotLogged(t *testing.T) {
 func TestGrantNoticeRevokeButton(t *testing.T) {
 	rec := newRecorder()
 	a, f := socketPair(t, rec)
-	revoke := gateway.Button{Label: "Revoke post_note", Data: gateway.ButtonData("gr_9", gateway.ChoiceRevokeGrant), Style: "danger"}
+	revoke := chat.Button{Label: "Revoke post_note", Data: chat.ButtonData("gr_9", chat.ChoiceRevokeGrant), Style: "danger"}
 	text := slackchat.Format("🔓 alice approved post_note for this chat until 05:17 UTC. Grant gr_9.")
-	id, err := a.Send(context.Background(), gateway.Outgoing{Address: gh.Address{ChatID: f.ChatID("room")}, Text: text,
-		Card: &gateway.Card{Text: text, Buttons: []gateway.Button{revoke}}})
+	id, err := a.Send(context.Background(), chat.Outgoing{Address: gh.Address{ChatID: f.ChatID("room")}, Text: text,
+		Card: &chat.Card{Text: text, Buttons: []chat.Button{revoke}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,13 +276,13 @@ func TestGrantNoticeRevokeButton(t *testing.T) {
 		posts[0].Buttons[0].Value != revoke.Data || posts[0].Buttons[0].Style != "danger" {
 		t.Fatalf("notice: %+v", posts)
 	}
-	rec.setPress(func(p gh.Press) (gateway.PressResult, error) {
-		return gateway.PressResult{Won: true, Text: "Revoked: post_note asks again."}, nil
+	rec.setPress(func(p gh.Press) (chat.PressResult, error) {
+		return chat.PressResult{Won: true, Text: "Revoked: post_note asks again."}, nil
 	})
 	if reply, err := f.Press("room", id, revoke.Data, "alice"); err != nil || reply != "Revoked: post_note asks again." {
 		t.Fatalf("press: %q %v", reply, err)
 	}
-	if p := rec.nextPress(t); p.GateID != "gr_9" || p.Choice != gateway.ChoiceRevokeGrant || p.MessageID != id {
+	if p := rec.nextPress(t); p.GateID != "gr_9" || p.Choice != chat.ChoiceRevokeGrant || p.MessageID != id {
 		t.Fatalf("press: %+v", p)
 	}
 	if posts := f.Posts("room"); posts[0].Edited {

@@ -9,7 +9,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // pressAnswerWithin is how long Slack gives an app to respond to a press.
@@ -68,7 +68,7 @@ func (a *Adapter) knownBotUserID(ctx context.Context) string {
 // modal; otherwise the presser alone is told why not, in an ephemeral
 // message. The interaction itself has been acknowledged already (which
 // also closes a submitted modal).
-func (a *Adapter) handlePress(ctx context.Context, sink gateway.Sink, payload []byte) {
+func (a *Adapter) handlePress(ctx context.Context, sink chat.Sink, payload []byte) {
 	var head struct {
 		Type      string `json:"type"`
 		TriggerID string `json:"trigger_id"`
@@ -111,7 +111,7 @@ func (a *Adapter) handlePress(ctx context.Context, sink gateway.Sink, payload []
 
 // answerPress shows the presser what their press did: the decided card
 // for everyone, else an ephemeral message.
-func (a *Adapter) answerPress(ctx context.Context, p gh.Press, res gateway.PressResult) {
+func (a *Adapter) answerPress(ctx context.Context, p gh.Press, res chat.PressResult) {
 	if res.Won && res.Card.Text != "" {
 		_, _, _, err := a.api.UpdateMessageContext(ctx, p.ChatID, p.MessageID,
 			slackgo.MsgOptionText(res.Card.Text, false),
@@ -150,7 +150,7 @@ func (a *Adapter) openReasonModal(ctx context.Context, triggerID string, p gh.Pr
 		return slackgo.NewTextBlockObject(slackgo.PlainTextType, s, false, false)
 	}
 	input := slackgo.NewPlainTextInputBlockElement(plain("Why deny it?"), reasonActionID)
-	input.Multiline, input.MaxLength = true, gateway.MaxReason
+	input.Multiline, input.MaxLength = true, chat.MaxReason
 	view := slackgo.ModalViewRequest{
 		Type:            slackgo.VTModal,
 		CallbackID:      reasonCallbackID,

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // outerEvent is an Events API request body (or a Socket Mode events_api
@@ -191,7 +191,7 @@ func parsePress(body []byte) (p gh.Press, ok bool, err error) {
 		return gh.Press{}, false, nil
 	}
 	act := ia.Actions[0]
-	gateID, choice, ours := gateway.ParseButtonData(act.Value)
+	gateID, choice, ours := chat.ParseButtonData(act.Value)
 	if !ours {
 		return gh.Press{}, false, nil
 	}
@@ -264,8 +264,8 @@ func parseReason(body []byte) (p gh.Press, ok bool, err error) {
 		Platform:  gh.PlatformSlack,
 		UpdateID:  firstOf(vs.TriggerID, vs.View.ID+":"+vs.User.ID),
 		GateID:    meta.Gate,
-		Choice:    gateway.ChoiceDeny,
-		Reason:    truncate(strings.TrimSpace(vs.View.State.Values[reasonBlockID][reasonActionID].Value), gateway.MaxReason),
+		Choice:    chat.ChoiceDeny,
+		Reason:    truncate(strings.TrimSpace(vs.View.State.Values[reasonBlockID][reasonActionID].Value), chat.MaxReason),
 		UserID:    vs.User.ID,
 		UserName:  firstOf(vs.User.Username, vs.User.Name, vs.User.ID),
 		ChatID:    meta.Channel,

@@ -14,7 +14,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // Config configures an [Adapter].
@@ -125,8 +125,8 @@ func (a *Adapter) Platform() string { return gh.PlatformSlack }
 // per channel, and "several hundred messages per minute" across a
 // workspace, read conservatively as 5/s. Slack truncates text over 40,000
 // characters but recommends at most 4,000.
-func (a *Adapter) Limits() gateway.Limits {
-	return gateway.Limits{
+func (a *Adapter) Limits() chat.Limits {
+	return chat.Limits{
 		MaxText:   4000,
 		PerChat:   time.Second,
 		PerSecond: 5,
@@ -149,7 +149,7 @@ func Format(text string) string {
 
 // Send posts m with chat.postMessage, into the session's thread when the
 // address has one, and returns the message's ts.
-func (a *Adapter) Send(ctx context.Context, m gateway.Outgoing) (string, error) {
+func (a *Adapter) Send(ctx context.Context, m chat.Outgoing) (string, error) {
 	text := m.Text
 	var opts []slackgo.MsgOption
 	if m.Card != nil {
@@ -173,7 +173,7 @@ func (a *Adapter) Send(ctx context.Context, m gateway.Outgoing) (string, error) 
 // card. Slack keeps a message's blocks when chat.update omits them, so the
 // blocks are always sent: without card.Buttons there is no actions block
 // and the buttons are gone.
-func (a *Adapter) EditCard(ctx context.Context, addr gh.Address, messageID string, card gateway.Card) error {
+func (a *Adapter) EditCard(ctx context.Context, addr gh.Address, messageID string, card chat.Card) error {
 	_, _, _, err := a.api.UpdateMessageContext(ctx, addr.ChatID, messageID,
 		slackgo.MsgOptionText(card.Text, false),
 		slackgo.MsgOptionBlocks(cardBlocks(card, card.Text)...))
@@ -188,19 +188,19 @@ func sendError(method string, err error) error {
 	wrapped := fmt.Errorf("slack %s: %w", method, err)
 	var rl *slackgo.RateLimitedError
 	if errors.As(err, &rl) {
-		return &gateway.SendError{Status: http.StatusTooManyRequests, RetryAfter: rl.RetryAfter, Err: wrapped}
+		return &chat.SendError{Status: http.StatusTooManyRequests, RetryAfter: rl.RetryAfter, Err: wrapped}
 	}
 	var sc slackgo.StatusCodeError
 	if errors.As(err, &sc) {
 		// A 4xx other than a timeout or a 429 is the request's fault and
 		// will be refused again; a 5xx is Slack's and may pass later.
 		perm := sc.Code >= 400 && sc.Code < 500 && sc.Code != http.StatusRequestTimeout && sc.Code != http.StatusTooManyRequests
-		return &gateway.SendError{Status: sc.Code, Permanent: perm, Err: wrapped}
+		return &chat.SendError{Status: sc.Code, Permanent: perm, Err: wrapped}
 	}
 	var se slackgo.SlackErrorResponse
 	if errors.As(err, &se) {
 		status, perm := errorStatus(se.Err)
-		return &gateway.SendError{Status: status, Permanent: perm, Err: wrapped}
+		return &chat.SendError{Status: status, Permanent: perm, Err: wrapped}
 	}
 	// Transport errors (refused connection, cancelled context) are
 	// returned as they are: the dispatcher retries them.

@@ -15,7 +15,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/slackchat"
 	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 )
 
@@ -27,8 +27,8 @@ type recorder struct {
 	// before runs inside Receive, after the update is on in and before
 	// Receive returns (to look at the platform while it commits).
 	before  func(gh.Inbound)
-	press   func(gh.Press) (gateway.PressResult, error)
-	command func(name string, in gh.Inbound) (gateway.CommandReply, error)
+	press   func(gh.Press) (chat.PressResult, error)
+	command func(name string, in gh.Inbound) (chat.CommandReply, error)
 	in      chan gh.Inbound
 	presses chan gh.Press
 	// commands are the chat commands given to Command.
@@ -44,7 +44,7 @@ func newRecorder() *recorder {
 	return &recorder{in: make(chan gh.Inbound, 100), presses: make(chan gh.Press, 100), commands: make(chan recordedCommand, 100)}
 }
 
-func (r *recorder) Receive(ctx context.Context, in gh.Inbound) (gateway.ReceiveResult, error) {
+func (r *recorder) Receive(ctx context.Context, in gh.Inbound) (chat.ReceiveResult, error) {
 	r.mu.Lock()
 	before := r.before
 	fail := r.failures > 0
@@ -57,18 +57,18 @@ func (r *recorder) Receive(ctx context.Context, in gh.Inbound) (gateway.ReceiveR
 		before(in)
 	}
 	if fail {
-		return gateway.ReceiveResult{}, errors.New("database is down")
+		return chat.ReceiveResult{}, errors.New("database is down")
 	}
-	return gateway.ReceiveResult{Outcome: gateway.ReceiveHandedOn}, nil
+	return chat.ReceiveResult{Outcome: chat.ReceiveHandedOn}, nil
 }
 
-func (r *recorder) Press(ctx context.Context, p gh.Press) (gateway.PressResult, error) {
+func (r *recorder) Press(ctx context.Context, p gh.Press) (chat.PressResult, error) {
 	r.presses <- p
 	r.mu.Lock()
 	press := r.press
 	r.mu.Unlock()
 	if press == nil {
-		return gateway.PressResult{Text: "Noted."}, nil
+		return chat.PressResult{Text: "Noted."}, nil
 	}
 	return press(p)
 }
@@ -76,7 +76,7 @@ func (r *recorder) Press(ctx context.Context, p gh.Press) (gateway.PressResult, 
 // Command records the command and answers as the test says; by default
 // as the gateway does: /grants with an empty list, anything else with
 // "knows /grants only".
-func (r *recorder) Command(ctx context.Context, name string, in gh.Inbound) (gateway.CommandReply, error) {
+func (r *recorder) Command(ctx context.Context, name string, in gh.Inbound) (chat.CommandReply, error) {
 	r.commands <- recordedCommand{name, in}
 	r.mu.Lock()
 	command := r.command
@@ -84,13 +84,13 @@ func (r *recorder) Command(ctx context.Context, name string, in gh.Inbound) (gat
 	if command != nil {
 		return command(name, in)
 	}
-	if name != gateway.CommandGrants {
-		return gateway.CommandReply{Text: "Gatehouse knows /" + gateway.CommandGrants + " only."}, nil
+	if name != chat.CommandGrants {
+		return chat.CommandReply{Text: "Gatehouse knows /" + chat.CommandGrants + " only."}, nil
 	}
-	return gateway.CommandReply{Text: "No grants are active in this chat."}, nil
+	return chat.CommandReply{Text: "No grants are active in this chat."}, nil
 }
 
-func (r *recorder) setCommand(fn func(name string, in gh.Inbound) (gateway.CommandReply, error)) {
+func (r *recorder) setCommand(fn func(name string, in gh.Inbound) (chat.CommandReply, error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.command = fn
@@ -113,7 +113,7 @@ func (r *recorder) setBefore(fn func(gh.Inbound)) {
 	r.before = fn
 }
 
-func (r *recorder) setPress(fn func(gh.Press) (gateway.PressResult, error)) {
+func (r *recorder) setPress(fn func(gh.Press) (chat.PressResult, error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.press = fn
@@ -145,7 +145,7 @@ var fixedNow = time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // socketPair starts a fake Slack and a Socket Mode adapter connected to
 // it; Connect runs until the test ends and must then return nil.
-func socketPair(t *testing.T, s gateway.Sink, opts ...slacktest.SlackOption) (*slackchat.Adapter, *slacktest.SlackFake) {
+func socketPair(t *testing.T, s chat.Sink, opts ...slacktest.SlackOption) (*slackchat.Adapter, *slacktest.SlackFake) {
 	t.Helper()
 	f := slacktest.NewSlack(t, opts...)
 	cfg := f.SocketConfig()
@@ -237,7 +237,7 @@ func TestThreadsAndChatTypes(t *testing.T) {
 	}
 
 	// The answer goes into the thread the message started.
-	id, err := a.Send(context.Background(), gateway.Outgoing{
+	id, err := a.Send(context.Background(), chat.Outgoing{
 		Address: gh.Address{Platform: gh.PlatformSlack, ChatID: top.ChatID, ThreadID: top.ThreadID},
 		Text:    "in the thread",
 	})
@@ -299,7 +299,7 @@ func TestBotMessagesAreMarked(t *testing.T) {
 
 	// Slack echoes what our bot posts: it must come back as a bot's,
 	// or the gateway would answer itself.
-	if _, err := a.Send(context.Background(), gateway.Outgoing{
+	if _, err := a.Send(context.Background(), chat.Outgoing{
 		Address: gh.Address{ChatID: f.ChatID("room")}, Text: "my own words",
 	}); err != nil {
 		t.Fatal(err)
@@ -342,13 +342,13 @@ func TestUnsupportedUpdates(t *testing.T) {
 	noErrors(t, f)
 }
 
-func card(gateID string) *gateway.Card {
-	return &gateway.Card{
+func card(gateID string) *chat.Card {
+	return &chat.Card{
 		GateID: gateID,
 		Text:   "*post_note* wants to run:\n`{\"text\":\"The report is ready.\"}`",
-		Buttons: []gateway.Button{
-			{Label: "Approve", Data: gateway.ButtonData(gateID, gateway.ChoiceApprove), Style: "primary"},
-			{Label: "Deny", Data: gateway.ButtonData(gateID, gateway.ChoiceDeny), Style: "danger"},
+		Buttons: []chat.Button{
+			{Label: "Approve", Data: chat.ButtonData(gateID, chat.ChoiceApprove), Style: "primary"},
+			{Label: "Deny", Data: chat.ButtonData(gateID, chat.ChoiceDeny), Style: "danger"},
 		},
 	}
 }
@@ -360,7 +360,7 @@ func TestCardButtonsRoundTripAndEditRemovesThem(t *testing.T) {
 	addr := gh.Address{Platform: gh.PlatformSlack, ChatID: f.ChatID("room")}
 
 	c := card("g-123")
-	id, err := a.Send(ctx, gateway.Outgoing{Address: addr, Text: c.Text, Card: c})
+	id, err := a.Send(ctx, chat.Outgoing{Address: addr, Text: c.Text, Card: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,13 +370,13 @@ func TestCardButtonsRoundTripAndEditRemovesThem(t *testing.T) {
 	}
 	choices := map[string]bool{}
 	for _, data := range msgs[0].Buttons {
-		gate, choice, ok := gateway.ParseButtonData(data)
+		gate, choice, ok := chat.ParseButtonData(data)
 		if !ok || gate != "g-123" {
 			t.Fatalf("button data %q does not round-trip", data)
 		}
 		choices[choice] = true
 	}
-	if !choices[gateway.ChoiceApprove] || !choices[gateway.ChoiceDeny] {
+	if !choices[chat.ChoiceApprove] || !choices[chat.ChoiceDeny] {
 		t.Fatalf("choices: %v", choices)
 	}
 	post := f.Posts("room")[0]
@@ -388,7 +388,7 @@ func TestCardButtonsRoundTripAndEditRemovesThem(t *testing.T) {
 		t.Fatalf("the card's text is its section: %+v", post.Sections)
 	}
 
-	if err := a.EditCard(ctx, addr, id, gateway.Card{GateID: "g-123", Text: "Approved by alice."}); err != nil {
+	if err := a.EditCard(ctx, addr, id, chat.Card{GateID: "g-123", Text: "Approved by alice."}); err != nil {
 		t.Fatal(err)
 	}
 	msgs = f.Messages("room")
@@ -400,8 +400,8 @@ func TestCardButtonsRoundTripAndEditRemovesThem(t *testing.T) {
 	}
 
 	// A card of a message that is not there.
-	err = a.EditCard(ctx, addr, "1.999999", gateway.Card{Text: "x"})
-	if se, ok := gateway.AsSendError(err); !ok || !se.Permanent || se.Status != 404 {
+	err = a.EditCard(ctx, addr, "1.999999", chat.Card{Text: "x"})
+	if se, ok := chat.AsSendError(err); !ok || !se.Permanent || se.Status != 404 {
 		t.Fatalf("editing a missing message: %v", err)
 	}
 	if errs := f.Errors(); len(errs) != 1 || !strings.Contains(errs[0], "message_not_found") {
@@ -414,14 +414,14 @@ func TestLongCardAndManyOptionsStayValidBlockKit(t *testing.T) {
 	a, f := socketPair(t, rec)
 	long := strings.Repeat("word & ", 600) // 4200 characters before escaping
 	text := slackchat.Format(long)
-	c := &gateway.Card{GateID: "g-9", Text: text}
+	c := &chat.Card{GateID: "g-9", Text: text}
 	for i := range 30 {
-		c.Buttons = append(c.Buttons, gateway.Button{
+		c.Buttons = append(c.Buttons, chat.Button{
 			Label: strings.Repeat("very long option label ", 5), // over 75
-			Data:  gateway.ButtonData("g-9", fmt.Sprintf("%s%d", gateway.ChoiceOption, i)),
+			Data:  chat.ButtonData("g-9", fmt.Sprintf("%s%d", chat.ChoiceOption, i)),
 		})
 	}
-	if _, err := a.Send(context.Background(), gateway.Outgoing{Address: gh.Address{ChatID: f.ChatID("room")}, Text: text, Card: c}); err != nil {
+	if _, err := a.Send(context.Background(), chat.Outgoing{Address: gh.Address{ChatID: f.ChatID("room")}, Text: text, Card: c}); err != nil {
 		t.Fatal(err)
 	}
 	noErrors(t, f)
@@ -447,21 +447,21 @@ func TestPressReachesPressAndThePresserHearsTheAnswer(t *testing.T) {
 	in := rec.next(t)
 	addr := gh.Address{Platform: gh.PlatformSlack, ChatID: in.ChatID, ThreadID: in.ThreadID}
 	c := card("g-1")
-	id, err := a.Send(ctx, gateway.Outgoing{Address: addr, Text: c.Text, Card: c})
+	id, err := a.Send(ctx, chat.Outgoing{Address: addr, Text: c.Text, Card: c})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// A press that decides nothing: the presser alone is told why.
-	rec.setPress(func(p gh.Press) (gateway.PressResult, error) {
-		return gateway.PressResult{Text: "You are not allowed to decide this."}, nil
+	rec.setPress(func(p gh.Press) (chat.PressResult, error) {
+		return chat.PressResult{Text: "You are not allowed to decide this."}, nil
 	})
 	reply, err := f.Press("room", id, c.Buttons[0].Data, "mallory")
 	if err != nil || reply != "You are not allowed to decide this." {
 		t.Fatalf("stranger's press: %q, %v", reply, err)
 	}
 	p := rec.nextPress(t)
-	want := gh.Press{Platform: gh.PlatformSlack, UpdateID: p.UpdateID, GateID: "g-1", Choice: gateway.ChoiceApprove,
+	want := gh.Press{Platform: gh.PlatformSlack, UpdateID: p.UpdateID, GateID: "g-1", Choice: chat.ChoiceApprove,
 		UserID: f.UserID("mallory"), UserName: "mallory", ChatID: in.ChatID, ThreadID: in.ThreadID, MessageID: id}
 	if p != want || p.UpdateID == "" {
 		t.Fatalf("press\n got %+v\nwant %+v", p, want)
@@ -474,8 +474,8 @@ func TestPressReachesPressAndThePresserHearsTheAnswer(t *testing.T) {
 	}
 
 	// The deciding press rewrites the card for everyone.
-	rec.setPress(func(p gh.Press) (gateway.PressResult, error) {
-		return gateway.PressResult{Won: true, Text: "Approved.", Card: gateway.Card{GateID: "g-1", Text: "Approved by alice."}}, nil
+	rec.setPress(func(p gh.Press) (chat.PressResult, error) {
+		return chat.PressResult{Won: true, Text: "Approved.", Card: chat.Card{GateID: "g-1", Text: "Approved by alice."}}, nil
 	})
 	reply, err = f.Press("room", id, c.Buttons[0].Data, "alice")
 	if err != nil || reply != "Approved by alice." {
@@ -487,12 +487,12 @@ func TestPressReachesPressAndThePresserHearsTheAnswer(t *testing.T) {
 	noErrors(t, f)
 
 	// A press the gateway could not record is not silently swallowed.
-	id2, err := a.Send(ctx, gateway.Outgoing{Address: addr, Text: "again", Card: card("g-2")})
+	id2, err := a.Send(ctx, chat.Outgoing{Address: addr, Text: "again", Card: card("g-2")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.setPress(func(p gh.Press) (gateway.PressResult, error) { return gateway.PressResult{}, errors.New("db down") })
-	reply, err = f.Press("room", id2, gateway.ButtonData("g-2", gateway.ChoiceDeny), "alice")
+	rec.setPress(func(p gh.Press) (chat.PressResult, error) { return chat.PressResult{}, errors.New("db down") })
+	reply, err = f.Press("room", id2, chat.ButtonData("g-2", chat.ChoiceDeny), "alice")
 	if err != nil || !strings.Contains(reply, "could not be recorded") {
 		t.Fatalf("failed press: %q, %v", reply, err)
 	}
@@ -502,9 +502,9 @@ func TestPressReachesPressAndThePresserHearsTheAnswer(t *testing.T) {
 func TestPressOfAButtonThatIsNotOursIsIgnored(t *testing.T) {
 	rec := newRecorder()
 	a, f := socketPair(t, rec, slacktest.SlackAckTimeout(time.Second))
-	id, err := a.Send(context.Background(), gateway.Outgoing{
+	id, err := a.Send(context.Background(), chat.Outgoing{
 		Address: gh.Address{ChatID: f.ChatID("room")}, Text: "foreign",
-		Card: &gateway.Card{Text: "foreign", Buttons: []gateway.Button{{Label: "Go", Data: "other-app:go"}}},
+		Card: &chat.Card{Text: "foreign", Buttons: []chat.Button{{Label: "Go", Data: "other-app:go"}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -531,8 +531,8 @@ func TestSendErrors(t *testing.T) {
 	a, f := socketPair(t, rec)
 	ctx := context.Background()
 
-	_, err := a.Send(ctx, gateway.Outgoing{Address: gh.Address{ChatID: "C404"}, Text: "hello?"})
-	se, ok := gateway.AsSendError(err)
+	_, err := a.Send(ctx, chat.Outgoing{Address: gh.Address{ChatID: "C404"}, Text: "hello?"})
+	se, ok := chat.AsSendError(err)
 	if !ok || se.Status != 404 || !se.Permanent {
 		t.Fatalf("unknown channel: %v", err)
 	}
@@ -543,8 +543,8 @@ func TestSendErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = bad.Send(ctx, gateway.Outgoing{Address: gh.Address{ChatID: f.ChatID("room")}, Text: "hi"})
-	if se, ok := gateway.AsSendError(err); !ok || se.Status != 401 || !se.Permanent {
+	_, err = bad.Send(ctx, chat.Outgoing{Address: gh.Address{ChatID: f.ChatID("room")}, Text: "hi"})
+	if se, ok := chat.AsSendError(err); !ok || se.Status != 401 || !se.Permanent {
 		t.Fatalf("wrong token: %v", err)
 	}
 	errs := f.Errors()
@@ -557,13 +557,13 @@ func TestRateLimitBecomesSendErrorWithRetryAfter(t *testing.T) {
 	rec := newRecorder()
 	a, f := socketPair(t, rec, slacktest.SlackRateLimit(time.Second))
 	ctx := context.Background()
-	out := gateway.Outgoing{Address: gh.Address{ChatID: f.ChatID("room")}, Text: "one"}
+	out := chat.Outgoing{Address: gh.Address{ChatID: f.ChatID("room")}, Text: "one"}
 	if _, err := a.Send(ctx, out); err != nil {
 		t.Fatal(err)
 	}
 	out.Text = "two"
 	_, err := a.Send(ctx, out)
-	se, ok := gateway.AsSendError(err)
+	se, ok := chat.AsSendError(err)
 	if !ok || se.Status != 429 || se.RetryAfter != time.Second || se.Permanent {
 		t.Fatalf("second message within a second: %v", err)
 	}
@@ -571,7 +571,7 @@ func TestRateLimitBecomesSendErrorWithRetryAfter(t *testing.T) {
 		t.Fatalf("slack-go must not retry on its own: throttled %q, messages %d", f.Throttled(), len(f.Messages("room")))
 	}
 	// Another channel has its own pace.
-	if _, err := a.Send(ctx, gateway.Outgoing{Address: gh.Address{ChatID: f.ChatID("other")}, Text: "elsewhere"}); err != nil {
+	if _, err := a.Send(ctx, chat.Outgoing{Address: gh.Address{ChatID: f.ChatID("other")}, Text: "elsewhere"}); err != nil {
 		t.Fatal(err)
 	}
 	noErrors(t, f)

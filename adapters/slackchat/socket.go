@@ -10,7 +10,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // Connect holds the Socket Mode connection and hands every message event,
@@ -20,7 +20,7 @@ import (
 // It returns an error only when Slack refuses the tokens (auth.test or
 // apps.connections.open answering invalid_auth and the like): retrying
 // cannot help. Lost connections are reopened by slack-go with backoff.
-func (a *Adapter) Connect(ctx context.Context, sink gateway.Sink) error {
+func (a *Adapter) Connect(ctx context.Context, sink chat.Sink) error {
 	if a.mode != modeSocket {
 		<-ctx.Done()
 		return nil
@@ -87,7 +87,7 @@ func (a *Adapter) identifyWithRetry(ctx context.Context) (string, error) {
 	}
 }
 
-func (a *Adapter) handleSocketEvent(ctx context.Context, client *socketmode.Client, sink gateway.Sink, botUserID string, evt socketmode.Event) {
+func (a *Adapter) handleSocketEvent(ctx context.Context, client *socketmode.Client, sink chat.Sink, botUserID string, evt socketmode.Event) {
 	switch evt.Type {
 	case socketmode.EventTypeEventsAPI, socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
 		if evt.Request != nil {
@@ -117,7 +117,7 @@ func (a *Adapter) handleSocketEvent(ctx context.Context, client *socketmode.Clie
 // unacknowledged, Slack resends it within seconds under the same event_id.
 // A slash command is acknowledged with its answer (see answerCommand).
 // Everything else is acknowledged at once.
-func (a *Adapter) handleRequest(ctx context.Context, client *socketmode.Client, sink gateway.Sink, botUserID string, req socketmode.Request) {
+func (a *Adapter) handleRequest(ctx context.Context, client *socketmode.Client, sink chat.Sink, botUserID string, req socketmode.Request) {
 	ack := func() {
 		// AckCtx, not Ack: between two connections nobody drains the
 		// response queue, and a shutdown must not wait on it.

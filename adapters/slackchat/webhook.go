@@ -12,7 +12,7 @@ import (
 
 	slackgo "github.com/slack-go/slack"
 
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // maxBody bounds a request body; Slack's event and interaction payloads
@@ -33,7 +33,7 @@ const pressWork = 15 * time.Second
 // under the same event_id. A button press is answered 200 at once and then
 // handed to sink.Press. A slash command (a form with command=) goes to
 // sink.Command and is answered in the response body.
-func (a *Adapter) Handler(sink gateway.Sink) http.Handler {
+func (a *Adapter) Handler(sink chat.Sink) http.Handler {
 	if a.mode != modeEvents {
 		return nil
 	}
@@ -81,7 +81,7 @@ func (a *Adapter) verify(h http.Header, body []byte) error {
 	return sv.Ensure()
 }
 
-func (a *Adapter) serveEvent(w http.ResponseWriter, r *http.Request, sink gateway.Sink, body []byte) {
+func (a *Adapter) serveEvent(w http.ResponseWriter, r *http.Request, sink chat.Sink, body []byte) {
 	var outer outerEvent
 	if err := json.Unmarshal(body, &outer); err != nil {
 		http.Error(w, "unreadable event", http.StatusBadRequest)
@@ -118,7 +118,7 @@ func (a *Adapter) serveEvent(w http.ResponseWriter, r *http.Request, sink gatewa
 
 // serveInteraction acknowledges a press at once (Slack shows the presser
 // an error after 3 s without an answer) and then records and answers it.
-func (a *Adapter) serveInteraction(w http.ResponseWriter, r *http.Request, sink gateway.Sink, body []byte) {
+func (a *Adapter) serveInteraction(w http.ResponseWriter, r *http.Request, sink chat.Sink, body []byte) {
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
 		http.Error(w, "unreadable form", http.StatusBadRequest)
@@ -149,7 +149,7 @@ func (a *Adapter) serveInteraction(w http.ResponseWriter, r *http.Request, sink 
 // serveCommand answers a slash command in the response body, the message
 // the user sees (an empty 200 shows nothing). Slack waits 3 s for it and
 // never resends the command.
-func (a *Adapter) serveCommand(w http.ResponseWriter, r *http.Request, sink gateway.Sink, form url.Values) {
+func (a *Adapter) serveCommand(w http.ResponseWriter, r *http.Request, sink chat.Sink, form url.Values) {
 	resp := a.answerCommand(r.Context(), sink, commandFromForm(form))
 	if resp == nil {
 		w.WriteHeader(http.StatusOK)

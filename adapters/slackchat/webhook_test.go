@@ -14,7 +14,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // signedPost sends body to the handler as Slack would, signed with secret
@@ -150,11 +150,11 @@ func TestWebhookAnswersURLVerification(t *testing.T) {
 func TestWebhookPress(t *testing.T) {
 	rec := newRecorder()
 	a, f := slacktest.SlackEventsPair(t, rec)
-	rec.setPress(func(p gh.Press) (gateway.PressResult, error) {
-		return gateway.PressResult{Text: "Already approved by telegram:alice."}, nil
+	rec.setPress(func(p gh.Press) (chat.PressResult, error) {
+		return chat.PressResult{Text: "Already approved by telegram:alice."}, nil
 	})
 	c := card("g-7")
-	id, err := a.Send(context.Background(), gateway.Outgoing{Address: gh.Address{ChatID: f.ChatID("dm-bob")}, Text: c.Text, Card: c})
+	id, err := a.Send(context.Background(), chat.Outgoing{Address: gh.Address{ChatID: f.ChatID("dm-bob")}, Text: c.Text, Card: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestWebhookPress(t *testing.T) {
 	if err != nil || reply != "Already approved by telegram:alice." {
 		t.Fatalf("press over HTTP: %q, %v", reply, err)
 	}
-	if p := rec.nextPress(t); p.GateID != "g-7" || p.Choice != gateway.ChoiceDeny || p.UserID != f.UserID("bob") || p.ThreadID != "" {
+	if p := rec.nextPress(t); p.GateID != "g-7" || p.Choice != chat.ChoiceDeny || p.UserID != f.UserID("bob") || p.ThreadID != "" {
 		t.Fatalf("press: %+v", p)
 	}
 	noErrors(t, f)

@@ -14,7 +14,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // Chat commands. A message whose text starts with a bot_command entity
@@ -27,7 +27,7 @@ import (
 // commands are the commands the adapter hands to Sink.Command, with the
 // description clients show beside them.
 var commands = []models.BotCommand{
-	{Command: gateway.CommandGrants, Description: "List this chat's grants and revoke them"},
+	{Command: chat.CommandGrants, Description: "List this chat's grants and revoke them"},
 }
 
 // botCommand is a command a message starts with.
@@ -140,7 +140,7 @@ func (a *Adapter) username(ctx context.Context) (string, error) {
 // to the command, in its topic, with the answer's buttons. The update may
 // be acknowledged once Command returned nil; a failed answer is logged,
 // not retried (the command is logged, and the user can ask again).
-func (a *Adapter) handleCommand(ctx context.Context, sink gateway.Sink, updateID int64, in gh.Inbound, c *botCommand) error {
+func (a *Adapter) handleCommand(ctx context.Context, sink chat.Sink, updateID int64, in gh.Inbound, c *botCommand) error {
 	in.Text = c.args
 	reply, err := sink.Command(ctx, c.name, in)
 	if err != nil {
@@ -161,7 +161,7 @@ func (a *Adapter) handleCommand(ctx context.Context, sink gateway.Sink, updateID
 
 // sendCommandReply sends reply (plain text, escaped here) to in's chat
 // and topic as a reply to in's message, with reply.Buttons.
-func (a *Adapter) sendCommandReply(ctx context.Context, in gh.Inbound, reply gateway.CommandReply) (*models.Message, error) {
+func (a *Adapter) sendCommandReply(ctx context.Context, in gh.Inbound, reply chat.CommandReply) (*models.Message, error) {
 	chat, err := chatID(in.ChatID)
 	if err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store"
@@ -35,7 +35,7 @@ func TestConnectRegistersCommands(t *testing.T) {
 			t.Fatalf("webhook=%v: commands before Connect: %v", webhook, got)
 		}
 		adaptertest.Connect(t, a, newSink(), 5*time.Second)
-		adaptertest.Eventually(t, "grants registered", func() bool { return slices.Equal(f.Commands(), []string{gateway.CommandGrants}) })
+		adaptertest.Eventually(t, "grants registered", func() bool { return slices.Equal(f.Commands(), []string{chat.CommandGrants}) })
 		if c := f.TelegramCommands(); c[0].Description == "" {
 			t.Fatalf("webhook=%v: %+v", webhook, c)
 		}
@@ -87,10 +87,10 @@ func TestCommandRegistrationIsRetriedWithoutHoldingUpdates(t *testing.T) {
 func TestCommandsAddressedToUsOnly(t *testing.T) {
 	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	s := newSink()
-	revoke := gateway.ButtonData("gr_1", gateway.ChoiceRevokeGrant)
-	s.commandReply = func(name string, in gh.Inbound) gateway.CommandReply {
-		return gateway.CommandReply{Text: "Grants <b>& " + strconv.Quote(in.Text) + "</b> **x**",
-			Buttons: []gateway.Button{{Label: "Revoke post_note", Data: revoke, Style: "danger"}}}
+	revoke := chat.ButtonData("gr_1", chat.ChoiceRevokeGrant)
+	s.commandReply = func(name string, in gh.Inbound) chat.CommandReply {
+		return chat.CommandReply{Text: "Grants <b>& " + strconv.Quote(in.Text) + "</b> **x**",
+			Buttons: []chat.Button{{Label: "Revoke post_note", Data: revoke, Style: "danger"}}}
 	}
 	adaptertest.Connect(t, a, s, 5*time.Second)
 
@@ -109,12 +109,12 @@ func TestCommandsAddressedToUsOnly(t *testing.T) {
 
 	ours := f.SayCommand("group-ops", "alice", "/grants@GateHouse_Bot  soon please ")
 	c := s.commanded(t, ours)
-	if c.name != gateway.CommandGrants || c.in.Text != "soon please" || c.in.ChatID != f.ChatID("group-ops") ||
+	if c.name != chat.CommandGrants || c.in.Text != "soon please" || c.in.ChatID != f.ChatID("group-ops") ||
 		c.in.ChatType != gh.ChatGroup || c.in.UserID != f.UserID("alice") || c.in.MessageID == "" {
 		t.Fatalf("/grants@our bot: %+v", c)
 	}
 	bare := f.SayCommand("group-ops", "bob", "/grants")
-	if c := s.commanded(t, bare); c.name != gateway.CommandGrants || c.in.Text != "" || c.in.UserName != "bob" {
+	if c := s.commanded(t, bare); c.name != chat.CommandGrants || c.in.Text != "" || c.in.UserName != "bob" {
 		t.Fatalf("/grants: %+v", c)
 	}
 	for _, up := range []string{other, help, plain, ours, bare} {
@@ -139,11 +139,11 @@ func TestCommandsAddressedToUsOnly(t *testing.T) {
 		}
 	}
 	// The Revoke button is pressed like a card's.
-	s.pressResult = gateway.PressResult{Won: true, Text: "Revoked."}
+	s.pressResult = chat.PressResult{Won: true, Text: "Revoked."}
 	if reply, err := f.Press("group-ops", strconv.Itoa(answers[0].ID), revoke, "alice"); err != nil || reply != "Revoked." {
 		t.Fatalf("Revoke: %q %v", reply, err)
 	}
-	if p := s.pressList(); len(p) != 1 || p[0].Choice != gateway.ChoiceRevokeGrant || p[0].GateID != "gr_1" {
+	if p := s.pressList(); len(p) != 1 || p[0].Choice != chat.ChoiceRevokeGrant || p[0].GateID != "gr_1" {
 		t.Fatalf("presses %+v", p)
 	}
 	noFakeErrors(t, f)
@@ -190,14 +190,14 @@ func TestCommandAcknowledgedAfterCommandAndAnsweredAsTold(t *testing.T) {
 		}
 		return nil
 	}
-	s.commandReply = func(_ string, in gh.Inbound) gateway.CommandReply {
+	s.commandReply = func(_ string, in gh.Inbound) chat.CommandReply {
 		switch in.UserName {
 		case "mallory":
-			return gateway.CommandReply{Text: "You are not allowed to use Gatehouse here.", Refused: true}
+			return chat.CommandReply{Text: "You are not allowed to use Gatehouse here.", Refused: true}
 		case "again":
-			return gateway.CommandReply{Duplicate: true}
+			return chat.CommandReply{Duplicate: true}
 		}
-		return gateway.CommandReply{Text: "No grants are active in this chat."}
+		return chat.CommandReply{Text: "No grants are active in this chat."}
 	}
 	adaptertest.Connect(t, a, s, 5*time.Second)
 
@@ -228,7 +228,7 @@ func TestCommandAcknowledgedAfterCommandAndAnsweredAsTold(t *testing.T) {
 // answered.
 func TestStrangersGrantsCommandIsLoggedNotAnswered(t *testing.T) {
 	var fake *telegramtest.TelegramFake
-	e := stacktest.NewEnv(t, func(tb adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+	e := stacktest.NewEnv(t, func(tb adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 		a, f := telegramtest.NewTelegramAdapter(tb, telegramtest.TelegramOptions{})
 		fake = f
 		return a, f
@@ -236,12 +236,12 @@ func TestStrangersGrantsCommandIsLoggedNotAnswered(t *testing.T) {
 
 	stranger := fake.SayCommand("group-ops", "mallory", "/grants")
 	row := e.Receive(stranger)
-	if row.Outcome != gateway.ReceiveDropped || row.Reason != gateway.ReasonNotAllowed || row.UserID != fake.UserID("mallory") {
+	if row.Outcome != chat.ReceiveDropped || row.Reason != chat.ReasonNotAllowed || row.UserID != fake.UserID("mallory") {
 		t.Fatalf("the stranger's /grants in the receive log: %+v", row)
 	}
 	// alice's command comes after mallory's, and updates are handled in
 	// order: once hers is answered, his was handled.
-	answer, err := fake.Command("group-ops", "alice", gateway.CommandGrants)
+	answer, err := fake.Command("group-ops", "alice", chat.CommandGrants)
 	if err != nil || answer.Text == "" || len(answer.Buttons) != 0 {
 		t.Fatalf("a member's /grants: %+v %v", answer, err)
 	}
@@ -251,7 +251,7 @@ func TestStrangersGrantsCommandIsLoggedNotAnswered(t *testing.T) {
 	if !fake.Acked(stranger) {
 		t.Fatal("the stranger's command was not acknowledged")
 	}
-	rows, err := e.Store.ListReceive(e.Ctx, store.ReceiveFilter{Platform: gh.PlatformTelegram, Reason: gateway.ReasonCommand, Limit: 10})
+	rows, err := e.Store.ListReceive(e.Ctx, store.ReceiveFilter{Platform: gh.PlatformTelegram, Reason: chat.ReasonCommand, Limit: 10})
 	if err != nil || len(rows) != 1 || rows[0].UserID != fake.UserID("alice") || rows[0].Text != "/grants" {
 		t.Fatalf("the member's /grants in the receive log: %+v %v", rows, err)
 	}
@@ -263,7 +263,7 @@ func TestStrangersGrantsCommandIsLoggedNotAnswered(t *testing.T) {
 // /grants then lists none.
 func TestGrantsCommandListsAndRevokes(t *testing.T) {
 	var fake *telegramtest.TelegramFake
-	e := stacktest.NewEnv(t, func(tb adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+	e := stacktest.NewEnv(t, func(tb adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 		a, f := telegramtest.NewTelegramAdapter(tb, telegramtest.TelegramOptions{})
 		fake = f
 		return a, f
@@ -281,7 +281,7 @@ func TestGrantsCommandListsAndRevokes(t *testing.T) {
 		}
 		return false
 	})
-	forChat := buttonOf(t, card, gateway.ChoiceApproveChat)
+	forChat := buttonOf(t, card, chat.ChoiceApproveChat)
 	if reply, err := fake.Press("group-room", card.ID, forChat, "alice"); err != nil || !strings.Contains(reply, "Approved for this chat") {
 		t.Fatalf("Approve for this chat: %q %v", reply, err)
 	}
@@ -303,20 +303,20 @@ func TestGrantsCommandListsAndRevokes(t *testing.T) {
 		}
 		return false
 	})
-	grantID, _, _ := gateway.ParseButtonData(buttonOf(t, notice, gateway.ChoiceRevokeGrant))
+	grantID, _, _ := chat.ParseButtonData(buttonOf(t, notice, chat.ChoiceRevokeGrant))
 
-	list, err := fake.Command("group-room", "bob", gateway.CommandGrants)
+	list, err := fake.Command("group-room", "bob", chat.CommandGrants)
 	if err != nil || !strings.Contains(list.Text, "post_note") || !strings.Contains(list.Text, grantID) {
 		t.Fatalf("/grants must list grant %s: %+v %v", grantID, list, err)
 	}
-	revoke := buttonOf(t, list, gateway.ChoiceRevokeGrant)
+	revoke := buttonOf(t, list, chat.ChoiceRevokeGrant)
 	if reply, err := fake.Press("group-room", list.ID, revoke, "bob"); err != nil || !strings.Contains(reply, "Revoked") {
 		t.Fatalf("Revoke from /grants: %q %v", reply, err)
 	}
 	if g, err := e.Store.GetGrant(e.Ctx, grantID); err != nil || g.RevokedAt.IsZero() {
 		t.Fatalf("the grant is not revoked: %+v %v", g, err)
 	}
-	if list, err := fake.Command("group-room", "alice", gateway.CommandGrants); err != nil || !strings.Contains(list.Text, "No grants") || len(list.Buttons) != 0 {
+	if list, err := fake.Command("group-room", "alice", chat.CommandGrants); err != nil || !strings.Contains(list.Text, "No grants") || len(list.Buttons) != 0 {
 		t.Fatalf("/grants after the revocation: %+v %v", list, err)
 	}
 	noFakeErrors(t, fake)
@@ -325,7 +325,7 @@ func TestGrantsCommandListsAndRevokes(t *testing.T) {
 func buttonOf(t *testing.T, m adaptertest.Message, choice string) string {
 	t.Helper()
 	for _, b := range m.Buttons {
-		if _, c, ok := gateway.ParseButtonData(b); ok && c == choice {
+		if _, c, ok := chat.ParseButtonData(b); ok && c == choice {
 			return b
 		}
 	}

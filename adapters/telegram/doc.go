@@ -26,7 +26,7 @@
 //     wrong secret and before the update is handled.
 //
 // Button presses are callback queries: the button data is parsed with
-// gateway.ParseButtonData, the press goes to the sink, and the query is
+// chat.ParseButtonData, the press goes to the sink, and the query is
 // answered at once with the press result's text. A button that is not ours
 // is answered with a short notice and otherwise ignored.
 //

@@ -50,7 +50,7 @@ func Format(text string) string {
 // FormatCard renders an approval card's text as Telegram HTML literally:
 // &, < and > are escaped and nothing else becomes markup (no bold, no
 // code), so every character of an argument shows as written. It
-// implements gateway.CardFormatter.
+// implements chat.CardFormatter.
 func (a *Adapter) FormatCard(text string) string { return FormatLiteral(text) }
 
 // FormatLiteral is [Adapter.FormatCard] without an adapter.

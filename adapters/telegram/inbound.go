@@ -14,14 +14,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // Handler serves Telegram's webhook in webhook mode, and is nil in
 // polling mode. It answers 401 to a wrong secret, 400 to a body that is no
 // update, 500 when the sink failed (Telegram then delivers the update
 // again) and 200 once the sink has the update.
-func (a *Adapter) Handler(sink gateway.Sink) http.Handler {
+func (a *Adapter) Handler(sink chat.Sink) http.Handler {
 	if !a.webhookMode() {
 		return nil
 	}
@@ -62,7 +62,7 @@ func (a *Adapter) Handler(sink gateway.Sink) http.Handler {
 // poll long-polls getUpdates until ctx ends. The offset names the first
 // update not yet handled; Telegram forgets everything below the offset of
 // a call, so it moves only past updates the sink took, in order.
-func (a *Adapter) poll(ctx context.Context, sink gateway.Sink) {
+func (a *Adapter) poll(ctx context.Context, sink chat.Sink) {
 	var offset int64
 	wait := backoff{}
 	defer func() {

@@ -16,7 +16,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // Config configures an [Adapter].
@@ -74,7 +74,7 @@ var allowedUpdates = []string{
 
 var secretChars = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 
-// Adapter is the Telegram [gateway.Adapter].
+// Adapter is the Telegram [chat.Adapter].
 type Adapter struct {
 	cfg    Config
 	bot    *bot.Bot
@@ -89,7 +89,7 @@ type Adapter struct {
 	me self
 }
 
-var _ gateway.Adapter = (*Adapter)(nil)
+var _ chat.Adapter = (*Adapter)(nil)
 
 // New makes an adapter. It does no I/O: the token is first used by
 // Connect or Send.
@@ -146,8 +146,8 @@ func (a *Adapter) Platform() string { return gh.PlatformTelegram }
 
 // Limits are Telegram's: 4096 characters, about one message a second per
 // chat, 20 a minute per group, 30 a second in all.
-func (a *Adapter) Limits() gateway.Limits {
-	return gateway.Limits{MaxText: maxText, PerChat: time.Second, GroupPerMinute: 20, PerSecond: 30}
+func (a *Adapter) Limits() chat.Limits {
+	return chat.Limits{MaxText: maxText, PerChat: time.Second, GroupPerMinute: 20, PerSecond: 30}
 }
 
 // AsksReasons is true: a card has a "Deny with reason…" button, whose
@@ -165,7 +165,7 @@ func (a *Adapter) webhookMode() bool { return a.cfg.WebhookSecret != "" }
 // webhook mode only registering the webhook when a URL is configured.
 // In both modes it registers the chat commands (setMyCommands) once,
 // retrying until that succeeds. It returns nil when ctx ends.
-func (a *Adapter) Connect(ctx context.Context, sink gateway.Sink) error {
+func (a *Adapter) Connect(ctx context.Context, sink chat.Sink) error {
 	// Commands are registered once per start, beside the inbound side:
 	// a Bot API that refuses them for a while delays no update.
 	var registering sync.WaitGroup
@@ -208,7 +208,7 @@ func (a *Adapter) registerWebhook(ctx context.Context) {
 
 // handle hands one update to sink. A nil error means the update may be
 // acknowledged; an error means it must come again.
-func (a *Adapter) handle(ctx context.Context, sink gateway.Sink, ev event) error {
+func (a *Adapter) handle(ctx context.Context, sink chat.Sink, ev event) error {
 	if ev.command != nil && ev.inbound != nil {
 		ours, err := a.addressedToUs(ctx, ev.command.target)
 		if err != nil {
@@ -255,12 +255,12 @@ func (a *Adapter) handle(ctx context.Context, sink gateway.Sink, ev event) error
 // reason of a denial: a message the presser's client opens a reply to
 // (force_reply). Its reply comes back as an update (handleReason).
 func (a *Adapter) askReason(ctx context.Context, p gh.Press, tool string) error {
-	chat, err := chatID(p.ChatID)
+	to, err := chatID(p.ChatID)
 	if err != nil {
 		return err
 	}
 	params := &bot.SendMessageParams{
-		ChatID:      chat,
+		ChatID:      to,
 		Text:        reasonPrompt(tool, p.GateID),
 		ReplyMarkup: &models.ForceReply{ForceReply: true, InputFieldPlaceholder: "Why deny it?"},
 	}
@@ -279,8 +279,8 @@ func (a *Adapter) askReason(ctx context.Context, p gh.Press, tool string) error 
 // it decided the gate (the card then shows the outcome, reason included):
 // a reply to their message replyTo. An error means the update must come
 // again.
-func (a *Adapter) handleReason(ctx context.Context, sink gateway.Sink, p gh.Press, replyTo string) error {
-	p.Reason = truncate(p.Reason, gateway.MaxReason)
+func (a *Adapter) handleReason(ctx context.Context, sink chat.Sink, p gh.Press, replyTo string) error {
+	p.Reason = truncate(p.Reason, chat.MaxReason)
 	res, err := sink.Press(ctx, p)
 	if err != nil {
 		return fmt.Errorf("telegram: reason for %s: %w", p.GateID, err)
@@ -288,11 +288,11 @@ func (a *Adapter) handleReason(ctx context.Context, sink gateway.Sink, p gh.Pres
 	if res.Won || res.Text == "" {
 		return nil
 	}
-	chat, err := chatID(p.ChatID)
+	to, err := chatID(p.ChatID)
 	if err != nil {
 		return nil
 	}
-	params := &bot.SendMessageParams{ChatID: chat, Text: res.Text}
+	params := &bot.SendMessageParams{ChatID: to, Text: res.Text}
 	if n, err := strconv.Atoi(p.ThreadID); err == nil && n > 0 {
 		params.MessageThreadID = n
 	}
@@ -335,7 +335,7 @@ type inlineButton struct {
 
 // keyboard is a card's buttons in one row; an empty keyboard (no rows)
 // removes the buttons of a message being edited.
-func keyboard(buttons []gateway.Button) inlineKeyboard {
+func keyboard(buttons []chat.Button) inlineKeyboard {
 	kb := inlineKeyboard{InlineKeyboard: [][]inlineButton{}}
 	if len(buttons) == 0 {
 		return kb
@@ -371,17 +371,17 @@ func chatID(s string) (any, error) {
 // Send posts m.Text (or, for a card without text of its own, the card's
 // text) to the address, in its forum topic, as a reply to Address.ReplyTo
 // when that message still exists, with the card's buttons.
-func (a *Adapter) Send(ctx context.Context, m gateway.Outgoing) (string, error) {
-	chat, err := chatID(m.Address.ChatID)
+func (a *Adapter) Send(ctx context.Context, m chat.Outgoing) (string, error) {
+	to, err := chatID(m.Address.ChatID)
 	if err != nil {
-		return "", &gateway.SendError{Status: http.StatusBadRequest, Permanent: true, Err: err}
+		return "", &chat.SendError{Status: http.StatusBadRequest, Permanent: true, Err: err}
 	}
 	text := m.Text
 	if text == "" && m.Card != nil {
 		text = m.Card.Text
 	}
 	p := &bot.SendMessageParams{
-		ChatID:             chat,
+		ChatID:             to,
 		Text:               text,
 		ParseMode:          models.ParseModeHTML,
 		LinkPreviewOptions: noPreview(),
@@ -389,7 +389,7 @@ func (a *Adapter) Send(ctx context.Context, m gateway.Outgoing) (string, error) 
 	if t := m.Address.ThreadID; t != "" {
 		n, err := strconv.Atoi(t)
 		if err != nil || n <= 0 {
-			return "", &gateway.SendError{Status: http.StatusBadRequest, Permanent: true,
+			return "", &chat.SendError{Status: http.StatusBadRequest, Permanent: true,
 				Err: fmt.Errorf("telegram: %q is not a forum topic id", t)}
 		}
 		p.MessageThreadID = n
@@ -414,18 +414,18 @@ func (a *Adapter) Send(ctx context.Context, m gateway.Outgoing) (string, error) 
 // EditCard rewrites a card to card.Text with card.Buttons, which after a
 // decision are none: the empty keyboard removes the buttons. An edit that
 // changes nothing (a retry of an edit that went through) is success.
-func (a *Adapter) EditCard(ctx context.Context, addr gh.Address, messageID string, card gateway.Card) error {
-	chat, err := chatID(addr.ChatID)
+func (a *Adapter) EditCard(ctx context.Context, addr gh.Address, messageID string, card chat.Card) error {
+	to, err := chatID(addr.ChatID)
 	if err != nil {
-		return &gateway.SendError{Status: http.StatusBadRequest, Permanent: true, Err: err}
+		return &chat.SendError{Status: http.StatusBadRequest, Permanent: true, Err: err}
 	}
 	id, err := strconv.Atoi(messageID)
 	if err != nil || id <= 0 {
-		return &gateway.SendError{Status: http.StatusBadRequest, Permanent: true,
+		return &chat.SendError{Status: http.StatusBadRequest, Permanent: true,
 			Err: fmt.Errorf("telegram: %q is not a message id", messageID)}
 	}
 	_, err = a.bot.EditMessageText(ctx, &bot.EditMessageTextParams{
-		ChatID:             chat,
+		ChatID:             to,
 		MessageID:          id,
 		Text:               card.Text,
 		ParseMode:          models.ParseModeHTML,
@@ -447,7 +447,7 @@ func (a *Adapter) EditCard(ctx context.Context, addr gh.Address, messageID strin
 func sendError(method string, err error) error {
 	var tooMany *bot.TooManyRequestsError
 	if errors.As(err, &tooMany) {
-		return &gateway.SendError{Status: http.StatusTooManyRequests,
+		return &chat.SendError{Status: http.StatusTooManyRequests,
 			RetryAfter: time.Duration(tooMany.RetryAfter) * time.Second,
 			Err:        fmt.Errorf("telegram: %s: %w", method, err)}
 	}
@@ -455,7 +455,7 @@ func sendError(method string, err error) error {
 	if errors.As(err, &migrate) {
 		// The group became a supergroup with a new id: this address is
 		// gone for good; new messages from the chat bring the new one.
-		return &gateway.SendError{Status: http.StatusBadRequest, Permanent: true,
+		return &chat.SendError{Status: http.StatusBadRequest, Permanent: true,
 			Err: fmt.Errorf("telegram: %s: chat moved to %d: %w", method, migrate.MigrateToChatID, err)}
 	}
 	status := 0
@@ -471,11 +471,11 @@ func sendError(method string, err error) error {
 	case errors.Is(err, bot.ErrorConflict):
 		// Telegram's 409 is about polling and webhooks, not a send that
 		// could not work: worth retrying.
-		return &gateway.SendError{Status: http.StatusConflict, Err: fmt.Errorf("telegram: %s: %w", method, err)}
+		return &chat.SendError{Status: http.StatusConflict, Err: fmt.Errorf("telegram: %s: %w", method, err)}
 	default:
 		return fmt.Errorf("telegram: %s: %w", method, err)
 	}
 	// A bad request, a wrong token, a bot blocked or removed from the
 	// chat, a chat that does not exist: sending the same again cannot help.
-	return &gateway.SendError{Status: status, Permanent: true, Err: fmt.Errorf("telegram: %s: %w", method, err)}
+	return &chat.SendError{Status: status, Permanent: true, Err: fmt.Errorf("telegram: %s: %w", method, err)}
 }

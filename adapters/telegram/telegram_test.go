@@ -19,7 +19,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 )
 
@@ -36,8 +36,8 @@ type sink struct {
 	failReceive  func(gh.Inbound) error
 	failPress    func(gh.Press) error
 	failCommand  func(gh.Inbound) error
-	pressResult  gateway.PressResult
-	commandReply func(name string, in gh.Inbound) gateway.CommandReply
+	pressResult  chat.PressResult
+	commandReply func(name string, in gh.Inbound) chat.CommandReply
 }
 
 // command is one Command call the sink took.
@@ -48,33 +48,33 @@ type command struct {
 
 func newSink() *sink { return &sink{calls: make(chan string, 1000)} }
 
-func (s *sink) Receive(ctx context.Context, in gh.Inbound) (gateway.ReceiveResult, error) {
+func (s *sink) Receive(ctx context.Context, in gh.Inbound) (chat.ReceiveResult, error) {
 	s.calls <- in.UpdateID
 	if s.hold != nil {
 		select {
 		case <-s.hold:
 		case <-ctx.Done():
-			return gateway.ReceiveResult{}, ctx.Err()
+			return chat.ReceiveResult{}, ctx.Err()
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failReceive != nil {
 		if err := s.failReceive(in); err != nil {
-			return gateway.ReceiveResult{}, err
+			return chat.ReceiveResult{}, err
 		}
 	}
 	s.inbound = append(s.inbound, in)
-	return gateway.ReceiveResult{Outcome: gateway.ReceiveHandedOn}, nil
+	return chat.ReceiveResult{Outcome: chat.ReceiveHandedOn}, nil
 }
 
-func (s *sink) Press(ctx context.Context, p gh.Press) (gateway.PressResult, error) {
+func (s *sink) Press(ctx context.Context, p gh.Press) (chat.PressResult, error) {
 	s.calls <- p.UpdateID
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failPress != nil {
 		if err := s.failPress(p); err != nil {
-			return gateway.PressResult{}, err
+			return chat.PressResult{}, err
 		}
 	}
 	s.presses = append(s.presses, p)
@@ -84,20 +84,20 @@ func (s *sink) Press(ctx context.Context, p gh.Press) (gateway.PressResult, erro
 // Command records a command like Receive records a message, and answers
 // it with commandReply (by default an answer naming the command and what
 // followed it, with no buttons).
-func (s *sink) Command(ctx context.Context, name string, in gh.Inbound) (gateway.CommandReply, error) {
+func (s *sink) Command(ctx context.Context, name string, in gh.Inbound) (chat.CommandReply, error) {
 	s.calls <- in.UpdateID
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failCommand != nil {
 		if err := s.failCommand(in); err != nil {
-			return gateway.CommandReply{}, err
+			return chat.CommandReply{}, err
 		}
 	}
 	s.commands = append(s.commands, command{name: name, in: in})
 	if s.commandReply != nil {
 		return s.commandReply(name, in), nil
 	}
-	return gateway.CommandReply{Text: "/" + name + " with " + strconv.Quote(in.Text)}, nil
+	return chat.CommandReply{Text: "/" + name + " with " + strconv.Quote(in.Text)}, nil
 }
 
 // commanded waits for the Command call of update id.
@@ -354,13 +354,13 @@ func TestUnsupportedUpdatesAreNamed(t *testing.T) {
 }
 
 // sendCard sends an approval card for gate g to chat and returns its id.
-func sendCard(t *testing.T, a gateway.Adapter, addr gh.Address, g string) string {
+func sendCard(t *testing.T, a chat.Adapter, addr gh.Address, g string) string {
 	t.Helper()
-	card := &gateway.Card{GateID: g, Text: a.Format("Run **post_note**? <script>"), Buttons: []gateway.Button{
-		{Label: "Approve", Data: gateway.ButtonData(g, gateway.ChoiceApprove), Style: "primary"},
-		{Label: "Deny", Data: gateway.ButtonData(g, gateway.ChoiceDeny), Style: "danger"},
+	card := &chat.Card{GateID: g, Text: a.Format("Run **post_note**? <script>"), Buttons: []chat.Button{
+		{Label: "Approve", Data: chat.ButtonData(g, chat.ChoiceApprove), Style: "primary"},
+		{Label: "Deny", Data: chat.ButtonData(g, chat.ChoiceDeny), Style: "danger"},
 	}}
-	id, err := a.Send(context.Background(), gateway.Outgoing{Address: addr, Card: card})
+	id, err := a.Send(context.Background(), chat.Outgoing{Address: addr, Card: card})
 	if err != nil {
 		t.Fatalf("send card: %v", err)
 	}
@@ -370,7 +370,7 @@ func sendCard(t *testing.T, a gateway.Adapter, addr gh.Address, g string) string
 func TestPressReachesSinkAndPresserSeesResult(t *testing.T) {
 	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	s := newSink()
-	s.pressResult = gateway.PressResult{Won: true, Text: "Approved."}
+	s.pressResult = chat.PressResult{Won: true, Text: "Approved."}
 	adaptertest.Connect(t, a, s, 5*time.Second)
 	in := s.received(t, f.Say("group-ops", "alice", "post it", false))
 	addr := gh.Address{Platform: gh.PlatformTelegram, ChatID: in.ChatID, ChatType: in.ChatType}
@@ -382,17 +382,17 @@ func TestPressReachesSinkAndPresserSeesResult(t *testing.T) {
 	}
 	var choices []string
 	for _, data := range msgs[0].Buttons {
-		gate, choice, ok := gateway.ParseButtonData(data)
+		gate, choice, ok := chat.ParseButtonData(data)
 		if !ok || gate != "gate-123" {
 			t.Fatalf("button data %q does not round-trip", data)
 		}
 		choices = append(choices, choice)
 	}
-	if !slices.Equal(choices, []string{gateway.ChoiceApprove, gateway.ChoiceDeny}) {
+	if !slices.Equal(choices, []string{chat.ChoiceApprove, chat.ChoiceDeny}) {
 		t.Fatalf("buttons %v", choices)
 	}
 
-	reply, err := f.Press("group-ops", id, gateway.ButtonData("gate-123", gateway.ChoiceApprove), "bob")
+	reply, err := f.Press("group-ops", id, chat.ButtonData("gate-123", chat.ChoiceApprove), "bob")
 	if err != nil || reply != "Approved." {
 		t.Fatalf("the presser sees %q (%v), want the press result", reply, err)
 	}
@@ -400,7 +400,7 @@ func TestPressReachesSinkAndPresserSeesResult(t *testing.T) {
 	if len(p) != 1 {
 		t.Fatalf("presses %+v", p)
 	}
-	want := gh.Press{Platform: gh.PlatformTelegram, UpdateID: p[0].UpdateID, GateID: "gate-123", Choice: gateway.ChoiceApprove,
+	want := gh.Press{Platform: gh.PlatformTelegram, UpdateID: p[0].UpdateID, GateID: "gate-123", Choice: chat.ChoiceApprove,
 		UserID: f.UserID("bob"), UserName: "bob", ChatID: in.ChatID, MessageID: id}
 	if p[0] != want || p[0].UpdateID == "" {
 		t.Fatalf("press\n got %+v\nwant %+v", p[0], want)
@@ -429,7 +429,7 @@ func TestFailedPressComesAgainAndIsAnsweredOnce(t *testing.T) {
 	a, f := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
 	s := newSink()
 	long := strings.Repeat("é", 250)
-	s.pressResult = gateway.PressResult{Text: long}
+	s.pressResult = chat.PressResult{Text: long}
 	failed := false
 	s.failPress = func(gh.Press) error {
 		if !failed {
@@ -442,7 +442,7 @@ func TestFailedPressComesAgainAndIsAnsweredOnce(t *testing.T) {
 	in := s.received(t, f.Say("alice", "alice", "hi", false))
 	id := sendCard(t, a, gh.Address{ChatID: in.ChatID}, "g1")
 
-	reply, err := f.Press("alice", id, gateway.ButtonData("g1", gateway.ChoiceDeny), "alice")
+	reply, err := f.Press("alice", id, chat.ButtonData("g1", chat.ChoiceDeny), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func TestFailedPressComesAgainAndIsAnsweredOnce(t *testing.T) {
 	if reply != long[:len("é")*200] || utf8.RuneCountInString(reply) != 200 {
 		t.Fatalf("answer of %d characters", utf8.RuneCountInString(reply))
 	}
-	if p := s.pressList(); len(p) != 1 || p[0].Choice != gateway.ChoiceDeny {
+	if p := s.pressList(); len(p) != 1 || p[0].Choice != chat.ChoiceDeny {
 		t.Fatalf("presses %+v", p)
 	}
 	noFakeErrors(t, f)
@@ -464,7 +464,7 @@ func TestSendInTopicAsReplyWithoutPreview(t *testing.T) {
 	addr := gh.Address{Platform: gh.PlatformTelegram, ChatID: in.ChatID, ThreadID: in.ThreadID, ChatType: in.ChatType, ReplyTo: in.MessageID}
 
 	text := "Done: **3 files**, see `a<b>.go` & https://example.com"
-	id, err := a.Send(context.Background(), gateway.Outgoing{Address: addr, Text: a.Format(text)})
+	id, err := a.Send(context.Background(), chat.Outgoing{Address: addr, Text: a.Format(text)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +485,7 @@ func TestSendInTopicAsReplyWithoutPreview(t *testing.T) {
 
 	// A reply to a message that is gone is sent anyway, without the reply.
 	addr.ReplyTo = "999"
-	if _, err := a.Send(context.Background(), gateway.Outgoing{Address: addr, Text: "still here"}); err != nil {
+	if _, err := a.Send(context.Background(), chat.Outgoing{Address: addr, Text: "still here"}); err != nil {
 		t.Fatalf("reply to a deleted message: %v", err)
 	}
 	noFakeErrors(t, f)
@@ -499,7 +499,7 @@ func TestEditCardRemovesButtons(t *testing.T) {
 	addr := gh.Address{Platform: gh.PlatformTelegram, ChatID: in.ChatID}
 	id := sendCard(t, a, addr, "g1")
 
-	outcome := gateway.Card{GateID: "g1", Text: a.Format("Approved by alice (telegram).")}
+	outcome := chat.Card{GateID: "g1", Text: a.Format("Approved by alice (telegram).")}
 	if err := a.EditCard(context.Background(), addr, id, outcome); err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +512,7 @@ func TestEditCardRemovesButtons(t *testing.T) {
 		t.Fatalf("an edit repeated: %v", err)
 	}
 	err := a.EditCard(context.Background(), addr, "999", outcome)
-	if se, ok := gateway.AsSendError(err); !ok || se.Status != 400 || !se.Permanent {
+	if se, ok := chat.AsSendError(err); !ok || se.Status != 400 || !se.Permanent {
 		t.Fatalf("editing a message that does not exist: %v", err)
 	}
 }
@@ -525,11 +525,11 @@ func TestSendRefusals(t *testing.T) {
 	addr := gh.Address{Platform: gh.PlatformTelegram, ChatID: in.ChatID}
 	ctx := context.Background()
 
-	if _, err := a.Send(ctx, gateway.Outgoing{Address: addr, Text: "one"}); err != nil {
+	if _, err := a.Send(ctx, chat.Outgoing{Address: addr, Text: "one"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := a.Send(ctx, gateway.Outgoing{Address: addr, Text: "two, too soon"})
-	se, ok := gateway.AsSendError(err)
+	_, err := a.Send(ctx, chat.Outgoing{Address: addr, Text: "two, too soon"})
+	se, ok := chat.AsSendError(err)
 	if !ok || se.Status != http.StatusTooManyRequests || se.RetryAfter != time.Second || se.Permanent {
 		t.Fatalf("a second message within a second: %v", err)
 	}
@@ -548,8 +548,8 @@ func TestSendRefusals(t *testing.T) {
 		"topic that is not":   {gh.Address{ChatID: f.ChatID("group-c"), ThreadID: "5"}, "hello"},
 		"empty after parsing": {gh.Address{ChatID: f.ChatID("group-d")}, "<b> </b>"},
 	} {
-		_, err := a.Send(ctx, gateway.Outgoing{Address: tc.addr, Text: tc.text})
-		se, ok := gateway.AsSendError(err)
+		_, err := a.Send(ctx, chat.Outgoing{Address: tc.addr, Text: tc.text})
+		se, ok := chat.AsSendError(err)
 		if !ok || se.Status != http.StatusBadRequest || !se.Permanent {
 			t.Errorf("%s: %v, want a permanent 400", name, err)
 		}
@@ -562,8 +562,8 @@ func TestSendRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = bad.Send(ctx, gateway.Outgoing{Address: addr, Text: "hello"})
-	if se, ok := gateway.AsSendError(err); !ok || se.Status != http.StatusUnauthorized || !se.Permanent {
+	_, err = bad.Send(ctx, chat.Outgoing{Address: addr, Text: "hello"})
+	if se, ok := chat.AsSendError(err); !ok || se.Status != http.StatusUnauthorized || !se.Permanent {
 		t.Fatalf("wrong token: %v", err)
 	}
 	if strings.Contains(err.Error(), "1:wrong") {
@@ -579,11 +579,11 @@ func TestSendTransportErrorIsNotASendError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = a.Send(context.Background(), gateway.Outgoing{Address: gh.Address{ChatID: "1"}, Text: "hi"})
+	_, err = a.Send(context.Background(), chat.Outgoing{Address: gh.Address{ChatID: "1"}, Text: "hi"})
 	if err == nil {
 		t.Fatal("sent to a closed server")
 	}
-	if _, ok := gateway.AsSendError(err); ok {
+	if _, ok := chat.AsSendError(err); ok {
 		t.Fatalf("a transport error is returned as it is, not as a platform refusal: %v", err)
 	}
 	if strings.Contains(err.Error(), telegramtest.TelegramToken) {
@@ -647,7 +647,7 @@ func FuzzFormat(f *testing.F) {
 
 func TestLimits(t *testing.T) {
 	a, _ := telegramtest.NewTelegramAdapter(t, telegramtest.TelegramOptions{})
-	want := gateway.Limits{MaxText: 4096, PerChat: time.Second, GroupPerMinute: 20, PerSecond: 30}
+	want := chat.Limits{MaxText: 4096, PerChat: time.Second, GroupPerMinute: 20, PerSecond: 30}
 	if got := a.Limits(); got != want {
 		t.Fatalf("limits %+v", got)
 	}

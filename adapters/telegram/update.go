@@ -12,7 +12,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // event is one update, read: exactly one of inbound and query is set.
@@ -285,20 +285,20 @@ func fromCallback(q *models.CallbackQuery) *callback {
 	cb := &callback{queryID: q.ID}
 	// A press on a message sent in inline mode has no chat: we never send
 	// such messages, so it is not ours whatever its data says.
-	var chat *models.Chat
+	var msgChat *models.Chat
 	var msgID, threadID int
 	switch {
 	case q.Message.Message != nil:
 		m := q.Message.Message
-		chat, msgID = &m.Chat, m.ID
+		msgChat, msgID = &m.Chat, m.ID
 		if m.IsTopicMessage {
 			threadID = m.MessageThreadID
 		}
 	case q.Message.InaccessibleMessage != nil:
-		chat, msgID = &q.Message.InaccessibleMessage.Chat, q.Message.InaccessibleMessage.MessageID
+		msgChat, msgID = &q.Message.InaccessibleMessage.Chat, q.Message.InaccessibleMessage.MessageID
 	}
-	gateID, choice, ok := gateway.ParseButtonData(q.Data)
-	if !ok || chat == nil || chat.ID == 0 {
+	gateID, choice, ok := chat.ParseButtonData(q.Data)
+	if !ok || msgChat == nil || msgChat.ID == 0 {
 		return cb
 	}
 	cb.ours = true
@@ -309,7 +309,7 @@ func fromCallback(q *models.CallbackQuery) *callback {
 		Choice:    choice,
 		UserID:    strconv.FormatInt(q.From.ID, 10),
 		UserName:  userName(&q.From),
-		ChatID:    strconv.FormatInt(chat.ID, 10),
+		ChatID:    strconv.FormatInt(msgChat.ID, 10),
 		MessageID: strconv.Itoa(msgID),
 		IsBot:     q.From.IsBot,
 	}
@@ -346,7 +346,7 @@ func reasonReply(in *gh.Inbound, m *models.Message) (*gh.Press, int64) {
 		Platform: gh.PlatformTelegram,
 		UpdateID: in.UpdateID,
 		GateID:   match[1],
-		Choice:   gateway.ChoiceDeny,
+		Choice:   chat.ChoiceDeny,
 		Reason:   in.Text,
 		UserID:   in.UserID,
 		UserName: in.UserName,

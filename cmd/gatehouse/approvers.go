@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/people"
 )
 
 // Who may approve: GATEHOUSE_APPROVERS (every tool), and
@@ -34,10 +34,10 @@ func platformNames() []string {
 	return names
 }
 
-// setApprovers checks an approver list (see gateway.ParseApprovers) and
+// setApprovers checks an approver list (see people.ParseApprovers) and
 // stores it for tool ("" for every tool).
 func setApprovers(c *Config, tool, v string) error {
-	if _, err := gateway.ParseApprovers(v, platformNames()...); err != nil {
+	if _, err := people.ParseApprovers(v, platformNames()...); err != nil {
 		return err
 	}
 	if tool == "" {
@@ -47,7 +47,7 @@ func setApprovers(c *Config, tool, v string) error {
 	if c.ToolApprovers == nil {
 		c.ToolApprovers = map[string]string{}
 	}
-	c.ToolApprovers[gateway.ToolKey(tool)] = v
+	c.ToolApprovers[people.ToolKey(tool)] = v
 	return nil
 }
 
@@ -68,7 +68,7 @@ func approversFromFile(c *Config, v any) error {
 		case nil:
 			return "", nil
 		}
-		return "", fmt.Errorf("want a list such as telegram:111,slack:U012, or %q, got %v", gateway.AllowedApprovers, v)
+		return "", fmt.Errorf("want a list such as telegram:111,slack:U012, or %q, got %v", people.AllowedApprovers, v)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -122,14 +122,14 @@ func toolApproversFromEnv(c *Config, getenv func(string) string) error {
 }
 
 // approvers is the gateway's approver rules.
-func (c Config) approvers() gateway.Approvers {
-	var a gateway.Approvers
-	a.Default, _ = gateway.ParseApprovers(c.Approvers)
+func (c Config) approvers() people.Approvers {
+	var a people.Approvers
+	a.Default, _ = people.ParseApprovers(c.Approvers)
 	for tool, v := range c.ToolApprovers {
 		if a.Tools == nil {
-			a.Tools = map[string]gateway.ApproverRule{}
+			a.Tools = map[string]people.ApproverRule{}
 		}
-		a.Tools[tool], _ = gateway.ParseApprovers(v)
+		a.Tools[tool], _ = people.ParseApprovers(v)
 	}
 	return a
 }

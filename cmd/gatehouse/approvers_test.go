@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
 
@@ -38,7 +39,7 @@ func TestConfigApprovers(t *testing.T) {
 	}
 	a := c.approvers()
 	if !a.Default.Allowed || a.For("shell_exec").Allowed != true || a.For("email_send").Allowed ||
-		len(a.For("email_send").Users) != 2 || a.For("email_send").Users[1] != (gateway.Approver{Platform: "slack", UserID: "U012"}) {
+		len(a.For("email_send").Users) != 2 || a.For("email_send").Users[1] != (people.Approver{Platform: "slack", UserID: "U012"}) {
 		t.Fatalf("approvers from the environment: %+v", a)
 	}
 	if c.ApprovalChat != "slack:C0123" {
@@ -52,7 +53,7 @@ func TestConfigApprovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	a = c.approvers()
-	if len(a.Default.Users) != 2 || a.For("email_send").Users[0].UserID != "3" || a.For("SHELL-EXEC").Users[0] != (gateway.Approver{Platform: "discord", UserID: "4"}) {
+	if len(a.Default.Users) != 2 || a.For("email_send").Users[0].UserID != "3" || a.For("SHELL-EXEC").Users[0] != (people.Approver{Platform: "discord", UserID: "4"}) {
 		t.Fatalf("approvers from the file: %+v", a)
 	}
 	os.WriteFile(file, []byte("approvers: telegram:9\n"), 0o644)
@@ -101,7 +102,7 @@ func TestTelegramGroupOnlyTheRequesterApproves(t *testing.T) {
 	p := start(t, s.envs...)
 	tg.Say("group-team", "alice", "Email Sara that the report is ready.", false)
 	card := waitCard(t, tg, "group-team")
-	approve := button(t, card, gateway.ChoiceApprove)
+	approve := button(t, card, chat.ChoiceApprove)
 	reply, err := tg.Press("group-team", card.ID, approve, "bob")
 	if err != nil || !strings.Contains(reply, "cannot decide") || !strings.Contains(reply, "the person who asked") {
 		t.Fatalf("bob's press: %q %v", reply, err)
@@ -128,7 +129,7 @@ func TestTelegramApproversAllowedKeepsTheOldRule(t *testing.T) {
 	p := start(t, s.envs...)
 	tg.Say("group-team", "alice", "Email Sara that the report is ready.", false)
 	card := waitCard(t, tg, "group-team")
-	if reply, err := tg.Press("group-team", card.ID, button(t, card, gateway.ChoiceApprove), "bob"); err != nil || !strings.Contains(reply, "Approved") {
+	if reply, err := tg.Press("group-team", card.ID, button(t, card, chat.ChoiceApprove), "bob"); err != nil || !strings.Contains(reply, "Approved") {
 		t.Fatalf("bob's press under the old rule: %q %v", reply, err)
 	}
 	waitUntil(t, "the answer after the mail", func() bool { return count(chatTexts(tg, "group-team"), "Done.") == 1 })
@@ -154,11 +155,11 @@ func TestTelegramNamedApproverInTheApprovalChat(t *testing.T) {
 	if !strings.Contains(copyCard.Text, "sara@example.com") {
 		t.Fatalf("the copy must show the card: %q", copyCard.Text)
 	}
-	reply, err := tg.Press("group-team", card.ID, button(t, card, gateway.ChoiceApprove), "bob")
+	reply, err := tg.Press("group-team", card.ID, button(t, card, chat.ChoiceApprove), "bob")
 	if err != nil || !strings.Contains(reply, "cannot decide") || !strings.Contains(reply, "telegram:"+tg.UserID("carol")) {
 		t.Fatalf("bob's press: %q %v", reply, err)
 	}
-	if reply, err := tg.Press("group-approvers", copyCard.ID, button(t, copyCard, gateway.ChoiceApprove), "carol"); err != nil || !strings.Contains(reply, "Approved") {
+	if reply, err := tg.Press("group-approvers", copyCard.ID, button(t, copyCard, chat.ChoiceApprove), "carol"); err != nil || !strings.Contains(reply, "Approved") {
 		t.Fatalf("carol's press in the approvers' chat: %q %v", reply, err)
 	}
 	waitUntil(t, "the answer after the mail", func() bool { return count(chatTexts(tg, "group-team"), "Done.") == 1 })
@@ -183,7 +184,7 @@ func TestTelegramDenyReasonReachesTheModel(t *testing.T) {
 	tg.Say("alice", "alice", "Email Sara that the report is ready.", false)
 	card := waitCard(t, tg, "alice")
 	const reason = "Sara is on holiday; send it to Ben instead."
-	if _, err := tg.DenyWithReason("alice", card.ID, button(t, card, gateway.ChoiceDenyReason), "alice", reason); err != nil {
+	if _, err := tg.DenyWithReason("alice", card.ID, button(t, card, chat.ChoiceDenyReason), "alice", reason); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the answer after the denial", func() bool { return count(chatTexts(tg, "alice"), "Understood, I will not send it.") == 1 })

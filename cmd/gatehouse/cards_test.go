@@ -15,7 +15,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest"
 	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/smtptest"
 )
 
@@ -78,7 +78,7 @@ func TestCardsShowTheRecipientTheSendUsesOnEveryPlatform(t *testing.T) {
 		waitUntil(t, "the card on "+c.platform, func() bool {
 			for _, m := range c.fake.Messages("room") {
 				for _, b := range m.Buttons {
-					if _, choice, ok := gateway.ParseButtonData(b); ok && choice == gateway.ChoiceApprove {
+					if _, choice, ok := chat.ParseButtonData(b); ok && choice == chat.ChoiceApprove {
 						card = m
 						return true
 					}

@@ -107,6 +107,9 @@ type Config struct {
 	EmbeddingsURL, EmbeddingsModel, EmbeddingsAPIKey string
 	// MemoryFloor is the evidence a memory needs to be recalled. Defaults to 0.6.
 	MemoryFloor float64
+	// MemoryBatch is how many of a person's turns in a session memory's
+	// model pass reads in one call. Defaults to 5.
+	MemoryBatch int
 	// DailyBudgetUSD caps a user's model spending per day. Defaults to 0: none.
 	DailyBudgetUSD float64
 	// BudgetAlertShare is the share of the cap that raises an alert. Defaults to 0.8.
@@ -144,7 +147,7 @@ type Config struct {
 	// Approvers names who, besides the requester, may decide a card on a
 	// chat platform: platform:user entries, or "allowed" for anyone
 	// allowed in the card's chat. ToolApprovers replace it for a tool,
-	// by gateway.ToolKey (GATEHOUSE_APPROVERS_<TOOL>). Default to empty:
+	// by people.ToolKey (GATEHOUSE_APPROVERS_<TOOL>). Default to empty:
 	// the requester alone.
 	Approvers     string
 	ToolApprovers map[string]string
@@ -308,6 +311,14 @@ var settings = append([]setting{
 			return fmt.Errorf("want a number from 0 to 2, got %q", v)
 		}
 		c.MemoryFloor = f
+		return nil
+	}},
+	{"GATEHOUSE_MEMORY_BATCH", "memory_batch", "5", "turns of one person in one session that memory's model pass reads in one model call (1 to 20); fewer are read once the session has been quiet for 2 minutes", func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 || n > 20 { // memory.MaxBatch
+			return fmt.Errorf("want a whole number from 1 to 20, got %q", v)
+		}
+		c.MemoryBatch = n
 		return nil
 	}},
 	{"GATEHOUSE_DAILY_BUDGET_USD", "daily_budget_usd", "0", "cap on one user's model spending per day (from the ledger and GATEHOUSE_PRICES); 0 is none", func(c *Config, v string) error {

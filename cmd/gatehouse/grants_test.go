@@ -12,7 +12,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
 
@@ -179,7 +179,7 @@ func TestTelegramGrantCoversTheNextMailAndIsRevokedFromTheChat(t *testing.T) {
 	p := start(t, s.envs...)
 	tg.Say("alice", "alice", "Email Sara that the report is ready.", false)
 	card := waitCard(t, tg, "alice")
-	if reply, err := tg.Press("alice", card.ID, button(t, card, gateway.ChoiceApproveChat), "alice"); err != nil || !strings.Contains(reply, "Approved for this chat") {
+	if reply, err := tg.Press("alice", card.ID, button(t, card, chat.ChoiceApproveChat), "alice"); err != nil || !strings.Contains(reply, "Approved for this chat") {
 		t.Fatalf("the press of Approve for this chat: %q %v", reply, err)
 	}
 	waitUntil(t, "the first answer", func() bool { return count(chatTexts(tg, "alice"), "Done.") == 1 })
@@ -193,7 +193,7 @@ func TestTelegramGrantCoversTheNextMailAndIsRevokedFromTheChat(t *testing.T) {
 		}
 		return false
 	})
-	button(t, notice, gateway.ChoiceRevokeGrant)
+	button(t, notice, chat.ChoiceRevokeGrant)
 
 	s.fake.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_mail2", Name: "email_send",
 		Arguments: `{"to":"sara@example.com","subject":"Report 2","body":"Again."}`}}})
@@ -211,7 +211,7 @@ func TestTelegramGrantCoversTheNextMailAndIsRevokedFromTheChat(t *testing.T) {
 	if err != nil || !strings.Contains(list.Text, "email_send") || !strings.Contains(list.Text, "sara@example.com") {
 		t.Fatalf("/grants: %+v %v", list, err)
 	}
-	if reply, err := tg.Press("alice", list.ID, button(t, list, gateway.ChoiceRevokeGrant), "alice"); err != nil || !strings.Contains(reply, "Revoked") {
+	if reply, err := tg.Press("alice", list.ID, button(t, list, chat.ChoiceRevokeGrant), "alice"); err != nil || !strings.Contains(reply, "Revoked") {
 		t.Fatalf("Revoke: %q %v", reply, err)
 	}
 	waitUntil(t, "the chat told of the revocation", func() bool { return count(chatTexts(tg, "alice"), "was revoked by") == 1 })

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/people"
 )
 
 const pairUsage = `Usage:
@@ -74,10 +74,10 @@ func runPair(args []string, stdout, stderr io.Writer, getenv func(string) string
 		return 1
 	}
 	defer st.Close()
-	people := gateway.NewPeople(st, nil)
+	admin := people.NewAdmin(st, nil)
 	switch sub {
 	case "approve":
-		p, err := people.Approve(ctx, pos[0], "cli"+whoRuns(getenv))
+		p, err := admin.Approve(ctx, pos[0], "cli"+whoRuns(getenv))
 		if err != nil {
 			fmt.Fprintln(stderr, "gatehouse pair approve:", gh.ErrorMessage(err), "("+string(gh.ErrorCode(err))+")")
 			return 1
@@ -88,13 +88,13 @@ func runPair(args []string, stdout, stderr io.Writer, getenv func(string) string
 		}
 		fmt.Fprintf(stdout, "approved %s: %s user %s%s is let in from their next message on\n", p.Code, p.Platform, p.UserID, name)
 	case "revoke":
-		if err := people.Revoke(ctx, pos[0], pos[1]); err != nil {
+		if err := admin.Revoke(ctx, pos[0], pos[1]); err != nil {
 			fmt.Fprintln(stderr, "gatehouse pair revoke:", gh.ErrorMessage(err), "("+string(gh.ErrorCode(err))+")")
 			return 1
 		}
 		fmt.Fprintf(stdout, "revoked: %s user %s is a stranger again from their next message on\n", pos[0], pos[1])
 	case "list":
-		list, err := people.List(ctx)
+		list, err := admin.List(ctx)
 		if err != nil {
 			fmt.Fprintln(stderr, "gatehouse pair list:", err)
 			return 1

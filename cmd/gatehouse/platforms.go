@@ -15,6 +15,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/telegram"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -22,7 +23,7 @@ import (
 // platforms are the chat platforms this binary offers, in the order of
 // their settings in --help. A new platform is its adapter package and one
 // row here.
-var platforms = []gateway.Platform{
+var platforms = []chat.Platform{
 	telegram.Platform,
 	discord.Platform,
 	slackchat.Platform,
@@ -89,7 +90,7 @@ func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Ser
 	if err != nil {
 		return nil, fmt.Errorf("GATEHOUSE_APPROVAL_CHAT: %w", err)
 	}
-	if approvalChat.Platform != "" && !slices.ContainsFunc(adapters, func(a gateway.Adapter) bool { return a.Platform() == approvalChat.Platform }) {
+	if approvalChat.Platform != "" && !slices.ContainsFunc(adapters, func(a chat.Adapter) bool { return a.Platform() == approvalChat.Platform }) {
 		return nil, fmt.Errorf("GATEHOUSE_APPROVAL_CHAT names %s, which is not configured (set its token)", approvalChat.Platform)
 	}
 	return gateway.New(gateway.Config{Kernel: k, Store: st, Gates: gateSvc, Adapters: adapters, Allowed: allowed, Pairing: cfg.Pairing, FloodLimit: cfg.FloodLimit, PublicURL: cfg.PublicURL,
@@ -108,11 +109,11 @@ func splitList(v string) []string {
 }
 
 // newAdapters builds an adapter for each platform whose token is set.
-func newAdapters(cfg Config, log *slog.Logger) ([]gateway.Adapter, error) {
-	var out []gateway.Adapter
+func newAdapters(cfg Config, log *slog.Logger) ([]chat.Adapter, error) {
+	var out []chat.Adapter
 	for _, p := range platforms {
 		a, err := p.New(cfg.Platform, log)
-		if errors.Is(err, gateway.ErrNotConfigured) {
+		if errors.Is(err, chat.ErrNotConfigured) {
 			continue
 		}
 		if err != nil {

@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // Session ids are derived from the platform: its prefix must never change,
 // or existing sessions would be lost.
 func TestPlatformSessionPrefixesStay(t *testing.T) {
 	for platform, want := range map[string]string{gh.PlatformTelegram: "tg_", gh.PlatformDiscord: "dc_", gh.PlatformSlack: "sl_", "elsewhere": "px_"} {
-		if got := gateway.SessionFor(platform, "42", ""); !strings.HasPrefix(got, want) || len(got) != len(want)+20 {
+		if got := chat.SessionFor(platform, "42", ""); !strings.HasPrefix(got, want) || len(got) != len(want)+20 {
 			t.Errorf("%s: session %q, want prefix %q", platform, got, want)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/httpapi/web"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -81,7 +81,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The rule pass runs after every turn; the model pass is queued as a
 	// job and run in the background — only when there is a model to run it.
 	hasModel := len(reg.Selection()) > 0
-	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: !hasModel, Floor: cfg.MemoryFloor,
+	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: !hasModel, Floor: cfg.MemoryFloor, Batch: cfg.MemoryBatch,
 		EmbeddingsURL: cfg.EmbeddingsURL, EmbeddingsModel: cfg.EmbeddingsModel, EmbeddingsAPIKey: cfg.EmbeddingsAPIKey})
 	worker, closeTools, err := newToolWorker(ctx, cfg, k, mem, gateSvc.Opened, log)
 	if err != nil {
@@ -110,7 +110,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	apiCfg := httpapi.Config{
-		Addr: cfg.Addr, Ready: ready, Logger: log, Gates: gateSvc, Memory: mem, People: gateway.NewPeople(st, nil),
+		Addr: cfg.Addr, Ready: ready, Logger: log, Gates: gateSvc, Memory: mem, People: people.NewAdmin(st, nil),
 		Kernel: k, Store: st, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
 		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(), CheckSelection: reg.Validate,
 		Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}),

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
 
@@ -86,7 +86,7 @@ func TestTelegramApprovalSurvivesAKillAndSendsOneMail(t *testing.T) {
 	}
 	var approve string
 	for _, b := range card.Buttons {
-		if _, c, ok := gateway.ParseButtonData(b); ok && c == gateway.ChoiceApprove {
+		if _, c, ok := chat.ParseButtonData(b); ok && c == chat.ChoiceApprove {
 			approve = b
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -36,7 +36,7 @@ func TestTelegramMessageWhileACardIsPending(t *testing.T) {
 	}
 	tg.Redeliver(upd)
 	waitUntil(t, "the redelivery logged as a duplicate", func() bool {
-		return len(receiveRows(t, p.addr, "reason="+gateway.ReasonDuplicate)) == 1
+		return len(receiveRows(t, p.addr, "reason="+chat.ReasonDuplicate)) == 1
 	})
 	time.Sleep(time.Second) // room for a second notice, if one were coming
 	if n := count(chatTexts(tg, "alice"), "A card is waiting for a decision"); n != 1 {
@@ -46,7 +46,7 @@ func TestTelegramMessageWhileACardIsPending(t *testing.T) {
 		t.Fatalf("the model was asked %d times before the decision", n)
 	}
 
-	if reply, err := tg.Press("alice", card.ID, button(t, card, gateway.ChoiceApprove), "alice"); err != nil || !strings.Contains(reply, "Approved") {
+	if reply, err := tg.Press("alice", card.ID, button(t, card, chat.ChoiceApprove), "alice"); err != nil || !strings.Contains(reply, "Approved") {
 		t.Fatalf("approve: %q %v", reply, err)
 	}
 	// The turn goes on without the message, and answers; then the
@@ -82,8 +82,8 @@ func TestTelegramCancelDeniesTheCard(t *testing.T) {
 		}
 		return false
 	})
-	rows := receiveRows(t, p.addr, "reason="+gateway.ReasonCancel)
-	if len(rows) != 1 || rows[0].Outcome != gateway.ReceiveDropped {
+	rows := receiveRows(t, p.addr, "reason="+chat.ReasonCancel)
+	if len(rows) != 1 || rows[0].Outcome != chat.ReceiveDropped {
 		t.Fatalf("the cancel's receive-log rows: %+v", rows)
 	}
 	time.Sleep(time.Second) // room for a turn of the cancel's own, if one were coming
@@ -128,7 +128,7 @@ func waitCard(t *testing.T, tg *telegramtest.TelegramFake, chat string) adaptert
 func button(t *testing.T, card adaptertest.Message, choice string) string {
 	t.Helper()
 	for _, b := range card.Buttons {
-		if _, c, ok := gateway.ParseButtonData(b); ok && c == choice {
+		if _, c, ok := chat.ParseButtonData(b); ok && c == choice {
 			return b
 		}
 	}

@@ -278,7 +278,7 @@ func TestBrowserChat(t *testing.T) {
 
 func TestBrowserFailedTurn(t *testing.T) {
 	// model-unauthorized is not retried: the turn fails at once.
-	_, url := startStack(t, nil, stacktest.EnvOptions{Script: `[{"error": "model-unauthorized"}]`})
+	_, url := startStack(t, nil, stacktest.EnvOptions{Script: `[{"error": "model-unauthorized"}, {"text": "It works now."}]`})
 	ctx := browser(t)
 
 	newChat(t, ctx, url)
@@ -298,6 +298,16 @@ func TestBrowserFailedTurn(t *testing.T) {
 		t.Errorf("hint = %q, %v; want the provider hint", hint, err)
 	}
 	screenshot(t, ctx, "failed.png")
+
+	// Retry runs the failed turn again (POST /retry): its answer follows,
+	// and the button is gone with the failure it was for.
+	do(t, ctx, "press Retry", chromedp.Click(css(`[data-testid="retry"]`)))
+	until(t, ctx, "the retried answer", `[...document.querySelectorAll('[data-testid="message"][data-role="assistant"]')].some((m) => m.textContent.includes('It works now.'))`)
+	until(t, ctx, "the Retry button gone", `!document.querySelector('[data-testid="retry"]')`)
+	bs = bubbles(t, ctx)
+	if last := bs[len(bs)-1]; last.Error || last.Text != "It works now." {
+		t.Fatalf("bubbles after the retry = %+v", bs)
+	}
 }
 
 // TestBrowserStreamingQueue drives the worker side by hand, so each step

@@ -10,7 +10,8 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -26,14 +27,14 @@ func TestBrowserAdminPeople(t *testing.T) {
 	for i, user := range []string{"5005", "6006"} {
 		r, err := s.Gateway.Receive(ctx0, gh.Inbound{Platform: gh.PlatformTelegram, UpdateID: "4" + user, ChatID: user, ChatType: gh.ChatDM,
 			UserID: user, UserName: []string{"ana", "ben"}[i], Text: "hello bot, I am " + user})
-		if err != nil || r.Reason != gateway.ReasonPairing {
+		if err != nil || r.Reason != chat.ReasonPairing {
 			t.Fatalf("%s: %+v %v", user, r, err)
 		}
 		row, _, _ := s.Store.ReceiveByUpdate(ctx0, gh.PlatformTelegram, "4"+user)
 		codes[user] = codeRE.FindString(row.Detail)
 	}
-	people := gateway.NewPeople(s.Store, nil)
-	if _, _, err := people.Allow(ctx0, gh.PlatformTelegram, "7007", "api"); err != nil {
+	admin := people.NewAdmin(s.Store, nil)
+	if _, _, err := admin.Allow(ctx0, gh.PlatformTelegram, "7007", "api"); err != nil {
 		t.Fatal(err)
 	}
 	rows := func(table string) string {
@@ -83,14 +84,14 @@ func TestBrowserAdminPeople(t *testing.T) {
 		}
 	}
 	// Ana's next message is a stranger's again; ben's is handed on.
-	for user, want := range map[string]string{"5005": gateway.ReasonPairing, "6006": ""} {
+	for user, want := range map[string]string{"5005": chat.ReasonPairing, "6006": ""} {
 		r, err := s.Gateway.Receive(ctx0, gh.Inbound{Platform: gh.PlatformTelegram, UpdateID: "5" + user, ChatID: user, ChatType: gh.ChatDM,
 			UserID: user, Text: "me again"})
 		if err != nil || r.Reason != want {
 			t.Fatalf("%s after the page: %+v %v", user, r, err)
 		}
 	}
-	if rows, _ := s.Store.ListReceive(ctx0, store.ReceiveFilter{Outcome: gateway.ReceiveHandedOn, Limit: 10}); len(rows) != 1 {
+	if rows, _ := s.Store.ListReceive(ctx0, store.ReceiveFilter{Outcome: chat.ReceiveHandedOn, Limit: 10}); len(rows) != 1 {
 		t.Fatalf("handed on: %+v", rows)
 	}
 }

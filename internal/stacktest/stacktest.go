@@ -15,6 +15,8 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -44,7 +46,7 @@ type Env struct {
 	Gates  *gates.Service
 	// Gateway, Adapter and Fake are nil without a factory (web/API only).
 	Gateway *gateway.Gateway
-	Adapter gateway.Adapter
+	Adapter chat.Adapter
 	Fake    adaptertest.Fake
 	// HTTP and Addr (host:port on loopback) are set with EnvOptions.HTTP.
 	HTTP *httpapi.Server
@@ -220,16 +222,16 @@ func (e *Env) startGateway(factory adaptertest.Factory, o EnvOptions, log *slog.
 		ids = append(ids, h)
 	}
 	platform := e.Adapter.Platform()
-	var approvers gateway.Approvers
+	var approvers people.Approvers
 	approvers.Default.Allowed = o.ApproversAllowed
 	for _, h := range o.Approvers {
-		approvers.Default.Users = append(approvers.Default.Users, gateway.Approver{Platform: platform, UserID: e.Fake.UserID(h)})
+		approvers.Default.Users = append(approvers.Default.Users, people.Approver{Platform: platform, UserID: e.Fake.UserID(h)})
 	}
 	var approvalChat gh.Address
 	if o.ApprovalChat != "" {
 		approvalChat = gh.Address{Platform: platform, ChatID: e.Fake.ChatID(o.ApprovalChat)}
 	}
-	e.Gateway = gateway.New(gateway.Config{Kernel: e.Kernel, Store: e.Store, Gates: e.Gates, Adapters: []gateway.Adapter{e.Adapter},
+	e.Gateway = gateway.New(gateway.Config{Kernel: e.Kernel, Store: e.Store, Gates: e.Gates, Adapters: []chat.Adapter{e.Adapter},
 		Allowed: map[string][]string{platform: ids}, Approvers: approvers, ApprovalChat: approvalChat,
 		Pairing: o.Pairing, FloodLimit: o.FloodLimit, Poll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second, Logger: log})
 	if o.NoStart {
@@ -261,7 +263,7 @@ func (e *Env) startHTTP(cfg httpapi.Config, reg *models.Registry, log *slog.Logg
 		cfg.Model = reg.Selection().String()
 	}
 	if cfg.People == nil {
-		cfg.People = gateway.NewPeople(e.Store, nil)
+		cfg.People = people.NewAdmin(e.Store, nil)
 	}
 	if e.Gateway != nil {
 		if cfg.Admin == nil {

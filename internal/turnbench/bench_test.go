@@ -12,10 +12,11 @@ import (
 	"time"
 )
 
-// BenchmarkApprovalTurn runs b.N approval conversations (message → the
-// model asks email_send → card → approve → one SMTP send → answer) over
-// HTTP with each session's SSE stream attached, C at a time, and reports
-// what a turn costs (see the package doc). Run with -benchtime=300x.
+// BenchmarkApprovalTurn runs b.N approval turns (message → the model asks
+// email_send → card → approve → one SMTP send → answer) over HTTP with
+// each session's SSE stream attached, in sessions of turnsPerSession turns
+// one after another, C sessions at a time, and reports what a turn costs
+// (see the package doc). Run with -benchtime=300x (60 sessions).
 func BenchmarkApprovalTurn(b *testing.B) {
 	for _, backend := range []string{"postgres", "sqlite"} {
 		b.Run(backend, func(b *testing.B) {
@@ -37,9 +38,9 @@ func benchApproval(b *testing.B, backend string, c int) {
 	ctx := context.Background()
 	n := b.N
 
-	// One conversation warms caches and prepared statements; its memory
-	// job runs now, so the measured pass runs the measured turns' only.
-	warm, err := s.runConversations(ctx, "warm", 1, 1)
+	// One session warms caches and prepared statements; its memory jobs
+	// run now, so the measured pass runs the measured turns' only.
+	warm, err := s.runConversations(ctx, "warm", turnsPerSession, turnsPerSession, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,13 +73,13 @@ func benchApproval(b *testing.B, backend string, c int) {
 	commits0 := s.store.Commits()
 	b.ResetTimer()
 	start := time.Now()
-	outs, err := s.runConversations(ctx, "bench", n, c)
+	outs, err := s.runConversations(ctx, "bench", n, turnsPerSession, c)
 	elapsed := time.Since(start)
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.checkMails(append(warm, outs...), n+1); err != nil {
+	if err := s.checkMails(append(warm, outs...)); err != nil {
 		b.Fatal(err)
 	}
 	s.quiesce()
@@ -129,8 +130,9 @@ func benchApproval(b *testing.B, backend string, c int) {
 	b.ReportMetric(per(commits), "commits/turn")
 	b.ReportMetric(per(int64(memCalls)), "memory-model-calls/turn")
 	b.ReportMetric(per(memCommits), "memory-commits/turn")
-	b.Logf("%s C=%d: %d turns in %v; memory pass: %d job attempts, %d model calls, %d commits",
-		backend, c, n, elapsed.Round(time.Millisecond), jobs, memCalls, memCommits)
+	b.Logf("%s C=%d: %d turns (%d sessions of at most %d) in %v; memory pass (batch %d): %d batch attempts, %d model calls, %d commits",
+		backend, c, n, (n+turnsPerSession-1)/turnsPerSession, turnsPerSession, elapsed.Round(time.Millisecond),
+		s.env.Memory.Config().Batch, jobs, memCalls, memCommits)
 	if !pg {
 		return
 	}

@@ -7,24 +7,35 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 )
 
-// The benchmark's conversation, as a user sees it, three times on SQLite:
-// the card's gate approved, one mail each, the answer on the stream; and
-// the memory pass's jobs run and counted the way the benchmark does.
+// The benchmark's conversations, as a user sees them, on SQLite: two
+// sessions of three turns each, side by side, every turn with its own
+// card's gate approved, its own mail and its answer on the session's one
+// stream; and the memory pass's jobs run and counted the way the
+// benchmark does, one model call per session's turns.
 func TestApprovalTurnFlow(t *testing.T) {
 	s := newStack(t, "sqlite")
 	ctx := context.Background()
-	const n = 3
-	outs, err := s.runConversations(ctx, "flow", n, 2)
+	const sessions, per = 2, 3
+	const n = sessions * per
+	outs, err := s.runConversations(ctx, "flow", n, per, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.checkMails(outs, n); err != nil {
+	if err := s.checkMails(outs); err != nil {
 		t.Fatal(err)
 	}
+	gates := map[string]bool{}
 	for i, o := range outs {
+		if o.session == "" || o.turn != i%per {
+			t.Fatalf("turn %d: %+v", i, o)
+		}
+		if i%per > 0 && o.inputSeq <= outs[i-1].inputSeq || gates[o.gateID] {
+			t.Fatalf("turn %d took an earlier turn's input or card: %+v after %+v", i, o, outs[i-1])
+		}
+		gates[o.gateID] = true
 		g, err := s.store.GetGate(ctx, o.gateID)
 		if err != nil || g.State != gh.GateApproved || g.Tool != "email_send" {
-			t.Fatalf("conversation %d: gate %+v %v", i, g, err)
+			t.Fatalf("turn %d: gate %+v %v", i, g, err)
 		}
 	}
 	s.quiesce()
@@ -38,5 +49,9 @@ func TestApprovalTurnFlow(t *testing.T) {
 	if got := s.memoryCalls(); got != ran {
 		t.Fatalf("%d memory model calls for %d job attempts", got, ran)
 	}
-	t.Logf("%d conversations: %d memory-pass job attempts, %d model calls", n, ran, s.memoryCalls())
+	// Batch (default 5) holds a session's three turns: a call a session.
+	if s.env.Memory.Config().Batch >= per && ran != sessions {
+		t.Fatalf("%d memory model calls for %d sessions of %d turns", ran, sessions, per)
+	}
+	t.Logf("%d turns in %d sessions: %d memory-pass batch attempts, %d model calls", n, sessions, ran, s.memoryCalls())
 }

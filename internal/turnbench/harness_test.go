@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -168,7 +170,7 @@ func newStack(tb testing.TB, backend string) *stack {
 // runMemoryJobs runs the memory model pass's due jobs, as memory.Worker
 // does in serve, and returns how many attempts ran.
 func (s *stack) runMemoryJobs(ctx context.Context) (int, error) {
-	return s.env.Memory.RunJobs(ctx, supervisor.ModelExtractor(s.memReg))
+	return s.env.Memory.Flush(ctx, supervisor.ModelExtractor(s.memReg))
 }
 
 // memoryCalls counts the requests the memory model got that are the
@@ -183,11 +185,24 @@ func (s *stack) memoryCalls() int {
 	return n
 }
 
-// outcome is what one conversation saw on its stream.
+// turnsPerSession is how many approval turns a session holds: the
+// benchmark's b.N turns are sessions of this many turns, one after another
+// in each (the person's next message once the answer is in), so that the
+// memory pass, which reads memory.Config.Batch (default 5) turns of one
+// person in one session with one model call, is measured as it runs in a
+// conversation rather than once per one-turn session.
+const turnsPerSession = 5
+
+// outcome is what one turn saw on its session's stream.
 type outcome struct {
-	gateID    string
+	session   string
+	turn      int          // 0, 1, … within the session
+	inputSeq  int64        // the user.message's seq
+	runID     int64        // the run the input queued
+	gateID    string       // the card's gate, opened after inputSeq
 	decided   gh.GateState // from the decision's answer and gate.decided
 	toolError bool
+	messageID string // the Message-ID email_send's result names
 	answer    string
 	took      time.Duration // from the input's POST to the run's end on the stream
 }
@@ -198,54 +213,122 @@ type streamEvent struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
-// conversation is one approval turn as a client drives it: the input,
-// the stream attached and read to the card, the approval, the stream read
-// to the answer and the run's end.
-func (s *stack) conversation(ctx context.Context, session string) (outcome, error) {
-	var out outcome
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+// turnTimeout is what a session may take per turn.
+const turnTimeout = 60 * time.Second
+
+// conversation is one session of turns approval turns as a client drives
+// it: for each turn the input, the stream read to the turn's card, the
+// approval, the stream read to the answer and the end of the turn's run;
+// the next turn's input goes in after that. One stream stays attached for
+// the whole session, opened after the first input from that input on, so
+// every turn reads on from where the last one stopped; a turn takes only
+// events after its own input (its seq) and the end of its own run (its
+// runId), never an earlier turn's card or answer. It returns what each
+// turn it ran saw.
+func (s *stack) conversation(ctx context.Context, session string, turns int) ([]outcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(turns)*turnTimeout)
 	defer cancel()
-	if err := s.post(ctx, "/v1/sessions/"+session+"/input", map[string]string{"text": prompt, "requestId": "r-" + session}, http.StatusAccepted, nil); err != nil {
-		return out, fmt.Errorf("input: %w", err)
+	var (
+		sse  *sseReader
+		outs []outcome
+	)
+	for t := range turns {
+		out := outcome{session: session, turn: t}
+		start := time.Now()
+		var in struct {
+			Seq       int64 `json:"seq"`
+			RunID     int64 `json:"runId"`
+			Duplicate bool  `json:"duplicate"`
+		}
+		body := map[string]string{"text": prompt, "requestId": fmt.Sprintf("r-%s-%d", session, t)}
+		if err := s.post(ctx, "/v1/sessions/"+session+"/input", body, http.StatusAccepted, &in); err != nil {
+			return outs, fmt.Errorf("turn %d: input: %w", t, err)
+		}
+		if in.Duplicate || in.Seq <= 0 || in.RunID <= 0 {
+			return outs, fmt.Errorf("turn %d: input answered %+v", t, in)
+		}
+		out.inputSeq, out.runID = in.Seq, in.RunID
+		if sse == nil {
+			// The session exists from its first input on: attach, from
+			// that input.
+			body, err := s.stream(ctx, session, in.Seq-1)
+			if err != nil {
+				return outs, err
+			}
+			defer body.Close()
+			sse = newSSE(body)
+		}
+		if err := s.turn(ctx, sse, &out); err != nil {
+			return outs, fmt.Errorf("turn %d: %w", t, err)
+		}
+		out.took = time.Since(start)
+		outs = append(outs, out)
 	}
+	return outs, nil
+}
+
+// stream attaches to session's SSE stream from after seq (Last-Event-ID)
+// and returns its body.
+func (s *stack) stream(ctx context.Context, session string, after int64) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/v1/sessions/"+session+"/stream", nil)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
 	res, err := s.client.Do(req)
 	if err != nil {
-		return out, fmt.Errorf("stream: %w", err)
+		return nil, fmt.Errorf("stream: %w", err)
 	}
-	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(res.Body)
-		return out, fmt.Errorf("stream: %d %s", res.StatusCode, b)
+		res.Body.Close()
+		return nil, fmt.Errorf("stream: %d %s", res.StatusCode, b)
 	}
-	sse := newSSE(res.Body)
+	return res.Body, nil
+}
+
+// turn reads the session's stream for the turn whose input out.inputSeq
+// is (queueing run out.runID): up to its card, the approval, then up to
+// its answer and its run's end. Events at or before the input are an
+// earlier turn's and skipped.
+func (s *stack) turn(ctx context.Context, sse *sseReader, out *outcome) error {
+	next := func() (streamEvent, error) {
+		for {
+			ev, err := sse.next()
+			if err != nil || ev.Seq > out.inputSeq {
+				return ev, err
+			}
+		}
+	}
 
 	// Up to the card.
 	for out.gateID == "" {
-		ev, err := sse.next()
+		ev, err := next()
 		if err != nil {
-			return out, fmt.Errorf("stream before the card: %w", err)
+			return fmt.Errorf("stream before the card: %w", err)
 		}
 		switch ev.Kind {
 		case gh.KindGateOpened:
 			var g gh.GateOpened
 			if err := json.Unmarshal(ev.Payload, &g); err != nil {
-				return out, err
+				return err
 			}
 			if g.Tool != tools.NameEmailSend {
-				return out, fmt.Errorf("a card for %q", g.Tool)
+				return fmt.Errorf("a card for %q", g.Tool)
 			}
 			out.gateID = g.GateID
 		case gh.KindAssistantMessage:
 			var a gh.AssistantMessage
 			json.Unmarshal(ev.Payload, &a)
 			if a.StopReason != gh.StopToolUse {
-				return out, fmt.Errorf("an answer before the card: %s %s %s", a.StopReason, a.Text, a.Error)
+				return fmt.Errorf("an answer before the card: %s %s %s", a.StopReason, a.Text, a.Error)
+			}
+		case gh.KindRunFinished:
+			var f gh.RunFinished
+			json.Unmarshal(ev.Payload, &f)
+			if f.RunID == out.runID && f.Status != "awaiting_approval" {
+				return fmt.Errorf("run %d ended (%s) before the card", f.RunID, f.Status)
 			}
 		}
 	}
@@ -255,17 +338,17 @@ func (s *stack) conversation(ctx context.Context, session string) (outcome, erro
 		Won      bool         `json:"won"`
 	}
 	if err := s.post(ctx, "/v1/gates/"+out.gateID+"/decision", map[string]string{"decision": "approve"}, http.StatusOK, &d); err != nil {
-		return out, fmt.Errorf("decision: %w", err)
+		return fmt.Errorf("decision: %w", err)
 	}
 	if d.Decision != gh.GateApproved || !d.Won {
-		return out, fmt.Errorf("decision answered %+v", d)
+		return fmt.Errorf("decision answered %+v", d)
 	}
 
 	// Up to the answer and the end of the run that gave it.
 	for {
-		ev, err := sse.next()
+		ev, err := next()
 		if err != nil {
-			return out, fmt.Errorf("stream after the decision: %w", err)
+			return fmt.Errorf("stream after the decision: %w", err)
 		}
 		switch ev.Kind {
 		case gh.KindGateDecided:
@@ -278,24 +361,35 @@ func (s *stack) conversation(ctx context.Context, session string) (outcome, erro
 			var r gh.ToolResult
 			json.Unmarshal(ev.Payload, &r)
 			out.toolError = out.toolError || r.IsError
+			if r.Name == tools.NameEmailSend {
+				if m := messageIDRe.FindStringSubmatch(r.Content); m != nil {
+					out.messageID = m[1]
+				}
+			}
 		case gh.KindAssistantMessage:
 			var a gh.AssistantMessage
 			json.Unmarshal(ev.Payload, &a)
 			if a.StopReason == gh.StopEndTurn && len(a.ToolCalls) == 0 {
 				out.answer = a.Text
 			} else if a.StopReason != gh.StopToolUse {
-				return out, fmt.Errorf("the turn ended with %s: %s %s", a.StopReason, a.Error, a.Text)
+				return fmt.Errorf("the turn ended with %s: %s %s", a.StopReason, a.Error, a.Text)
 			}
 		case gh.KindRunFinished:
 			var f gh.RunFinished
 			json.Unmarshal(ev.Payload, &f)
+			if f.RunID != out.runID {
+				return fmt.Errorf("run %d finished (%s) in the turn of run %d", f.RunID, f.Status, out.runID)
+			}
 			if out.answer != "" && f.Status == "done" {
-				out.took = time.Since(start)
-				return out, nil
+				return nil
 			}
 		}
 	}
 }
+
+// messageIDRe finds the Message-ID in email_send's result ("sent to …,
+// Message-ID <…>").
+var messageIDRe = regexp.MustCompile(`Message-ID <?([^<>\s;]+)>?`)
 
 // post sends body as JSON and wants status; into, if set, gets the answer.
 func (s *stack) post(ctx context.Context, path string, body any, status int, into any) error {
@@ -356,10 +450,15 @@ func (r *sseReader) next() (streamEvent, error) {
 	return streamEvent{}, io.ErrUnexpectedEOF
 }
 
-// runConversations runs n conversations named prefix-0 … at concurrency c
-// and returns what each saw, in order, and the first error.
-func (s *stack) runConversations(ctx context.Context, prefix string, n, c int) ([]outcome, error) {
+// runConversations runs n turns as sessions named prefix-0 … of per
+// turns each (the last holds what is left when per does not divide n), c
+// sessions at a time, each session's turns one after another, and returns
+// what each turn saw, session by session in order (turn i of session k at
+// k*per+i), and the first error. A session that failed leaves its later
+// turns zero.
+func (s *stack) runConversations(ctx context.Context, prefix string, n, per, c int) ([]outcome, error) {
 	outs := make([]outcome, n)
+	sessions := (n + per - 1) / per
 	next := make(chan int)
 	var (
 		mu    sync.Mutex
@@ -368,49 +467,62 @@ func (s *stack) runConversations(ctx context.Context, prefix string, n, c int) (
 	)
 	for range c {
 		wg.Go(func() {
-			for i := range next {
-				o, err := s.conversation(ctx, fmt.Sprintf("%s-%d", prefix, i))
-				outs[i] = o
+			for k := range next {
+				lo := k * per
+				hi := min(lo+per, n)
+				got, err := s.conversation(ctx, fmt.Sprintf("%s-%d", prefix, k), hi-lo)
+				copy(outs[lo:hi], got)
 				if err != nil {
 					mu.Lock()
 					if first == nil {
-						first = fmt.Errorf("conversation %d: %w", i, err)
+						first = fmt.Errorf("session %d: %w", k, err)
 					}
 					mu.Unlock()
 				}
 			}
 		})
 	}
-	for i := range n {
-		next <- i
+	for k := range sessions {
+		next <- k
 	}
 	close(next)
 	wg.Wait()
 	return outs, first
 }
 
-// checkMails says what is wrong with the mail the SMTP server got for n
-// conversations whose outcomes are outs: each conversation's call ran
-// without error, and exactly n mails arrived, all to the recipient.
-func (s *stack) checkMails(outs []outcome, n int) error {
+// checkMails says what is wrong with the mail the SMTP server got for
+// the turns whose outcomes are outs: each turn's call ran without error
+// and gave the answer, exactly one mail arrived per turn, all to the
+// recipient, and each turn's mail is the one its result names (its
+// Message-ID, distinct per turn).
+func (s *stack) checkMails(outs []outcome) error {
+	want := map[string]int{} // Message-ID → index in outs
 	for i, o := range outs {
-		if o.decided != gh.GateApproved || o.toolError || o.answer != answer {
-			return fmt.Errorf("conversation %d saw %+v", i, o)
+		if o.decided != gh.GateApproved || o.toolError || o.answer != answer || o.messageID == "" {
+			return fmt.Errorf("turn %d (%s #%d) saw %+v", i, o.session, o.turn, o)
 		}
+		if j, dup := want[o.messageID]; dup {
+			return fmt.Errorf("turns %d and %d name one Message-ID %s", j, i, o.messageID)
+		}
+		want[o.messageID] = i
 	}
 	mails := s.smtp.Mails()
-	if len(mails) != n {
-		return fmt.Errorf("%d mails for %d conversations", len(mails), n)
+	if len(mails) != len(outs) {
+		return fmt.Errorf("%d mails for %d turns", len(mails), len(outs))
 	}
-	ids := map[string]bool{}
+	seen := map[string]bool{}
 	for _, m := range mails {
 		if len(m.To) != 1 || m.To[0] != recipient {
 			return fmt.Errorf("a mail to %v", m.To)
 		}
-		if ids[m.MessageID] {
+		id := strings.Trim(strings.TrimSpace(m.MessageID), "<>")
+		if seen[id] {
 			return fmt.Errorf("two mails with Message-Id %s", m.MessageID)
 		}
-		ids[m.MessageID] = true
+		seen[id] = true
+		if _, ok := want[id]; !ok {
+			return fmt.Errorf("a mail with Message-Id %s no turn's result names", m.MessageID)
+		}
 	}
 	return nil
 }

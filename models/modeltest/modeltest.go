@@ -52,6 +52,10 @@ type Reply struct {
 	StopReason string
 	// Token counts reported in usage. Default to 11 and 7.
 	InputTokens, OutputTokens int
+	// Before, if set, runs when the request is taken, before anything is
+	// answered: a test's way to make something happen while the request
+	// is in flight.
+	Before func()
 }
 
 func (r Reply) deltas() []string {
@@ -225,7 +229,16 @@ func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// pop takes the next reply and runs its Before.
 func (f *fake) pop() (Reply, bool) {
+	r, ok := f.take()
+	if ok && r.Before != nil {
+		r.Before()
+	}
+	return r, ok
+}
+
+func (f *fake) take() (Reply, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.queue) > 0 {

@@ -381,13 +381,84 @@ func (t *executor) InsertMemoryJob(ctx context.Context, j store.MemoryJob) (stor
 	return got, false, dbErr(err, "read memory job")
 }
 
-func (t *tx) ClaimMemoryJob(ctx context.Context, now time.Time) (store.MemoryJob, bool, error) {
-	j, err := scanJob(t.q.QueryRow(ctx, `SELECT `+jobCols+` FROM memory_jobs WHERE state IN ('queued', 'running') AND available_at <= $1
-		ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`, now))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.MemoryJob{}, false, nil
+// claimGroups is how many ready groups a claim looks at: a group another
+// claimer is taking is passed over for the next.
+const claimGroups = 16
+
+// batchLockClass is the first key of the transaction advisory lock a
+// claimer holds on a (user, session) group while it takes its batch, so
+// two claimers never split one group's rows between them (each with too
+// few to be ready). The second key is a hash of the group; a collision
+// only passes a group over until the next claim.
+const batchLockClass = 0x6d656d62 // "memb"
+
+func (t *tx) ClaimMemoryBatch(ctx context.Context, c store.MemoryBatchClaim) ([]store.MemoryJob, error) {
+	limit := max(c.Limit, 1)
+	need := min(max(c.MinJobs, 1), limit)
+	rows, err := t.q.Query(ctx, `SELECT user_key, session_id FROM memory_jobs
+		WHERE state IN ('queued', 'running') AND available_at <= $1
+		GROUP BY user_key, session_id HAVING count(*) >= $2 OR max(created_at) <= $3
+		ORDER BY min(id) LIMIT $4`, c.Now, need, c.IdleBefore, claimGroups)
+	if err != nil {
+		return nil, dbErr(err, "claim memory batch")
 	}
-	return j, err == nil, dbErr(err, "claim memory job")
+	type group struct{ user, session string }
+	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (group, error) {
+		var g group
+		return g, r.Scan(&g.user, &g.session)
+	})
+	if err != nil {
+		return nil, dbErr(err, "claim memory batch")
+	}
+	for _, g := range groups {
+		var mine bool
+		if err := t.q.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2 || E'\n' || $3))`,
+			int32(batchLockClass), g.user, g.session).Scan(&mine); err != nil {
+			return nil, dbErr(err, "claim memory batch")
+		}
+		if !mine {
+			continue
+		}
+		rows, err := t.q.Query(ctx, `SELECT `+jobCols+` FROM memory_jobs
+			WHERE user_key = $1 AND session_id = $2 AND state IN ('queued', 'running') AND available_at <= $3
+			ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED`, g.user, g.session, c.Now, limit)
+		if err != nil {
+			return nil, dbErr(err, "claim memory batch")
+		}
+		js, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.MemoryJob, error) { return scanJob(r) })
+		if err != nil {
+			return nil, dbErr(err, "claim memory batch")
+		}
+		// Jobs of the group still locked by the transaction that claimed
+		// or finished them are not due; what is left must be ready on its
+		// own.
+		if len(js) >= need || len(js) > 0 && !newestCreated(js).After(c.IdleBefore) {
+			return js, nil
+		}
+	}
+	return nil, nil
+}
+
+func newestCreated(js []store.MemoryJob) time.Time {
+	var t time.Time
+	for _, j := range js {
+		if j.Created.After(t) {
+			t = j.Created
+		}
+	}
+	return t
+}
+
+func (t *tx) LockMemoryJobs(ctx context.Context, ids []int64) ([]store.MemoryJob, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := t.q.Query(ctx, `SELECT `+jobCols+` FROM memory_jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	if err != nil {
+		return nil, dbErr(err, "lock memory jobs")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.MemoryJob, error) { return scanJob(r) })
+	return out, dbErr(err, "lock memory jobs")
 }
 
 func (t *tx) UpdateMemoryJob(ctx context.Context, j store.MemoryJob) error {

@@ -370,13 +370,31 @@ func (t *tx) InsertMemoryJob(ctx context.Context, j store.MemoryJob) (store.Memo
 	return got, false, dbErr(err, "read memory job")
 }
 
-func (t *tx) ClaimMemoryJob(ctx context.Context, now time.Time) (store.MemoryJob, bool, error) {
-	j, err := scanJob(t.q.QueryRowContext(ctx, `SELECT `+jobCols+` FROM memory_jobs WHERE state IN ('queued', 'running') AND available_at <= ?
-		ORDER BY available_at, id LIMIT 1`, micros(now)))
+func (t *tx) ClaimMemoryBatch(ctx context.Context, c store.MemoryBatchClaim) ([]store.MemoryJob, error) {
+	limit := max(c.Limit, 1)
+	// One writer: the first ready group is this claimer's.
+	var user, session string
+	err := t.q.QueryRowContext(ctx, `SELECT user_key, session_id FROM memory_jobs
+		WHERE state IN ('queued', 'running') AND available_at <= ?1
+		GROUP BY user_key, session_id HAVING count(*) >= ?2 OR max(created_at) <= ?3
+		ORDER BY min(id) LIMIT 1`, micros(c.Now), min(max(c.MinJobs, 1), limit), micros(c.IdleBefore)).Scan(&user, &session)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.MemoryJob{}, false, nil
+		return nil, nil
 	}
-	return j, err == nil, dbErr(err, "claim memory job")
+	if err != nil {
+		return nil, dbErr(err, "claim memory batch")
+	}
+	return queryAll(ctx, t.q, "claim memory batch", scanJob, `SELECT `+jobCols+` FROM memory_jobs
+		WHERE user_key = ?1 AND session_id = ?2 AND state IN ('queued', 'running') AND available_at <= ?3
+		ORDER BY id LIMIT ?4`, user, session, micros(c.Now), limit)
+}
+
+func (t *tx) LockMemoryJobs(ctx context.Context, ids []int64) ([]store.MemoryJob, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return queryAll(ctx, t.q, "lock memory jobs", scanJob, `SELECT `+jobCols+` FROM memory_jobs
+		WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`, jsonArray(ids))
 }
 
 func (t *tx) UpdateMemoryJob(ctx context.Context, j store.MemoryJob) error {

@@ -29,6 +29,7 @@ func testMemory(t *testing.T, h Harness) {
 		{"BadInput", testMemoryBadInput},
 		{"JobsOncePerTurn", testMemoryJobInsert},
 		{"JobClaimAndLease", testMemoryJobClaim},
+		{"BatchClaim", testMemoryBatchClaim},
 		{"JobsClaimedOnce", testMemoryJobsClaimedOnce},
 		{"FactsAndJobCommitTogether", testMemoryTx},
 		{"SurvivesRestart", testMemoryRestart},
@@ -378,22 +379,30 @@ func testMemoryJobInsert(t *testing.T, h Harness) {
 	}
 }
 
-// claimOne claims a due job and makes it running with a lease, as the
-// memory package does.
-func memClaim(st store.Store, now time.Time, owner string, lease time.Duration) (store.MemoryJob, bool, error) {
-	var got store.MemoryJob
-	var ok bool
+// memClaim claims a batch (every due group ready) and makes its jobs
+// running with a lease, as the memory package does.
+func memClaim(st store.Store, now time.Time, owner string, lease time.Duration) ([]store.MemoryJob, error) {
+	return memClaimBatch(st, store.MemoryBatchClaim{Now: now, MinJobs: 1, IdleBefore: now, Limit: 20}, owner, lease)
+}
+
+func memClaimBatch(st store.Store, c store.MemoryBatchClaim, owner string, lease time.Duration) ([]store.MemoryJob, error) {
+	var got []store.MemoryJob
 	err := st.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
-		j, found, err := tx.ClaimMemoryJob(ctx, now)
-		if err != nil || !found {
-			ok = false
+		got = nil
+		js, err := tx.ClaimMemoryBatch(ctx, c)
+		if err != nil {
 			return err
 		}
-		j.State, j.Attempts, j.Owner, j.AvailableAt, j.Updated = store.MemoryJobRunning, j.Attempts+1, owner, now.Add(lease), now
-		got, ok = j, true
-		return tx.UpdateMemoryJob(ctx, j)
+		for _, j := range js {
+			j.State, j.Attempts, j.Owner, j.AvailableAt, j.Updated = store.MemoryJobRunning, j.Attempts+1, owner, c.Now.Add(lease), c.Now
+			if err := tx.UpdateMemoryJob(ctx, j); err != nil {
+				return err
+			}
+			got = append(got, j)
+		}
+		return nil
 	})
-	return got, ok, err
+	return got, err
 }
 
 func testMemoryJobClaim(t *testing.T, h Harness) {
@@ -404,17 +413,17 @@ func testMemoryJobClaim(t *testing.T, h Harness) {
 	later.AvailableAt = memT0.Add(time.Hour)
 	b, _, _ := st.InsertMemoryJob(ctx, later)
 
-	j, ok, err := memClaim(st, memT0, "w1", time.Minute)
-	if err != nil || !ok || j.ID != a.ID {
-		t.Fatalf("claim %+v %v %v", j, ok, err)
+	js, err := memClaim(st, memT0, "w1", time.Minute)
+	if err != nil || len(js) != 1 || js[0].ID != a.ID {
+		t.Fatalf("claim %+v %v", js, err)
 	}
-	if _, ok, _ := memClaim(st, memT0.Add(30*time.Second), "w2", time.Minute); ok {
+	if js, _ := memClaim(st, memT0.Add(30*time.Second), "w2", time.Minute); len(js) != 0 {
 		t.Fatal("claimed a leased job, or one not yet due")
 	}
 	// The lease lapses: the job is claimable again.
-	j, ok, err = memClaim(st, memT0.Add(2*time.Minute), "w2", time.Minute)
-	if err != nil || !ok || j.ID != a.ID || j.Attempts != 2 || j.Owner != "w2" {
-		t.Fatalf("reclaim %+v %v %v", j, ok, err)
+	js, err = memClaim(st, memT0.Add(2*time.Minute), "w2", time.Minute)
+	if err != nil || len(js) != 1 || js[0].ID != a.ID || js[0].Attempts != 2 || js[0].Owner != "w2" {
+		t.Fatalf("reclaim %+v %v", js, err)
 	}
 	// Finish it; the later job comes due.
 	err = st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
@@ -432,11 +441,11 @@ func testMemoryJobClaim(t *testing.T, h Harness) {
 	if done.State != store.MemoryJobDone || done.UserText != "" || done.LastError != "none" || done.Attempts != 2 {
 		t.Fatalf("done %+v", done)
 	}
-	if _, ok, _ := memClaim(st, memT0.Add(59*time.Minute), "w3", time.Minute); ok {
+	if js, _ := memClaim(st, memT0.Add(59*time.Minute), "w3", time.Minute); len(js) != 0 {
 		t.Fatal("claimed a done job or one not yet due")
 	}
-	if j, ok, _ := memClaim(st, memT0.Add(time.Hour), "w3", time.Minute); !ok || j.ID != b.ID {
-		t.Fatalf("due job %+v %v", j, ok)
+	if js, _ := memClaim(st, memT0.Add(time.Hour), "w3", time.Minute); len(js) != 1 || js[0].ID != b.ID {
+		t.Fatalf("due job %+v", js)
 	}
 	err = st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		_, err := tx.LockMemoryJob(ctx, 424242)
@@ -445,17 +454,135 @@ func testMemoryJobClaim(t *testing.T, h Harness) {
 	if !gh.IsCode(err, gh.CodeNotFound) {
 		t.Fatalf("lock missing job: %v", err)
 	}
+	// LockMemoryJobs: those that exist, by id.
+	err = st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		js, err := tx.LockMemoryJobs(ctx, []int64{b.ID, 424242, a.ID})
+		if err != nil {
+			return err
+		}
+		if len(js) != 2 || js[0].ID != a.ID || js[1].ID != b.ID || js[1].Owner != "w3" {
+			t.Errorf("lock jobs %+v", js)
+		}
+		if js, err := tx.LockMemoryJobs(ctx, nil); err != nil || len(js) != 0 {
+			t.Errorf("lock no jobs %+v %v", js, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
+// memJobs queues n jobs of one user and session, created at created,
+// seqs from seq0, and returns their ids.
+func memJobs(t *testing.T, st store.Store, user, session string, seq0 int64, n int, created time.Time) []int64 {
+	t.Helper()
+	var ids []int64
+	for i := range n {
+		j := memJob(user, session, seq0+int64(i))
+		j.Created, j.AvailableAt, j.At = created, created, created
+		got, ok, err := st.InsertMemoryJob(context.Background(), j)
+		if err != nil || !ok {
+			t.Fatalf("insert %+v: %v %v", j, ok, err)
+		}
+		ids = append(ids, got.ID)
+	}
+	return ids
+}
+
+func jobIDs(js []store.MemoryJob) []int64 {
+	var ids []int64
+	for _, j := range js {
+		ids = append(ids, j.ID)
+	}
+	return ids
+}
+
+// A batch is the due jobs of one (user, session), oldest first, from a
+// group that has enough of them or has gone quiet.
+func testMemoryBatchClaim(t *testing.T, h Harness) {
+	st := memStore(t, h)
+	ctx := context.Background()
+	now := memT0.Add(10 * time.Minute)
+	idle := now.Add(-2 * time.Minute)
+	claim := store.MemoryBatchClaim{Now: now, MinJobs: 5, IdleBefore: idle, Limit: 20}
+
+	// Three recent turns of u1 in s1 (the oldest jobs), five of u1 in s2,
+	// four of u2 in s1 interleaved with them.
+	few := memJobs(t, st, "u1", "s1", 1, 3, now.Add(-time.Minute))
+	var five, other []int64
+	for i := range 5 {
+		five = append(five, memJobs(t, st, "u1", "s2", int64(i+1), 1, now.Add(-time.Minute))...)
+		if i < 4 {
+			other = append(other, memJobs(t, st, "u2", "s1", int64(i+1), 1, now.Add(-time.Minute))...)
+		}
+	}
+	js, err := memClaimBatch(st, claim, "w1", 3*time.Minute)
+	if err != nil || fmt.Sprint(jobIDs(js)) != fmt.Sprint(five) {
+		t.Fatalf("claimed %v (%v), want the five of u1/s2 %v", jobIDs(js), err, five)
+	}
+	for _, j := range js {
+		if j.UserKey != "u1" || j.SessionID != "s2" {
+			t.Fatalf("a batch mixes groups: %+v", j)
+		}
+	}
+	if js, _ := memClaimBatch(st, claim, "w2", time.Minute); len(js) != 0 {
+		t.Fatalf("claimed %+v: no other group has five due jobs or is quiet", js)
+	}
+	// A fifth turn of u2 in s1 that is not due yet does not count.
+	future := memJob("u2", "s1", 99)
+	future.Created, future.AvailableAt = now.Add(-time.Minute), now.Add(time.Hour)
+	if _, _, err := st.InsertMemoryJob(ctx, future); err != nil {
+		t.Fatal(err)
+	}
+	if js, _ := memClaimBatch(st, claim, "w2", time.Minute); len(js) != 0 {
+		t.Fatalf("claimed %+v: a job not yet due made the group ready", js)
+	}
+	// Time passes: both groups are quiet; the one holding the oldest job
+	// goes first, then the other, without its job not yet due.
+	claim.Now, claim.IdleBefore = now.Add(time.Minute), now.Add(-time.Minute)
+	if js, err := memClaimBatch(st, claim, "w2", time.Minute); err != nil || fmt.Sprint(jobIDs(js)) != fmt.Sprint(few) {
+		t.Fatalf("quiet group: claimed %v (%v), want %v", jobIDs(js), err, few)
+	}
+	if js, err := memClaimBatch(st, claim, "w2", time.Minute); err != nil || fmt.Sprint(jobIDs(js)) != fmt.Sprint(other) {
+		t.Fatalf("quiet group: claimed %v (%v), want %v", jobIDs(js), err, other)
+	}
+	// A lapsed lease makes the running jobs due again, as a batch.
+	claim.Now, claim.IdleBefore = now.Add(5*time.Minute), idle
+	if js, err := memClaimBatch(st, claim, "w3", time.Minute); err != nil || len(js) != 5 || js[0].UserKey != "u1" || js[0].Attempts != 2 {
+		t.Fatalf("lapsed: claimed %+v (%v)", js, err)
+	}
+
+	// Limit (on a store of its own): 23 waiting turns give a batch of 20;
+	// the 3 left wait.
+	st = memStore(t, h)
+	big := memJobs(t, st, "u3", "s3", 1, 23, claim.Now.Add(-time.Second))
+	claim.IdleBefore = claim.Now.Add(-2 * time.Minute)
+	if js, err := memClaimBatch(st, claim, "w4", time.Minute); err != nil || fmt.Sprint(jobIDs(js)) != fmt.Sprint(big[:20]) {
+		t.Fatalf("limit: claimed %v (%v), want %v", jobIDs(js), err, big[:20])
+	}
+	if js, _ := memClaimBatch(st, claim, "w4", time.Minute); len(js) != 0 {
+		t.Fatalf("claimed the remainder %+v before it was ready", jobIDs(js))
+	}
+	// A limit below MinJobs: a full batch is ready.
+	small := store.MemoryBatchClaim{Now: claim.Now, MinJobs: 5, IdleBefore: claim.IdleBefore, Limit: 2}
+	if js, err := memClaimBatch(st, small, "w5", time.Minute); err != nil || fmt.Sprint(jobIDs(js)) != fmt.Sprint(big[20:22]) {
+		t.Fatalf("limit 2: claimed %v (%v), want %v", jobIDs(js), err, big[20:22])
+	}
+}
+
+// Claimers in parallel (goroutines, and on Postgres other replicas) never
+// get the same job, every job is claimed, and every batch is one group.
 func testMemoryJobsClaimedOnce(t *testing.T, h Harness) {
 	st := memStore(t, h)
 	ctx := context.Background()
-	const n = 60
-	for i := range n {
-		if _, _, err := st.InsertMemoryJob(ctx, memJob(fmt.Sprintf("u%d", i%5), fmt.Sprintf("s%d", i), 1)); err != nil {
-			t.Fatal(err)
+	const groups, per = 12, 7
+	for i := range per {
+		for g := range groups {
+			memJobs(t, st, fmt.Sprintf("u%d", g%4), fmt.Sprintf("s%d", g), int64(i+1), 1, memT0)
 		}
 	}
+	const n = groups * per
 	stores := []store.Store{st, st, st, st, st, st}
 	if h.Peer != nil {
 		for range 3 {
@@ -466,36 +593,59 @@ func testMemoryJobsClaimedOnce(t *testing.T, h Harness) {
 	}
 	var mu sync.Mutex
 	claimed := map[int64]string{}
+	run := func(w int, s store.Store, c store.MemoryBatchClaim) {
+		for {
+			js, err := memClaimBatch(s, c, fmt.Sprintf("w%d", w), time.Hour)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(js) == 0 {
+				return
+			}
+			mu.Lock()
+			if len(js) > c.Limit || len(js) < c.MinJobs && c.IdleBefore.Before(memT0) {
+				t.Errorf("a batch of %d jobs (ready at %d, at most %d)", len(js), c.MinJobs, c.Limit)
+			}
+			for _, j := range js {
+				if prev, dup := claimed[j.ID]; dup {
+					t.Errorf("job %d claimed by %s and w%d", j.ID, prev, w)
+				}
+				claimed[j.ID] = fmt.Sprintf("w%d", w)
+				if j.UserKey != js[0].UserKey || j.SessionID != js[0].SessionID {
+					t.Errorf("a batch mixes groups: %+v and %+v", js[0], j)
+				}
+			}
+			mu.Unlock()
+		}
+	}
+	// Batches of at most 3, ready at 2: every group gives a few, and the
+	// claimers meet on the same groups.
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for w, s := range stores {
 		wg.Go(func() {
 			<-start
-			for {
-				j, ok, err := memClaim(s, memT0, fmt.Sprintf("w%d", w), time.Hour)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if !ok {
-					return
-				}
-				mu.Lock()
-				if prev, dup := claimed[j.ID]; dup {
-					t.Errorf("job %d claimed by %s and w%d", j.ID, prev, w)
-				}
-				claimed[j.ID] = fmt.Sprintf("w%d", w)
-				mu.Unlock()
-			}
+			run(w, s, store.MemoryBatchClaim{Now: memT0, MinJobs: 2, IdleBefore: memT0.Add(-time.Hour), Limit: 3})
 		})
 	}
 	close(start)
 	wg.Wait()
-	if len(claimed) != n {
+	// Each group of 7 gives at least 3 + 3 (or 3 + 2 + 2, when two
+	// claimers took turns over its rows); a last job alone is not ready.
+	if len(claimed) < groups*6 || len(claimed) > n {
 		t.Fatalf("%d of %d jobs claimed", len(claimed), n)
 	}
-	if js, _ := st.ListMemoryJobs(ctx, "", store.MemoryJobRunning, 0); len(js) != n {
-		t.Fatalf("%d running", len(js))
+	if js, _ := st.ListMemoryJobs(ctx, "", store.MemoryJobRunning, 0); len(js) != len(claimed) {
+		t.Fatalf("%d running, %d claimed", len(js), len(claimed))
+	}
+	// Quiet now: what is left goes too, each job once.
+	for w, s := range stores {
+		wg.Go(func() { run(w, s, store.MemoryBatchClaim{Now: memT0, MinJobs: 2, IdleBefore: memT0, Limit: 3}) })
+	}
+	wg.Wait()
+	if len(claimed) != n {
+		t.Fatalf("%d of %d jobs claimed", len(claimed), n)
 	}
 }
 
@@ -555,8 +705,8 @@ func testMemoryRestart(t *testing.T, h Harness) {
 	if got, err := st.GetMemoryFact(ctx, f.ID); err != nil || got.Text != "Ana" {
 		t.Fatalf("fact after restart %+v %v", got, err)
 	}
-	if got, ok, err := memClaim(st, memT0, "w", time.Minute); err != nil || !ok || got.ID != j.ID || got.UserText != "hello s1" {
-		t.Fatalf("job after restart %+v %v %v", got, ok, err)
+	if got, err := memClaim(st, memT0, "w", time.Minute); err != nil || len(got) != 1 || got[0].ID != j.ID || got[0].UserText != "hello s1" {
+		t.Fatalf("job after restart %+v %v", got, err)
 	}
 	if idx := memPostings(t, st, "u1", "ana"); idx.Facts != 1 || len(idx.Postings) != 1 {
 		t.Fatalf("index after restart %+v", idx)

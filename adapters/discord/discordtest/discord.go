@@ -17,7 +17,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/discord"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // DiscordFake is a fake Discord: the REST API under /api/v9 and the
@@ -838,7 +838,7 @@ func (c *discordConn) closeWith(code int, text string) {
 // ---- factory ----
 
 // DiscordFactory starts a fake Discord and an adapter aimed at it.
-func DiscordFactory(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+func DiscordFactory(t adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 	t.Helper()
 	f := NewDiscord(t)
 	a, err := discord.New(discord.Config{

@@ -18,7 +18,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/slackchat"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // SlackFake is a fake Slack: the Web API under /api/ (auth.test,
@@ -337,7 +337,7 @@ func (f *SlackFake) EventsConfig() slackchat.Config {
 }
 
 // SlackFactory is the shared suite's Factory for Slack in Socket Mode.
-func SlackFactory(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+func SlackFactory(t adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 	t.Helper()
 	f := NewSlack(t)
 	a, err := slackchat.New(slackSuiteConfig(t, f.SocketConfig()))
@@ -351,7 +351,7 @@ func SlackFactory(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
 // mode: the adapter serves its own Handler on loopback while Connect runs
 // (the gateway calls Connect once it holds the platform's lease), and the
 // fake delivers there.
-func SlackEventsFactory(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+func SlackEventsFactory(t adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 	t.Helper()
 	// Slack retries a refused event only three times: give the gateway
 	// time to take its lease between them.
@@ -384,7 +384,7 @@ type slackEvents struct {
 	once  sync.Once
 }
 
-func (w *slackEvents) Connect(ctx context.Context, sink gateway.Sink) error {
+func (w *slackEvents) Connect(ctx context.Context, sink chat.Sink) error {
 	w.mu.Lock()
 	w.h = w.Adapter.Handler(sink)
 	w.mu.Unlock()
@@ -417,7 +417,7 @@ func (w *slackEvents) serve(rw http.ResponseWriter, r *http.Request) {
 // SlackEventsPair starts a fake Slack and an Events API mode adapter whose
 // Handler(sink) is served on loopback, and aims the fake's deliveries at
 // it: for tests that drive the handler without a gateway.
-func SlackEventsPair(t adaptertest.TB, sink gateway.Sink, opts ...SlackOption) (*slackchat.Adapter, *SlackFake) {
+func SlackEventsPair(t adaptertest.TB, sink chat.Sink, opts ...SlackOption) (*slackchat.Adapter, *SlackFake) {
 	t.Helper()
 	f := NewSlack(t, opts...)
 	a, err := slackchat.New(f.EventsConfig())

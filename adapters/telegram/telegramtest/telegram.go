@@ -15,7 +15,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram"
-	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
 // TelegramToken is the only bot token the Telegram fake accepts.
@@ -302,7 +302,7 @@ func (f *TelegramFake) close() {
 // long polling, or with opts.Webhook a webhook that the returned adapter
 // serves on its own loopback server for as long as Connect runs (standing
 // in for the gateway's HTTP server), registered with the fake by Connect.
-func NewTelegramAdapter(t adaptertest.TB, opts TelegramOptions) (gateway.Adapter, *TelegramFake) {
+func NewTelegramAdapter(t adaptertest.TB, opts TelegramOptions) (chat.Adapter, *TelegramFake) {
 	t.Helper()
 	f := NewTelegram(t, opts)
 	cfg := telegram.Config{
@@ -333,14 +333,14 @@ func NewTelegramAdapter(t adaptertest.TB, opts TelegramOptions) (gateway.Adapter
 
 // TelegramFactory is the shared suite's Factory for Telegram in long
 // polling mode (a 1 s poll timeout).
-func TelegramFactory(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+func TelegramFactory(t adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 	t.Helper()
 	return NewTelegramAdapter(t, TelegramOptions{})
 }
 
 // TelegramWebhookFactory is the shared suite's Factory for Telegram in
 // webhook mode.
-func TelegramWebhookFactory(t adaptertest.TB) (gateway.Adapter, adaptertest.Fake) {
+func TelegramWebhookFactory(t adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 	t.Helper()
 	return NewTelegramAdapter(t, TelegramOptions{Webhook: true})
 }
@@ -353,7 +353,7 @@ type telegramWebhook struct {
 	h atomic.Pointer[http.Handler]
 }
 
-func (w *telegramWebhook) Connect(ctx context.Context, sink gateway.Sink) error {
+func (w *telegramWebhook) Connect(ctx context.Context, sink chat.Sink) error {
 	h := w.Adapter.Handler(sink)
 	w.h.Store(&h)
 	defer w.h.Store(nil)

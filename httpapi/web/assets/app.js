@@ -12,7 +12,7 @@
   const KINDS = [
     "user.message", "assistant.message", "tool.result", "run.started",
     "run.finished", "notice", "compaction", "gate.opened", "gate.decided",
-    "effect.receipt",
+    "effect.receipt", "turn.retry",
   ];
 
   const $ = (id) => document.getElementById(id);
@@ -441,6 +441,11 @@
         case "run.started":
           if (!turn && queue.length) { openTurn(queue); queue = []; }
           break;
+        case "turn.retry":
+          // A failed turn runs again: its answer goes in a turn of its own.
+          if (!turn) openTurn(queue.splice(0));
+          turn.parts.push({ type: "note", text: "Retrying the failed turn." });
+          break;
         case "assistant.message": {
           const t = current();
           const text = typeof p.text === "string" ? p.text : "";
@@ -503,6 +508,13 @@
         case "run.finished": {
           const t = turn || lastTurn;
           if (t) {
+            // A guide no request of this turn read (it came as the turn
+            // ended) is answered by the next one: it moves there.
+            const stray = t.parts.filter((x) => x.type === "user" && x.guide && !consumed.has(x.ev.seq));
+            if (stray.length) {
+              t.parts = t.parts.filter((x) => !stray.includes(x));
+              queue.push(...stray.map((x) => ({ ev: x.ev, p: x.p })));
+            }
             t.finished = p;
             const status = p.status || "";
             if ((status === "failed" || status === "error") && !t.failed) {
@@ -534,6 +546,11 @@
         default:
           break; // bookkeeping (effect.receipt) is not shown
       }
+    }
+    // The last turn, when it failed for good, can be retried.
+    const last = items[items.length - 1];
+    if (!turn && last && last === lastTurn && last.failed && last.finished && last.finished.status === "failed") {
+      last.retryable = true;
     }
     return { items, queue, running: Boolean(turn) };
   }
@@ -639,7 +656,7 @@
   }
   $("memory").addEventListener("toggle", () => { if ($("memory").open) loadMemory(); });
 
-  function errorBubble(part) {
+  function errorBubble(part, retryable) {
     const li = el("li", "msg msg-assistant msg-error");
     li.dataset.testid = "message";
     li.dataset.role = "assistant";
@@ -655,6 +672,21 @@
       b.append(h);
     }
     if (part.code) b.append(el("div", "error-code", part.code));
+    if (retryable) {
+      const btn = el("button", "retry", "Retry");
+      btn.type = "button";
+      btn.dataset.testid = "retry";
+      btn.addEventListener("click", async () => {
+        btn.disabled = true;
+        try {
+          await api(`/v1/sessions/${encodeURIComponent(state.id)}/retry`, { method: "POST", body: { requestId: newRequestID() } });
+        } catch (err) {
+          btn.disabled = false;
+          showBanner(`Could not retry: ${err.message}`);
+        }
+      });
+      b.append(btn);
+    }
     li.append(b);
     return li;
   }
@@ -825,7 +857,7 @@
         switch (part.type) {
           case "user": frag.append(userBubble(part.ev, part.p, { guide: part.guide })); break;
           case "assistant": frag.append(assistantBubble(part.text, part.ev, part.p)); break;
-          case "error": frag.append(errorBubble(part)); break;
+          case "error": frag.append(errorBubble(part, item.retryable)); break;
           case "work": frag.append(workBlock(part, openSet)); break;
           case "gate": frag.append(systemLine(part.text, "gate", "gate")); break;
           case "gatecard": frag.append(gateCard(part)); break;

@@ -1,10 +1,17 @@
-package gateway
+package chat
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
+	"unicode/utf8"
+
+	gh "github.com/gatehouse/gatehouse"
 )
 
 // ErrNotConfigured is what a [Platform]'s New returns when the setting
@@ -85,4 +92,45 @@ func prefix(platform string) string {
 		return px
 	}
 	return fallbackPrefix
+}
+
+// Registered reports whether platform is a registered chat platform.
+func Registered(platform string) bool {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	_, ok := prefixes[platform]
+	return ok
+}
+
+// RegisteredNames lists the registered platforms' names, sorted.
+func RegisteredNames() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]string, 0, len(prefixes))
+	for name := range prefixes {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SessionFor is the session of a platform chat (and thread): derived, so
+// every replica agrees without asking, and hashed, so the chat id does not
+// appear in the log.
+func SessionFor(platform, chatID, threadID string) string {
+	h := sha256.Sum256([]byte(platform + "\x00" + chatID + "\x00" + threadID))
+	return prefix(platform) + hex.EncodeToString(h[:10])
+}
+
+// MaxIDLen is the longest platform id (platform, update, chat, thread,
+// user, message) the gateway takes, in bytes.
+const MaxIDLen = 200
+
+// CheckID checks that a platform id, named name in the error, is
+// storable: valid text without NUL, at most MaxIDLen bytes.
+func CheckID(name, v string) error {
+	if len(v) > MaxIDLen || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+		return gh.Errorf(gh.CodeInvalid, "inbound %s must be valid text of at most %d bytes", name, MaxIDLen)
+	}
+	return nil
 }

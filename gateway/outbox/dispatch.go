@@ -1,4 +1,4 @@
-package gateway
+package outbox
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/cards"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/gateway/pacing"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -34,8 +35,8 @@ const (
 )
 
 type dispatcher struct {
-	g      *Gateway
-	a      Adapter
+	ob     *Outbox
+	a      chat.Adapter
 	pace   *pacing.Pacer
 	mu     sync.Mutex
 	flying map[string]bool // sessions with a send in flight
@@ -44,17 +45,20 @@ type dispatcher struct {
 	done   chan struct{} // a send finished
 }
 
-func (g *Gateway) dispatch(ctx context.Context, a Adapter) {
+// Dispatch sends platform a's outbox rows until ctx ends; sends in flight
+// finish before it returns. Run it only while holding the platform's
+// lease: its pacing must be the only pacing.
+func (ob *Outbox) Dispatch(ctx context.Context, a chat.Adapter) {
 	l := a.Limits()
 	pace := pacing.New(pacing.Limits{PerChat: l.PerChat, GroupPerMinute: l.GroupPerMinute, PerSecond: l.PerSecond})
-	d := &dispatcher{g: g, a: a, pace: pace, flying: map[string]bool{}, sem: make(chan struct{}, maxInflight), done: make(chan struct{}, 1)}
+	d := &dispatcher{ob: ob, a: a, pace: pace, flying: map[string]bool{}, sem: make(chan struct{}, maxInflight), done: make(chan struct{}, 1)}
 	defer d.wg.Wait()
 	for {
 		next, err := d.round(ctx)
 		if err != nil && ctx.Err() == nil {
-			g.cfg.Logger.Warn("outbox dispatch failed; retrying", "platform", a.Platform(), "err", err)
+			ob.cfg.Logger.Warn("outbox dispatch failed; retrying", "platform", a.Platform(), "err", err)
 		}
-		wait := g.cfg.Poll
+		wait := ob.cfg.Poll
 		if next > 0 && next < wait {
 			wait = next
 		}
@@ -63,7 +67,7 @@ func (g *Gateway) dispatch(ctx context.Context, a Adapter) {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-g.kicks[a.Platform()]:
+		case <-ob.kicks[a.Platform()]:
 		case <-d.done:
 		case <-t.C:
 		}
@@ -73,9 +77,9 @@ func (g *Gateway) dispatch(ctx context.Context, a Adapter) {
 
 // round starts every send that may go now and says when the next one may.
 func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
-	g, platform := d.g, d.a.Platform()
-	now := g.cfg.Now().UTC()
-	stuck, err := g.st.OutboxStuck(ctx, platform, now, dueBatch)
+	ob, platform := d.ob, d.a.Platform()
+	now := ob.cfg.Now().UTC()
+	stuck, err := ob.st.OutboxStuck(ctx, platform, now, dueBatch)
 	if err != nil {
 		return 0, err
 	}
@@ -84,13 +88,13 @@ func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
 			continue // ours, still sending (a long split answer)
 		}
 		r.State, r.LastError, r.Updated = store.OutboxDead, fmt.Sprintf(stuckReasonFmt, r.PartsSent), now
-		if _, err := g.st.UpdateOutbox(ctx, r); err != nil {
+		if _, err := ob.st.UpdateOutbox(ctx, r); err != nil {
 			return 0, err
 		}
-		g.metrics.sends.WithLabelValues(r.Platform, r.Kind, "dead").Inc()
-		g.cfg.Logger.Error("outbox row left sending by a stopped replica: dead letter, not resent", "platform", platform, "session", r.SessionID, "seq", r.Seq)
+		ob.sends.WithLabelValues(r.Platform, r.Kind, "dead").Inc()
+		ob.cfg.Logger.Error("outbox row left sending by a stopped replica: dead letter, not resent", "platform", platform, "session", r.SessionID, "seq", r.Seq)
 	}
-	due, err := g.st.OutboxDue(ctx, platform, now, dueBatch)
+	due, err := ob.st.OutboxDue(ctx, platform, now, dueBatch)
 	if err != nil {
 		return 0, err
 	}
@@ -99,7 +103,7 @@ func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
 		if d.isFlying(r.SessionID) {
 			continue
 		}
-		addr, ok, err := g.addressOf(ctx, r)
+		addr, ok, err := ob.addressOf(ctx, r)
 		if err != nil {
 			return 0, err
 		}
@@ -120,7 +124,7 @@ func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
 		default:
 			return next, nil
 		}
-		claimed, ok, err := g.st.ClaimOutbox(ctx, r.ID, g.cfg.Owner, now, now.Add(g.cfg.SendTimeout*4))
+		claimed, ok, err := ob.st.ClaimOutbox(ctx, r.ID, ob.cfg.Owner, now, now.Add(ob.cfg.SendTimeout*4))
 		if err != nil || !ok {
 			<-d.sem
 			if err != nil {
@@ -160,22 +164,22 @@ func (d *dispatcher) signal() {
 
 // send delivers one claimed row and records its outcome.
 func (d *dispatcher) send(ctx context.Context, r store.OutboxEntry, addr store.AddressEntry) {
-	g := d.g
+	ob := d.ob
 	err := d.deliver(ctx, &r, addr)
-	now := g.cfg.Now().UTC()
+	now := ob.cfg.Now().UTC()
 	r.Updated = now
-	switch se, isSend := AsSendError(err); {
+	switch se, isSend := chat.AsSendError(err); {
 	case err == nil:
 		r.State, r.LastError = store.OutboxSent, ""
 	case isSend && se.Status == 429:
 		wait := max(se.RetryAfter, min429Wait)
 		r.State, r.AvailableAt, r.LastError = store.OutboxPending, now.Add(wait), err.Error()
 		d.pace.Hold(addr.Address, now.Add(wait))
-		g.cfg.Logger.Warn("platform rate limit: send rescheduled", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "retryAfter", wait)
+		ob.cfg.Logger.Warn("platform rate limit: send rescheduled", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "retryAfter", wait)
 	case (isSend && !se.Permanent) || (!isSend && notDelivered(err)):
 		r.Attempts++
 		r.LastError = err.Error()
-		if r.Attempts >= g.cfg.MaxAttempts {
+		if r.Attempts >= ob.cfg.MaxAttempts {
 			r.State = store.OutboxDead
 		} else {
 			r.State, r.AvailableAt = store.OutboxPending, now.Add(min(time.Duration(1<<r.Attempts)*time.Second, maxBackoff))
@@ -186,14 +190,14 @@ func (d *dispatcher) send(ctx context.Context, r store.OutboxEntry, addr store.A
 		r.Attempts++
 		r.State, r.LastError = store.OutboxDead, err.Error()
 	}
-	g.metrics.sends.WithLabelValues(r.Platform, r.Kind, sendResult(r, err)).Inc()
+	ob.sends.WithLabelValues(r.Platform, r.Kind, sendResult(r, err)).Inc()
 	if r.State == store.OutboxDead {
-		g.cfg.Logger.Error("outbox row is a dead letter", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "kind", r.Kind, "err", r.LastError)
+		ob.cfg.Logger.Error("outbox row is a dead letter", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "kind", r.Kind, "err", r.LastError)
 	}
-	uctx, cancel := context.WithTimeout(ctx, g.cfg.SendTimeout)
+	uctx, cancel := context.WithTimeout(ctx, ob.cfg.SendTimeout)
 	defer cancel()
-	if ok, err := g.st.UpdateOutbox(uctx, r); err != nil || !ok {
-		g.cfg.Logger.Error("could not record a send's outcome", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "ok", ok, "err", err)
+	if ok, err := ob.st.UpdateOutbox(uctx, r); err != nil || !ok {
+		ob.cfg.Logger.Error("could not record a send's outcome", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "ok", ok, "err", err)
 	}
 }
 
@@ -204,7 +208,7 @@ func sendResult(r store.OutboxEntry, err error) string {
 	case r.State == store.OutboxDead:
 		return "dead"
 	}
-	if se, ok := AsSendError(err); ok && se.Status == 429 {
+	if se, ok := chat.AsSendError(err); ok && se.Status == 429 {
 		return "rate_limited"
 	}
 	return "retry"
@@ -212,7 +216,7 @@ func sendResult(r store.OutboxEntry, err error) string {
 
 // notSent marks an error met before anything reached the platform: the
 // row is retried later, not given up.
-func notSent(err error) error { return &SendError{Err: err} }
+func notSent(err error) error { return &chat.SendError{Err: err} }
 
 // notDelivered reports whether err proves the request never reached the
 // platform, so sending again cannot make a second copy.
@@ -224,9 +228,9 @@ func notDelivered(err error) bool {
 func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr store.AddressEntry) error {
 	switch r.Kind {
 	case store.OutboxMessage:
-		var p textPayload
+		var p Text
 		if err := json.Unmarshal(r.Payload, &p); err != nil {
-			return &SendError{Permanent: true, Err: err}
+			return &chat.SendError{Permanent: true, Err: err}
 		}
 		parts := cards.SplitText(p.Text, d.a.Limits().MaxText, d.a.Format)
 		for i := r.PartsSent; i < len(parts); i++ {
@@ -235,7 +239,7 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 					return err
 				}
 			}
-			id, err := d.sendOne(ctx, Outgoing{Address: addr.Address, Text: parts[i]})
+			id, err := d.sendOne(ctx, chat.Outgoing{Address: addr.Address, Text: parts[i]})
 			if err != nil {
 				return err
 			}
@@ -244,8 +248,8 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 				// Progress is kept, so a retry resumes after this part,
 				// and the claim is extended so the row is not taken for
 				// one a dead replica left.
-				r.LeaseUntil = d.g.cfg.Now().UTC().Add(d.g.cfg.SendTimeout * 4)
-				if _, err := d.g.st.UpdateOutbox(ctx, *r); err != nil {
+				r.LeaseUntil = d.ob.cfg.Now().UTC().Add(d.ob.cfg.SendTimeout * 4)
+				if _, err := d.ob.st.UpdateOutbox(ctx, *r); err != nil {
 					return err
 				}
 			}
@@ -254,14 +258,14 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 	case store.OutboxCard:
 		var o gh.GateOpened
 		if err := json.Unmarshal(r.Payload, &o); err != nil {
-			return &SendError{Permanent: true, Err: err}
+			return &chat.SendError{Permanent: true, Err: err}
 		}
-		gate, err := d.g.st.GetGate(ctx, o.GateID)
+		gate, err := d.ob.st.GetGate(ctx, o.GateID)
 		if err != nil {
 			return notSent(err)
 		}
-		card := d.g.cardFor(d.a, o, &gate)
-		id, err := d.sendOne(ctx, Outgoing{Address: addr.Address, Text: card.Text, Card: &card})
+		card := chat.CardFor(d.a, o, &gate, d.ob.cfg.PublicURL)
+		id, err := d.sendOne(ctx, chat.Outgoing{Address: addr.Address, Text: card.Text, Card: &card})
 		if err != nil {
 			return err
 		}
@@ -269,27 +273,27 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 		// The card is out: sending it again would show two. Its record
 		// (which later edits need) is retried here instead.
 		c := store.GateCard{GateID: o.GateID, SessionID: gate.SessionID, Platform: addr.Platform, ChatID: addr.ChatID,
-			ThreadID: addr.ThreadID, MessageID: id, Created: d.g.cfg.Now().UTC()}
+			ThreadID: addr.ThreadID, MessageID: id, Created: d.ob.cfg.Now().UTC()}
 		for try := range 5 {
-			if err = d.g.st.PutGateCard(ctx, c); err == nil {
+			if err = d.ob.st.PutGateCard(ctx, c); err == nil {
 				break
 			}
 			sleep(ctx, time.Duration(try+1)*200*time.Millisecond)
 		}
 		if err != nil {
-			d.g.cfg.Logger.Error("approval card sent but not recorded: its buttons will not be removed after the decision", "gate", o.GateID, "err", err)
+			d.ob.cfg.Logger.Error("approval card sent but not recorded: its buttons will not be removed after the decision", "gate", o.GateID, "err", err)
 		}
 		return nil
 	case store.OutboxGrant:
 		var gc gh.GrantCreated
 		if err := json.Unmarshal(r.Payload, &gc); err != nil {
-			return &SendError{Permanent: true, Err: err}
+			return &chat.SendError{Permanent: true, Err: err}
 		}
-		card, err := d.g.grantNotice(ctx, d.a, gc)
+		card, err := d.ob.grantNotice(ctx, d.a, gc)
 		if err != nil {
 			return notSent(err)
 		}
-		id, err := d.sendOne(ctx, Outgoing{Address: addr.Address, Text: card.Text, Card: &card})
+		id, err := d.sendOne(ctx, chat.Outgoing{Address: addr.Address, Text: card.Text, Card: &card})
 		if err != nil {
 			return err
 		}
@@ -298,14 +302,14 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 	case store.OutboxCardUpdate:
 		var dec gh.GateDecided
 		if err := json.Unmarshal(r.Payload, &dec); err != nil {
-			return &SendError{Permanent: true, Err: err}
+			return &chat.SendError{Permanent: true, Err: err}
 		}
-		gate, err := d.g.st.GetGate(ctx, dec.GateID)
+		gate, err := d.ob.st.GetGate(ctx, dec.GateID)
 		if err != nil {
 			return notSent(err)
 		}
-		card := d.g.cardFor(d.a, d.g.openedOf(ctx, gate), &gate)
-		cards, err := d.g.st.GateCards(ctx, dec.GateID)
+		card := chat.CardFor(d.a, d.ob.Opened(ctx, gate), &gate, d.ob.cfg.PublicURL)
+		cards, err := d.ob.st.GateCards(ctx, dec.GateID)
 		if err != nil {
 			return notSent(err)
 		}
@@ -315,7 +319,7 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 			if i < r.PartsSent || c.Platform != d.a.Platform() || c.ChatID != addr.ChatID {
 				continue
 			}
-			cctx, cancel := context.WithTimeout(ctx, d.g.cfg.SendTimeout)
+			cctx, cancel := context.WithTimeout(ctx, d.ob.cfg.SendTimeout)
 			err := d.a.EditCard(cctx, gh.Address{Platform: c.Platform, ChatID: c.ChatID, ThreadID: c.ThreadID, ChatType: addr.ChatType}, c.MessageID, card)
 			cancel()
 			if err != nil {
@@ -325,18 +329,18 @@ func (d *dispatcher) deliver(ctx context.Context, r *store.OutboxEntry, addr sto
 		}
 		return nil
 	}
-	return &SendError{Permanent: true, Err: gh.Errorf(gh.CodeInternal, "unknown outbox kind %q", r.Kind)}
+	return &chat.SendError{Permanent: true, Err: gh.Errorf(gh.CodeInternal, "unknown outbox kind %q", r.Kind)}
 }
 
 // addressOf is where row r goes: its session's address, or for a copy of
 // a card for the approval chat, that chat while it is configured on the
 // row's platform.
-func (g *Gateway) addressOf(ctx context.Context, r store.OutboxEntry) (store.AddressEntry, bool, error) {
+func (ob *Outbox) addressOf(ctx context.Context, r store.OutboxEntry) (store.AddressEntry, bool, error) {
 	session, copied := strings.CutPrefix(r.SessionID, approvalCopyPrefix)
 	if !copied {
-		return g.st.AddressBySession(ctx, r.SessionID)
+		return ob.st.AddressBySession(ctx, r.SessionID)
 	}
-	ac := g.cfg.ApprovalChat
+	ac := ob.cfg.ApprovalChat
 	if ac.Platform == "" || ac.Platform != r.Platform {
 		return store.AddressEntry{}, false, nil
 	}
@@ -345,29 +349,29 @@ func (g *Gateway) addressOf(ctx context.Context, r store.OutboxEntry) (store.Add
 
 // bury makes r a dead letter for reason, unless another replica took it.
 func (d *dispatcher) bury(ctx context.Context, r store.OutboxEntry, reason string) {
-	g, now := d.g, d.g.cfg.Now().UTC()
-	claimed, ok, err := g.st.ClaimOutbox(ctx, r.ID, g.cfg.Owner, now, now.Add(g.cfg.SendTimeout))
+	ob, now := d.ob, d.ob.cfg.Now().UTC()
+	claimed, ok, err := ob.st.ClaimOutbox(ctx, r.ID, ob.cfg.Owner, now, now.Add(ob.cfg.SendTimeout))
 	if err != nil || !ok {
 		return
 	}
 	claimed.State, claimed.LastError, claimed.Updated = store.OutboxDead, reason, now
-	if _, err := g.st.UpdateOutbox(ctx, claimed); err != nil {
-		g.cfg.Logger.Warn("could not bury an outbox row", "session", r.SessionID, "seq", r.Seq, "err", err)
+	if _, err := ob.st.UpdateOutbox(ctx, claimed); err != nil {
+		ob.cfg.Logger.Warn("could not bury an outbox row", "session", r.SessionID, "seq", r.Seq, "err", err)
 		return
 	}
-	g.metrics.sends.WithLabelValues(r.Platform, r.Kind, "dead").Inc()
-	g.cfg.Logger.Error("outbox row is a dead letter", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "kind", r.Kind, "err", reason)
+	ob.sends.WithLabelValues(r.Platform, r.Kind, "dead").Inc()
+	ob.cfg.Logger.Error("outbox row is a dead letter", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "kind", r.Kind, "err", reason)
 }
 
-func (d *dispatcher) sendOne(ctx context.Context, m Outgoing) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.g.cfg.SendTimeout)
+func (d *dispatcher) sendOne(ctx context.Context, m chat.Outgoing) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.ob.cfg.SendTimeout)
 	defer cancel()
 	return d.a.Send(ctx, m)
 }
 
 func (d *dispatcher) waitPace(ctx context.Context, addr gh.Address) error {
 	for {
-		wait := d.pace.Reserve(addr, d.g.cfg.Now())
+		wait := d.pace.Reserve(addr, d.ob.cfg.Now())
 		if wait == 0 {
 			return nil
 		}

@@ -1,4 +1,4 @@
-package gateway
+package chat
 
 import (
 	"encoding/json"
@@ -48,15 +48,15 @@ func TestCardFitsThePlatformLimit(t *testing.T) {
 		{GateID: "g_1", Tool: "post", Kind: gh.GateKindApproval, Arguments: raw},
 		{GateID: "g_2", Tool: "email_send", Kind: gh.GateKindClarify, Question: strings.Repeat("Which Sara? ", 500), Options: []string{"a", "b"}},
 	} {
-		a, g := limited{max: 2000}, &Gateway{}
-		pending := g.cardFor(a, o, nil)
+		a := limited{max: 2000}
+		pending := CardFor(a, o, nil, "")
 		if n := utf8.RuneCountInString(pending.Text); n > 2000 {
 			t.Fatalf("%s: a %d-character card; the platform takes 2000", o.Tool, n)
 		}
 		if len(pending.Buttons) != 2 {
 			t.Fatalf("%s: the buttons must survive the clipping: %+v", o.Tool, pending.Buttons)
 		}
-		decided := g.cardFor(a, o, &gh.Gate{State: gh.GateApproved, DecidedBy: "alice", Surface: "web"})
+		decided := CardFor(a, o, &gh.Gate{State: gh.GateApproved, DecidedBy: "alice", Surface: "web"}, "")
 		if n := utf8.RuneCountInString(decided.Text); n > 2000 || !strings.HasSuffix(decided.Text, "Approved by alice (web)") {
 			t.Fatalf("%s: the decided card (%d characters) must fit and keep its outcome: …%q", o.Tool, n, decided.Text[len(decided.Text)-60:])
 		}
