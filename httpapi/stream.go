@@ -79,31 +79,71 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	defer heartbeat.Stop()
 	poll := time.NewTicker(s.cfg.Poll)
 	defer poll.Stop()
-	for {
-		// Read everything committed after the cursor.
+	// readAll sends everything committed after the cursor, from the store.
+	readAll := func() bool {
 		for {
 			evs, err := s.k.Events(ctx, id, cursor, streamPage)
 			if err != nil {
 				if ctx.Err() == nil {
 					s.log.Warn("stream read failed; closing it", "session", id, "after", cursor, "err", err)
 				}
-				return
+				return false
 			}
 			for _, e := range evs {
 				if err := sse.WriteEvent(bw, e); err != nil {
 					s.log.Error("stream encode failed", "session", id, "seq", e.Seq, "err", err)
-					return
+					return false
 				}
 				cursor = e.Seq
 			}
 			if len(evs) > 0 {
 				if err := flush(); err != nil {
-					return
+					return false
 				}
 			}
 			if len(evs) < streamPage {
+				return true
+			}
+		}
+	}
+	// sendPublished sends the events this process committed and published
+	// since the last wake-up, with no read, when they follow the cursor
+	// without a gap; otherwise (a commit that only signalled, events out
+	// of order) the store is read.
+	sendPublished := func() bool {
+		evs, complete := sub.Take()
+		sent := false
+		for _, e := range evs {
+			if !complete {
 				break
 			}
+			if e.Seq <= cursor {
+				continue // read already
+			}
+			if e.Seq != cursor+1 {
+				complete = false
+				break
+			}
+			if err := sse.WriteEvent(bw, e); err != nil {
+				s.log.Error("stream encode failed", "session", id, "seq", e.Seq, "err", err)
+				return false
+			}
+			cursor, sent = e.Seq, true
+		}
+		if !complete {
+			return readAll()
+		}
+		if sent {
+			return flush() == nil
+		}
+		return true
+	}
+	// The first read covers whatever was published before it.
+	sub.Take()
+	fromStore := true
+	for {
+		if fromStore && !readAll() || !fromStore && !sendPublished() {
+			return
 		}
 		// Wait for something to send.
 	wait:
@@ -116,8 +156,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				if err := sse.DrainPartials(bw, sub.Partials); err != nil {
 					return
 				}
+				fromStore = false
 				break wait
 			case <-poll.C:
+				// Another replica's commits are seen by reading.
+				fromStore = true
 				break wait
 			case p := <-sub.Partials:
 				if err := sse.WritePartial(bw, p); err != nil {

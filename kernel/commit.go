@@ -49,8 +49,10 @@ func (k *Kernel) EdgeCommit(ctx context.Context, in EdgeInput) (Committed, error
 			// courtesy of the notice is lost, so it is not an error of
 			// the input.
 			_ = k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return k.noteWaiting(ctx, tx, c.Event) })
+			k.Notify(in.SessionID) // the notice is not in hand: subscribers read
+		} else {
+			k.publish(in.SessionID, []Committed{c})
 		}
-		k.Notify(in.SessionID)
 	}
 	return c, err
 }
@@ -125,7 +127,7 @@ func (k *Kernel) CommitWithCalls(ctx context.Context, l gh.Lease, calls []gh.Led
 		return k.addCalls(ctx, tx, calls)
 	})
 	if err == nil {
-		k.Notify(l.SessionID)
+		k.publish(l.SessionID, out)
 	}
 	return out, err
 }

@@ -1,6 +1,10 @@
 package kernel
 
-import "sync"
+import (
+	"sync"
+
+	gh "github.com/gatehouse/gatehouse"
+)
 
 // Partial is a piece of a model answer still streaming: shown live, never
 // committed. The committed assistant.message replaces it.
@@ -25,6 +29,37 @@ type Subscription struct {
 	partials  chan Partial
 	session   string
 	feed      *feed
+
+	// mu guards what was committed since the last Take: the events the
+	// kernel published, and stale when something committed that was not
+	// published (or too much was), so the store must be read.
+	mu           sync.Mutex
+	pending      []gh.Event
+	pendingBytes int
+	stale        bool
+}
+
+// maxPending and maxPendingBytes bound the published events a
+// subscription holds between two Takes (a slow stream holds no more);
+// past them, the subscriber reads the store instead.
+const (
+	maxPending      = 256
+	maxPendingBytes = 1 << 20
+)
+
+// Take returns the events this process committed to the session since
+// the last Take, in the order they were published, and complete, which
+// is false when something else may have committed too (a commit that only
+// signalled, or more than the subscription holds): then read the store
+// after your cursor. Published events can arrive out of seq order (two
+// commits finishing together): a gap in the seqs means read the store
+// as well.
+func (s *Subscription) Take() (events []gh.Event, complete bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	events, complete = s.pending, !s.stale
+	s.pending, s.pendingBytes, s.stale = nil, 0, false
+	return events, complete
 }
 
 // Close stops the subscription.
@@ -65,11 +100,26 @@ func (f *feed) remove(s *Subscription) {
 // be empty.
 const allSessions = ""
 
-func (f *feed) notify(session string) {
+// notify signals the session's subscribers; events, when given, are all
+// that the signalling commit wrote, and travel with the signal.
+func (f *feed) notify(session string, events []gh.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, key := range []string{session, allSessions} {
 		for s := range f.subs[key] {
+			s.mu.Lock()
+			size := 0
+			for _, e := range events {
+				size += len(e.Payload)
+			}
+			// SubscribeAll's subscriber (the outbox follower) reads the
+			// store anyway: it is only signalled.
+			if events == nil || key == allSessions || len(s.pending)+len(events) > maxPending || s.pendingBytes+size > maxPendingBytes {
+				s.pending, s.pendingBytes, s.stale = nil, 0, true
+			} else {
+				s.pending, s.pendingBytes = append(s.pending, events...), s.pendingBytes+size
+			}
+			s.mu.Unlock()
 			select {
 			case s.committed <- struct{}{}:
 			default:
@@ -100,7 +150,21 @@ func (k *Kernel) SubscribeAll() *Subscription { return k.feed.add(allSessions) }
 // Notify tells subscribers that the session's log grew. The kernel calls it
 // after its own commits; call it after a transaction of yours that
 // committed events with EdgeCommitTx or CommitTx.
-func (k *Kernel) Notify(sessionID string) { k.feed.notify(sessionID) }
+func (k *Kernel) Notify(sessionID string) { k.feed.notify(sessionID, nil) }
+
+// publish is Notify carrying the events the commit wrote — all of them,
+// or subscribers would miss one — so a subscriber in this process (the
+// SSE stream) needs no read to send them. Duplicates (committed before)
+// are left out.
+func (k *Kernel) publish(sessionID string, committed []Committed) {
+	evs := make([]gh.Event, 0, len(committed))
+	for _, c := range committed {
+		if !c.Duplicate {
+			evs = append(evs, c.Event)
+		}
+	}
+	k.feed.notify(sessionID, evs)
+}
 
 // PublishPartial sends streaming text to the session's subscribers.
 func (k *Kernel) PublishPartial(p Partial) { k.feed.partial(p) }

@@ -70,6 +70,7 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 	}
 	var lease gh.Lease
 	var ok bool
+	var started gh.Event
 	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		ok = false
 		now := k.now()
@@ -97,15 +98,16 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 			// run.started marks where the attempt begins, in the claim's
 			// commit; its key (the session's epoch, bumped by every claim)
 			// makes it one per claim.
-			started, err := json.Marshal(gh.RunStarted{RunID: run.ID, Attempt: run.Attempts, TookOver: tookOver, Reason: run.Reason})
+			payload, err := json.Marshal(gh.RunStarted{RunID: run.ID, Attempt: run.Attempts, TookOver: tookOver, Reason: run.Reason})
 			if err != nil {
 				return gh.Wrap(gh.CodeInternal, err, "encode run.started")
 			}
-			res, err := tx.Append(ctx, store.AppendParams{SessionID: run.SessionID, Kind: gh.KindRunStarted, Payload: started,
+			res, err := tx.Append(ctx, store.AppendParams{SessionID: run.SessionID, Kind: gh.KindRunStarted, Payload: payload,
 				Key: RunStartedKey(sess.Epoch), Now: now})
 			if err != nil {
 				return err
 			}
+			started = res.Event
 			// The claim records the read watermark in the same commit:
 			// the attempt reads up to here (its run.started) before it
 			// calls a model.
@@ -132,7 +134,7 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 		return gh.Lease{}, false, err
 	}
 	if ok {
-		k.Notify(lease.SessionID) // its run.started
+		k.publish(lease.SessionID, []Committed{{Event: started}}) // its run.started
 	}
 	return lease, ok, nil
 }
@@ -256,11 +258,13 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 		return Settled{}, gh.Errorf(gh.CodeInvalid, "unknown outcome %q", s.Outcome)
 	}
 	var out Settled
+	var committed []Committed
 	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		out = Settled{}
+		out, committed = Settled{}, nil
 		now := k.now()
 		if len(s.Events) > 0 {
-			if _, err := k.CommitTx(ctx, tx, l, s.Events...); err != nil {
+			var err error
+			if committed, err = k.CommitTx(ctx, tx, l, s.Events...); err != nil {
 				return err
 			}
 		}
@@ -335,8 +339,8 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 	})
 	if err == nil {
 		// The run's state changed: a client waiting for the end of the
-		// turn re-reads.
-		k.Notify(l.SessionID)
+		// turn hears it, with the settle's events (run.finished).
+		k.publish(l.SessionID, committed)
 	}
 	return out, err
 }
