@@ -19,15 +19,12 @@ func RunStartedKey(epoch int64) string { return "runstart:" + strconv.FormatInt(
 // runs in the same transaction as the write it guards, so a takeover
 // cannot slip between the check and the write.
 func (k *Kernel) fence(ctx context.Context, tx store.Tx, l gh.Lease, now time.Time) (gh.Session, gh.Run, error) {
-	// Session first, then run: the order every writer of a session uses.
-	sess, err := tx.LockSession(ctx, l.SessionID)
+	// Session first, then run (the order every writer of a session uses),
+	// in one statement.
+	sess, run, err := tx.LockSessionRun(ctx, l.SessionID, l.RunID)
 	if gh.IsCode(err, gh.CodeUnknownSession) {
 		return gh.Session{}, gh.Run{}, gh.Errorf(gh.CodeLeaseLost, "lease %s: session %q does not exist", l.Token(), l.SessionID)
 	}
-	if err != nil {
-		return gh.Session{}, gh.Run{}, err
-	}
-	run, err := tx.LockRun(ctx, l.RunID)
 	if gh.IsCode(err, gh.CodeNotFound) {
 		return gh.Session{}, gh.Run{}, gh.Errorf(gh.CodeLeaseLost, "lease %s: run %d does not exist", l.Token(), l.RunID)
 	}

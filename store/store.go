@@ -188,6 +188,10 @@ type Tx interface {
 	LockSession(ctx context.Context, id string) (gh.Session, error)
 	// LockRun locks and returns a run (CodeNotFound when absent).
 	LockRun(ctx context.Context, id int64) (gh.Run, error)
+	// LockSessionRun is LockSession then LockRun in one statement (the
+	// fence of every leased write): an unknown session is
+	// CodeUnknownSession, an unknown run CodeNotFound.
+	LockSessionRun(ctx context.Context, sessionID string, runID int64) (gh.Session, gh.Run, error)
 	// LockActiveRun locks and returns the session's active run, if any.
 	LockActiveRun(ctx context.Context, sessionID string) (gh.Run, bool, error)
 	// UpdateRun writes the mutable fields of r (state, attempts, owner,

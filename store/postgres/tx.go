@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -222,6 +223,47 @@ func (t *executor) GetRun(ctx context.Context, id int64) (gh.Run, error) {
 
 func (t *tx) LockRun(ctx context.Context, id int64) (gh.Run, error) {
 	return t.getRun(ctx, id, " FOR UPDATE")
+}
+
+// sessionRunSQL locks a session and a run in one statement; the locks are
+// taken in the FROM list's order, session then run, as every writer does.
+var sessionRunSQL = `SELECT ` + qualify("s.", sessionCols) + `, ` + qualify("r.", runCols) +
+	` FROM sessions s JOIN runs r ON r.id = $2 WHERE s.id = $1 FOR UPDATE OF s, r`
+
+func (t *tx) LockSessionRun(ctx context.Context, sessionID string, runID int64) (gh.Session, gh.Run, error) {
+	var s gh.Session
+	var r gh.Run
+	var expires *time.Time
+	err := t.q.QueryRow(ctx, sessionRunSQL, sessionID, runID).Scan(
+		&s.ID, &s.Tenant, &s.Title, &s.LastSeq, &s.LastInputSeq, &s.ReadWatermark, &s.CompactionSeq, &s.Epoch, &s.Created, &s.Updated,
+		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// One of them is missing: the statements of their own say which.
+		sess, err := t.LockSession(ctx, sessionID)
+		if err != nil {
+			return gh.Session{}, gh.Run{}, err
+		}
+		run, err := t.LockRun(ctx, runID)
+		return sess, run, err
+	}
+	if err != nil {
+		return gh.Session{}, gh.Run{}, dbErr(err, "lock session and run")
+	}
+	s.Created, s.Updated = s.Created.UTC(), s.Updated.UTC()
+	if expires != nil {
+		r.LeaseExpiresAt = expires.UTC()
+	}
+	r.AvailableAt, r.Created, r.Updated = r.AvailableAt.UTC(), r.Created.UTC(), r.Updated.UTC()
+	return s, r, nil
+}
+
+// qualify prefixes each of a column list's columns.
+func qualify(prefix, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i, c := range parts {
+		parts[i] = prefix + c
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (t *executor) optionalRun(ctx context.Context, what, sql string, args ...any) (gh.Run, bool, error) {

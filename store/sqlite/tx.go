@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
@@ -264,6 +265,43 @@ func (t *tx) ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, e
 
 func (t *tx) LockSession(ctx context.Context, id string) (gh.Session, error) {
 	return t.GetSession(ctx, id)
+}
+
+// sessionRunSQL reads a session and a run in one statement; the single
+// writer connection is the lock.
+var sessionRunSQL = `SELECT ` + qualify("s.", sessionCols) + `, ` + qualify("r.", runCols) + ` FROM sessions s JOIN runs r ON r.id = ? WHERE s.id = ?`
+
+func (t *tx) LockSessionRun(ctx context.Context, sessionID string, runID int64) (gh.Session, gh.Run, error) {
+	var s gh.Session
+	var r gh.Run
+	var sc, su, expires, avail, rc, ru int64
+	err := t.q.QueryRowContext(ctx, sessionRunSQL, runID, sessionID).Scan(
+		&s.ID, &s.Tenant, &s.Title, &s.LastSeq, &s.LastInputSeq, &s.ReadWatermark, &s.CompactionSeq, &s.Epoch, &sc, &su,
+		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &rc, &ru)
+	if errors.Is(err, sql.ErrNoRows) {
+		// One of them is missing: the statements of their own say which.
+		sess, err := t.LockSession(ctx, sessionID)
+		if err != nil {
+			return gh.Session{}, gh.Run{}, err
+		}
+		run, err := t.LockRun(ctx, runID)
+		return sess, run, err
+	}
+	if err != nil {
+		return gh.Session{}, gh.Run{}, dbErr(err, "lock session and run")
+	}
+	s.Created, s.Updated = fromMicros(sc), fromMicros(su)
+	r.LeaseExpiresAt, r.AvailableAt, r.Created, r.Updated = fromMicros(expires), fromMicros(avail), fromMicros(rc), fromMicros(ru)
+	return s, r, nil
+}
+
+// qualify prefixes each of a column list's columns.
+func qualify(prefix, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i, c := range parts {
+		parts[i] = prefix + c
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (t *tx) UpdateRun(ctx context.Context, r gh.Run) error {

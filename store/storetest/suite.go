@@ -64,6 +64,7 @@ func Run(t *testing.T, h Harness) {
 		{"Gateway", testGateway},
 		{"People", testPeople},
 		{"Grants", testGrants},
+		{"LockSessionRun", testLockSessionRun},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
@@ -144,5 +145,46 @@ func testGates(t *testing.T, h Harness) {
 	pending, _ := f.st.ListGates(f.ctx, "", gh.GatePending, 10)
 	if len(list) != 2 || len(pending) != 0 {
 		t.Fatalf("lists: %d %d", len(list), len(pending))
+	}
+}
+
+// LockSessionRun reads what LockSession and LockRun read, in one
+// statement, and tells a missing session from a missing run.
+func testLockSessionRun(t *testing.T, h Harness) {
+	f := newFixture(t, h)
+	now := f.clock.Now()
+	if _, _, err := f.st.CreateSession(f.ctx, gh.Session{ID: "s1", Tenant: gh.DefaultTenant, Title: "t", Created: now}); err != nil {
+		t.Fatal(err)
+	}
+	var run gh.Run
+	err := f.st.InTx(f.ctx, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		run, err = tx.InsertRun(ctx, gh.Run{SessionID: "s1", State: gh.RunRunning, Attempts: 1, MaxAttempts: 3, Owner: "w", Epoch: 4,
+			LeaseExpiresAt: now.Add(time.Minute), ReadWatermark: 2, Reason: "r", AvailableAt: now, Created: now, Updated: now})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.st.InTx(f.ctx, func(ctx context.Context, tx store.Tx) error {
+		s, r, err := tx.LockSessionRun(ctx, "s1", run.ID)
+		if err != nil {
+			return err
+		}
+		ws, _ := tx.LockSession(ctx, "s1")
+		wr, _ := tx.LockRun(ctx, run.ID)
+		if s != ws || r != wr || r.Owner != "w" || r.Epoch != 4 || !r.LeaseExpiresAt.Equal(now.Add(time.Minute)) {
+			t.Errorf("LockSessionRun read %+v %+v, the statements of their own %+v %+v", s, r, ws, wr)
+		}
+		if _, _, err := tx.LockSessionRun(ctx, "nope", run.ID); !gh.IsCode(err, gh.CodeUnknownSession) {
+			t.Errorf("unknown session: %v", err)
+		}
+		if _, _, err := tx.LockSessionRun(ctx, "s1", run.ID+100); !gh.IsCode(err, gh.CodeNotFound) {
+			t.Errorf("unknown run: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
