@@ -99,6 +99,12 @@ func (k *Kernel) RecordCall(ctx context.Context, row gh.LedgerRow) error {
 	return k.st.AddLedger(ctx, row)
 }
 
+// RunCost sums the ledger of one run: every attempt and every part of
+// its turn (before and after an approval).
+func (k *Kernel) RunCost(ctx context.Context, runID int64) (gh.Usage, float64, error) {
+	return k.st.RunCost(ctx, runID)
+}
+
 // Ledger returns a session's model calls, oldest first.
 func (k *Kernel) Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error) {
 	if limit <= 0 || limit > 10000 {

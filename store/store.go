@@ -71,6 +71,9 @@ type Reader interface {
 	HasClaimable(ctx context.Context, now time.Time) (bool, error)
 	// Ledger returns the session's model calls, oldest first, at most limit.
 	Ledger(ctx context.Context, sessionID string, limit int) ([]gh.LedgerRow, error)
+	// RunCost sums the ledger rows of one run (every attempt, the part
+	// before an approval): tokens and cost.
+	RunCost(ctx context.Context, runID int64) (gh.Usage, float64, error)
 	// Usage sums the ledger since a time, by "user" or by "model"
 	// (provider:model); userKey, when set, keeps one user's calls.
 	Usage(ctx context.Context, by string, since time.Time, userKey string) ([]gh.UsageRow, error)

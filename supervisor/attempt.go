@@ -109,13 +109,12 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	calls.mu.Unlock()
 	// The whole turn's cost: every ledger row of this run (earlier
 	// attempts, the part before an approval) and this attempt's unwritten.
-	if rows, lerr := s.k.Ledger(settleCtx, lease.SessionID, 10000); lerr == nil {
-		for _, r := range append(rows, pending...) {
-			if r.RunID == lease.RunID {
-				out.summary.TurnCostUSD += r.CostUSD
-				out.summary.TurnTokens.InputTokens += r.InputTokens
-				out.summary.TurnTokens.OutputTokens += r.OutputTokens
-			}
+	if used, cost, lerr := s.k.RunCost(settleCtx, lease.RunID); lerr == nil {
+		out.summary.TurnCostUSD, out.summary.TurnTokens = cost, used
+		for _, r := range pending {
+			out.summary.TurnCostUSD += r.CostUSD
+			out.summary.TurnTokens.InputTokens += r.InputTokens
+			out.summary.TurnTokens.OutputTokens += r.OutputTokens
 		}
 	}
 	out.summary.DurationMs = time.Since(started).Milliseconds()

@@ -1002,4 +1002,11 @@ func testLedger(t *testing.T, h Harness) {
 	if later, _ := f.k.Usage(f.ctx, "user", f.clock.Now().Add(time.Hour), ""); len(later) != 0 {
 		t.Fatalf("usage since later: %+v", later)
 	}
+	// A run's cost sums its rows only (both attempts of run 7).
+	if used, cost, err := f.k.RunCost(f.ctx, 7); err != nil || used.InputTokens != 20 || used.OutputTokens != 20 || cost != 0.5 {
+		t.Fatalf("run cost: %+v %v %v", used, cost, err)
+	}
+	if used, cost, err := f.k.RunCost(f.ctx, 99); err != nil || used.InputTokens != 0 || cost != 0 {
+		t.Fatalf("cost of a run without calls: %+v %v %v", used, cost, err)
+	}
 }

@@ -382,3 +382,12 @@ func (t *executor) Usage(ctx context.Context, by string, since time.Time, userKe
 	})
 	return out, dbErr(err, "sum ledger")
 }
+
+// RunCost implements store.Reader (index ledger_run).
+func (t *executor) RunCost(ctx context.Context, runID int64) (gh.Usage, float64, error) {
+	var u gh.Usage
+	var cost float64
+	err := t.q.QueryRow(ctx, `SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cost_usd), 0) FROM ledger WHERE run_id = $1`, runID).
+		Scan(&u.InputTokens, &u.OutputTokens, &cost)
+	return u, cost, dbErr(err, "read run cost")
+}

@@ -390,3 +390,12 @@ func (t *reader) Usage(ctx context.Context, by string, since time.Time, userKey 
 	}
 	return out, dbErr(rows.Err(), "sum ledger")
 }
+
+// RunCost implements store.Reader (index ledger_run).
+func (t *reader) RunCost(ctx context.Context, runID int64) (gh.Usage, float64, error) {
+	var u gh.Usage
+	var cost float64
+	err := t.q.QueryRowContext(ctx, `SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cost_usd), 0) FROM ledger WHERE run_id = ?`, runID).
+		Scan(&u.InputTokens, &u.OutputTokens, &cost)
+	return u, cost, dbErr(err, "read run cost")
+}
