@@ -62,6 +62,23 @@ type Run struct {
 	AvailableAt     time.Time `json:"availableAt"`
 	Created         time.Time `json:"createdAt"`
 	Updated         time.Time `json:"updatedAt"`
+	// Execution is what the run's last settled attempt resolved and ran
+	// with, for audit; nil before an attempt settled.
+	Execution *Execution `json:"execution,omitempty"`
+}
+
+// Execution is a run's resolved execution identity: which provider and
+// model answered, from which selection, with which request options.
+type Execution struct {
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	// Selection is the model chain the turn resolved (the input's own, or
+	// the configured one): "openai:gpt-x,anthropic:claude-y".
+	Selection string `json:"selection,omitempty"`
+	// Thinking is the reasoning level asked for, when one was.
+	Thinking string `json:"thinking,omitempty"`
+	// Tools counts the tools offered to the model.
+	Tools int `json:"tools"`
 }
 
 // Lease is a worker's claim on a run. Every commit of the attempt carries

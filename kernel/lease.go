@@ -221,6 +221,9 @@ type Settle struct {
 	// NoRetry makes a failure terminal at once: retrying cannot help (no
 	// model configured, a key refused).
 	NoRetry bool
+	// Execution is what the attempt resolved and ran with (provider,
+	// model, selection…), kept on the run for audit; nil keeps the run's.
+	Execution *gh.Execution
 	// Unanswered says the attempt read input it left for a turn of its
 	// own: a turn resumed after a decision answers what it was asked,
 	// and a message typed while its card waited is answered next. A
@@ -284,6 +287,9 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 		run.LeaseExpiresAt, run.Updated = time.Time{}, now
 		if s.Reason != "" {
 			run.Reason = s.Reason
+		}
+		if s.Execution != nil {
+			run.Execution = s.Execution
 		}
 		requeueNew := false
 		outcome := s.Outcome

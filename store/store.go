@@ -355,3 +355,25 @@ type MemoryJob struct {
 	Created     time.Time
 	Updated     time.Time
 }
+
+// EncodeExecution is how a run's execution identity is stored: JSON, or
+// empty for none.
+func EncodeExecution(e *gh.Execution) string {
+	if e == nil {
+		return ""
+	}
+	b, _ := json.Marshal(e)
+	return string(b)
+}
+
+// DecodeExecution reverses EncodeExecution; what cannot be read is none.
+func DecodeExecution(s string) *gh.Execution {
+	if s == "" {
+		return nil
+	}
+	var e gh.Execution
+	if json.Unmarshal([]byte(s), &e) != nil {
+		return nil
+	}
+	return &e
+}

@@ -34,6 +34,8 @@ type outcome struct {
 	// remember is the answered turn, each person's part, handed to memory
 	// after the settle.
 	remember []personTurn
+	// execution is what the last model request resolved and ran with.
+	execution *gh.Execution
 	// t, inputs and promptSeq describe the turn in progress, so an end
 	// forced from outside (the time limit) can still answer its inputs.
 	t         *transcript
@@ -92,14 +94,14 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 				log.Warn("could not say the turn timed out", "err", err)
 			}
 		}
-		out = outcome{status: gh.OutcomeDone, reason: "time limit", summary: out.summary}
+		out = outcome{status: gh.OutcomeDone, reason: "time limit", summary: out.summary, execution: out.execution}
 		out.summary.Status, out.summary.StopReason = "done", "turn-timeout"
 	case errors.Is(cause, errCancelRequested):
-		out = outcome{status: gh.OutcomeCancelled, reason: "cancelled", summary: out.summary}
+		out = outcome{status: gh.OutcomeCancelled, reason: "cancelled", summary: out.summary, execution: out.execution}
 		out.summary.Status = "cancelled"
 	case err != nil:
 		log.Error("attempt failed", "err", err)
-		out = outcome{status: gh.OutcomeFailed, reason: err.Error(), summary: out.summary}
+		out = outcome{status: gh.OutcomeFailed, reason: err.Error(), summary: out.summary, execution: out.execution}
 		out.summary.Status, out.summary.Error = "failed", err.Error()
 	}
 	out.summary.RunID, out.summary.Attempt = lease.RunID, lease.Attempt
@@ -120,7 +122,7 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	out.summary.DurationMs = time.Since(started).Milliseconds()
 	payload, _ := json.Marshal(out.summary)
 	settled, err := s.k.Finish(settleCtx, lease, kernel.Settle{
-		Outcome: out.status, Reason: out.reason, NoRetry: out.noRetry, Calls: calls.take(), Unanswered: unanswered,
+		Outcome: out.status, Reason: out.reason, NoRetry: out.noRetry, Calls: calls.take(), Unanswered: unanswered, Execution: out.execution,
 		Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: payload, Key: fmt.Sprintf("run%d-epoch%d-finished", lease.RunID, lease.Epoch)}},
 	})
 	if err != nil {
@@ -392,7 +394,8 @@ func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *atte
 // message to save. It reports failed when the failure became the
 // attempt's outcome.
 func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *attemptPlan, gen string, msgs []models.Message, recalled []gh.RecalledMemory, out *outcome) (gh.AssistantMessage, bool, error) {
-	resp, notices, err := s.cfg.Models.Call(ctx, p.chain, models.Request{Messages: msgs, Tools: s.cfg.Tools.Specs()}, func(delta string) {
+	specs := s.cfg.Tools.Specs()
+	resp, notices, err := s.cfg.Models.Call(ctx, p.chain, models.Request{Messages: msgs, Tools: specs}, func(delta string) {
 		s.k.PublishPartial(kernel.Partial{SessionID: lease.SessionID, GenerationID: gen, Text: delta})
 	})
 	if ctx.Err() != nil {
@@ -411,6 +414,11 @@ func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *attemptPlan, ge
 	out.summary.Tokens.InputTokens += resp.Usage.InputTokens
 	out.summary.Tokens.OutputTokens += resp.Usage.OutputTokens
 	out.summary.Provider, out.summary.Model = resp.Provider, resp.Model
+	chain := p.chain
+	if len(chain) == 0 {
+		chain = s.cfg.Models.Selection() // the configured one
+	}
+	out.execution = &gh.Execution{Provider: resp.Provider, Model: resp.Model, Selection: chain.String(), Tools: len(specs)}
 	out.summary.Context = gh.ContextSize{Messages: len(msgs), Tokens: max(resp.Usage.InputTokens, estimateTokens(msgs))}
 	a := gh.AssistantMessage{
 		GenerationID: gen, Text: resp.Text, InputSeqs: dedupe(p.inputs), StopReason: resp.StopReason,

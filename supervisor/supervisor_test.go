@@ -183,6 +183,10 @@ func TestSimpleTurn(t *testing.T) {
 	if run.State != gh.RunDone {
 		t.Fatalf("run %+v", run)
 	}
+	// The run records what answered it, for audit.
+	if x := run.Execution; x == nil || x.Provider != "openai" || x.Model != "test-model" || !strings.Contains(x.Selection, "openai:") {
+		t.Fatalf("run execution %+v", run.Execution)
+	}
 	evs := e.events("s1")
 	if got := kinds(evs); got != "user.message run.started assistant.message run.finished" {
 		t.Fatalf("log: %s", got)

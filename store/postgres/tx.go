@@ -196,16 +196,18 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	return res, nil
 }
 
-const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at`
+const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at, execution`
 
 func scanRun(row pgx.Row) (gh.Run, error) {
 	var r gh.Run
 	var expires *time.Time
-	err := row.Scan(&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated)
+	var execution string
+	err := row.Scan(&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated, &execution)
 	if expires != nil {
 		r.LeaseExpiresAt = expires.UTC()
 	}
 	r.AvailableAt, r.Created, r.Updated = r.AvailableAt.UTC(), r.Created.UTC(), r.Updated.UTC()
+	r.Execution = store.DecodeExecution(execution)
 	return r, err
 }
 
@@ -234,9 +236,10 @@ func (t *tx) LockSessionRun(ctx context.Context, sessionID string, runID int64) 
 	var s gh.Session
 	var r gh.Run
 	var expires *time.Time
+	var execution string
 	err := t.q.QueryRow(ctx, sessionRunSQL, sessionID, runID).Scan(
 		&s.ID, &s.Tenant, &s.Title, &s.LastSeq, &s.LastInputSeq, &s.ReadWatermark, &s.CompactionSeq, &s.Epoch, &s.Created, &s.Updated,
-		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated)
+		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated, &execution)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// One of them is missing: the statements of their own say which.
 		sess, err := t.LockSession(ctx, sessionID)
@@ -254,6 +257,7 @@ func (t *tx) LockSessionRun(ctx context.Context, sessionID string, runID int64) 
 		r.LeaseExpiresAt = expires.UTC()
 	}
 	r.AvailableAt, r.Created, r.Updated = r.AvailableAt.UTC(), r.Created.UTC(), r.Updated.UTC()
+	r.Execution = store.DecodeExecution(execution)
 	return s, r, nil
 }
 
@@ -310,9 +314,9 @@ func nullTime(t time.Time) *time.Time {
 
 func (t *tx) UpdateRun(ctx context.Context, r gh.Run) error {
 	_, err := t.q.Exec(ctx, `UPDATE runs SET state = $1, attempts = $2, owner = $3, epoch = $4, lease_expires_at = $5, read_watermark = $6,
-			cancel_requested = $7, reason = $8, available_at = $9, updated_at = $10 WHERE id = $11`,
+			cancel_requested = $7, reason = $8, available_at = $9, updated_at = $10, execution = $12 WHERE id = $11`,
 		string(r.State), r.Attempts, r.Owner, r.Epoch, nullTime(r.LeaseExpiresAt), r.ReadWatermark, r.CancelRequested, r.Reason,
-		r.AvailableAt, r.Updated, r.ID)
+		r.AvailableAt, r.Updated, r.ID, store.EncodeExecution(r.Execution))
 	return dbErr(err, "update run")
 }
 

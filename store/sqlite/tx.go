@@ -213,13 +213,15 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	return res, nil
 }
 
-const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at`
+const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at, execution`
 
 func scanRun(row interface{ Scan(...any) error }) (gh.Run, error) {
 	var r gh.Run
 	var expires, avail, created, updated int64
-	err := row.Scan(&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &created, &updated)
+	var execution string
+	err := row.Scan(&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &created, &updated, &execution)
 	r.LeaseExpiresAt, r.AvailableAt, r.Created, r.Updated = fromMicros(expires), fromMicros(avail), fromMicros(created), fromMicros(updated)
+	r.Execution = store.DecodeExecution(execution)
 	return r, err
 }
 
@@ -275,9 +277,10 @@ func (t *tx) LockSessionRun(ctx context.Context, sessionID string, runID int64) 
 	var s gh.Session
 	var r gh.Run
 	var sc, su, expires, avail, rc, ru int64
+	var execution string
 	err := t.q.QueryRowContext(ctx, sessionRunSQL, runID, sessionID).Scan(
 		&s.ID, &s.Tenant, &s.Title, &s.LastSeq, &s.LastInputSeq, &s.ReadWatermark, &s.CompactionSeq, &s.Epoch, &sc, &su,
-		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &rc, &ru)
+		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &rc, &ru, &execution)
 	if errors.Is(err, sql.ErrNoRows) {
 		// One of them is missing: the statements of their own say which.
 		sess, err := t.LockSession(ctx, sessionID)
@@ -292,6 +295,7 @@ func (t *tx) LockSessionRun(ctx context.Context, sessionID string, runID int64) 
 	}
 	s.Created, s.Updated = fromMicros(sc), fromMicros(su)
 	r.LeaseExpiresAt, r.AvailableAt, r.Created, r.Updated = fromMicros(expires), fromMicros(avail), fromMicros(rc), fromMicros(ru)
+	r.Execution = store.DecodeExecution(execution)
 	return s, r, nil
 }
 
@@ -306,9 +310,9 @@ func qualify(prefix, cols string) string {
 
 func (t *tx) UpdateRun(ctx context.Context, r gh.Run) error {
 	_, err := t.q.ExecContext(ctx, `UPDATE runs SET state = ?, attempts = ?, owner = ?, epoch = ?, lease_expires_at = ?, read_watermark = ?,
-			cancel_requested = ?, reason = ?, available_at = ?, updated_at = ? WHERE id = ?`,
+			cancel_requested = ?, reason = ?, available_at = ?, updated_at = ?, execution = ? WHERE id = ?`,
 		string(r.State), r.Attempts, r.Owner, r.Epoch, micros(r.LeaseExpiresAt), r.ReadWatermark, r.CancelRequested, r.Reason,
-		micros(r.AvailableAt), micros(r.Updated), r.ID)
+		micros(r.AvailableAt), micros(r.Updated), store.EncodeExecution(r.Execution), r.ID)
 	return dbErr(err, "update run")
 }
 

@@ -176,6 +176,17 @@ func testLockSessionRun(t *testing.T, h Harness) {
 		if s != ws || r != wr || r.Owner != "w" || r.Epoch != 4 || !r.LeaseExpiresAt.Equal(now.Add(time.Minute)) {
 			t.Errorf("LockSessionRun read %+v %+v, the statements of their own %+v %+v", s, r, ws, wr)
 		}
+		// A run's execution identity round-trips.
+		r.Execution = &gh.Execution{Provider: "openai", Model: "m", Selection: "openai:m,anthropic:x", Thinking: "high", Tools: 3}
+		if err := tx.UpdateRun(ctx, r); err != nil {
+			return err
+		}
+		if got, err := tx.LockRun(ctx, run.ID); err != nil || got.Execution == nil || *got.Execution != *r.Execution {
+			t.Errorf("execution after update: %+v %v", got.Execution, err)
+		}
+		if _, got, err := tx.LockSessionRun(ctx, "s1", run.ID); err != nil || got.Execution == nil || *got.Execution != *r.Execution {
+			t.Errorf("execution through LockSessionRun: %+v %v", got.Execution, err)
+		}
 		if _, _, err := tx.LockSessionRun(ctx, "nope", run.ID); !gh.IsCode(err, gh.CodeUnknownSession) {
 			t.Errorf("unknown session: %v", err)
 		}
