@@ -90,7 +90,7 @@ func (s *Server) ownGate(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.session(ctx, g.SessionID)
+	err = s.ownSession(ctx, g.SessionID)
 	if gh.IsCode(err, gh.CodeUnknownSession) {
 		return gh.Errorf(gh.CodeNotFound, "no gate %q", id)
 	}
@@ -150,7 +150,7 @@ func (s *Server) listGates(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if session != "" {
-		if _, err := s.session(r.Context(), session); err != nil {
+		if err := s.ownSession(r.Context(), session); err != nil {
 			writeError(w, r, s.log, err)
 			return
 		}
@@ -164,7 +164,7 @@ func (s *Server) listGates(w http.ResponseWriter, r *http.Request) {
 	out := make([]gateView, 0, len(gates))
 	for _, g := range gates {
 		if session == "" {
-			if _, err := s.session(r.Context(), g.SessionID); err != nil {
+			if err := s.ownSession(r.Context(), g.SessionID); err != nil {
 				continue
 			}
 		}

@@ -68,7 +68,7 @@ func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) {
 	}
 	session := q.Get("session")
 	if session != "" {
-		if _, err := s.session(r.Context(), session); err != nil {
+		if err := s.ownSession(r.Context(), session); err != nil {
 			writeError(w, r, s.log, err)
 			return
 		}
@@ -83,7 +83,7 @@ func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) {
 	for _, g := range list {
 		if session == "" {
 			// Another tenant's grants are not listed.
-			if _, err := s.session(r.Context(), g.SessionID); err != nil {
+			if err := s.ownSession(r.Context(), g.SessionID); err != nil {
 				continue
 			}
 		}
@@ -99,7 +99,7 @@ func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	g, err := s.cfg.Store.GetGrant(r.Context(), id)
 	if err == nil {
-		if _, err = s.session(r.Context(), g.SessionID); gh.IsCode(err, gh.CodeUnknownSession) {
+		if err = s.ownSession(r.Context(), g.SessionID); gh.IsCode(err, gh.CodeUnknownSession) {
 			err = gh.Errorf(gh.CodeNotFound, "no grant %q", id)
 		}
 	}

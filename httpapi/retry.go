@@ -36,7 +36,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "requestId must be at most %d characters without control characters", maxRequestIDLen))
 		return
 	}
-	if _, err := s.session(ctx, id); err != nil {
+	if err := s.ownSession(ctx, id); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}

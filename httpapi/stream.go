@@ -45,7 +45,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	// wait then still signals.
 	sub := s.k.Subscribe(id)
 	defer sub.Close()
-	if _, err := s.session(ctx, id); err != nil {
+	if err := s.ownSession(ctx, id); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}

@@ -38,6 +38,19 @@ func (s *Server) session(ctx context.Context, id string) (gh.Session, error) {
 	return sess, nil
 }
 
+// ownSession checks that the session exists for the server's tenant, as
+// session does, from the kernel's memory of tenants when it can (no read).
+func (s *Server) ownSession(ctx context.Context, id string) error {
+	ok, err := s.k.KnownSession(ctx, id, s.cfg.Tenant)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return gh.Errorf(gh.CodeUnknownSession, "unknown session %q", id)
+	}
+	return nil
+}
+
 type createSessionRequest struct {
 	ID    string `json:"id,omitempty"`
 	Title string `json:"title,omitempty"`
@@ -180,9 +193,16 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if _, _, err := s.k.CreateSession(ctx, gh.Session{ID: id, Tenant: s.cfg.Tenant}); err != nil {
+	// The session is made on first input; one known to exist for this
+	// tenant costs no statement here.
+	if known, err := s.k.KnownSession(ctx, id, s.cfg.Tenant); err != nil {
 		writeError(w, r, s.log, err)
 		return
+	} else if !known {
+		if _, _, err := s.k.CreateSession(ctx, gh.Session{ID: id, Tenant: s.cfg.Tenant}); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
 	}
 	msg := gh.UserMessage{
 		Text: req.Text, RequestID: req.RequestID, Delivery: req.Delivery,

@@ -31,6 +31,10 @@ type Config struct {
 	// LoadPageSize is how many events one read of a load fetches. Defaults
 	// to 500.
 	LoadPageSize int
+	// SessionCache is how many sessions' tenants are kept in memory, so a
+	// tenant check reads nothing (an LRU: memory stays bounded however many
+	// sessions exist; about 100 bytes a session). Defaults to 10,000.
+	SessionCache int
 	// Now is the clock. Defaults to time.Now. Leases compare against it, so
 	// replicas need synchronised clocks (NTP), as any lease system does.
 	Now func() time.Time
@@ -52,6 +56,9 @@ func (c Config) withDefaults() Config {
 	if c.LoadPageSize <= 0 {
 		c.LoadPageSize = 500
 	}
+	if c.SessionCache <= 0 {
+		c.SessionCache = 10000
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -60,14 +67,16 @@ func (c Config) withDefaults() Config {
 
 // Kernel is the transactional core over one store.
 type Kernel struct {
-	st   store.Store
-	cfg  Config
-	feed feed
+	st      store.Store
+	cfg     Config
+	feed    feed
+	tenants *tenants
 }
 
 // New returns a kernel over st.
 func New(st store.Store, cfg Config) *Kernel {
-	return &Kernel{st: st, cfg: cfg.withDefaults()}
+	cfg = cfg.withDefaults()
+	return &Kernel{st: st, cfg: cfg, tenants: newTenants(cfg.SessionCache)}
 }
 
 // InTx runs fn in one transaction of the kernel's store, for composing a
@@ -168,6 +177,7 @@ func (k *Kernel) CreateSession(ctx context.Context, s gh.Session) (gh.Session, b
 	if err != nil {
 		return gh.Session{}, false, err
 	}
+	k.tenants.put(got.ID, got.Tenant)
 	if got.Tenant != s.Tenant {
 		return gh.Session{}, false, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", s.ID)
 	}
@@ -176,7 +186,11 @@ func (k *Kernel) CreateSession(ctx context.Context, s gh.Session) (gh.Session, b
 
 // Session returns a session.
 func (k *Kernel) Session(ctx context.Context, id string) (gh.Session, error) {
-	return k.st.GetSession(ctx, id)
+	s, err := k.st.GetSession(ctx, id)
+	if err == nil {
+		k.tenants.put(s.ID, s.Tenant)
+	}
+	return s, err
 }
 
 // Sessions lists a tenant's sessions, most recently active first.

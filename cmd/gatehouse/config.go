@@ -40,6 +40,9 @@ type Config struct {
 	LeaseTTL time.Duration
 	// MaxAttempts is how many attempts a run gets. Defaults to 3.
 	MaxAttempts int
+	// SessionCache is how many sessions' tenants the kernel keeps in
+	// memory (kernel.Config.SessionCache). Defaults to 10000.
+	SessionCache int
 	// RetryBackoff is the delay before retrying a failed attempt, times the
 	// attempt number. Defaults to 1s.
 	RetryBackoff time.Duration
@@ -243,6 +246,7 @@ var settings = append([]setting{
 	{"GATEHOUSE_LOG_FORMAT", "log_format", "text", "text or json", oneOf(func(c *Config) *string { return &c.LogFormat }, "text", "json")},
 	{"GATEHOUSE_LEASE_TTL", "lease_ttl", "30s", "how long a worker's claim on a run lasts without renewal (renewed every third)", duration(func(c *Config) *time.Duration { return &c.LeaseTTL })},
 	{"GATEHOUSE_MAX_ATTEMPTS", "max_attempts", "3", "attempts a run gets before it fails for good", integer(func(c *Config) *int { return &c.MaxAttempts })},
+	{"GATEHOUSE_SESSION_CACHE", "session_cache", "10000", "sessions whose tenant is kept in memory, so checking it reads nothing (an LRU: memory stays bounded however many sessions exist)", integer(func(c *Config) *int { return &c.SessionCache })},
 	{"GATEHOUSE_RETRY_BACKOFF", "retry_backoff", "1s", "delay before retrying a failed attempt, times the attempt number", duration(func(c *Config) *time.Duration { return &c.RetryBackoff })},
 	{"GATEHOUSE_MAX_PAYLOAD_BYTES", "max_payload_bytes", "1048576", "largest event payload accepted", integer(func(c *Config) *int { return &c.MaxPayloadBytes })},
 	{"GATEHOUSE_DRAIN_TIMEOUT", "drain_timeout", "30s", "how long SIGTERM waits for work in flight before stopping", duration(func(c *Config) *time.Duration { return &c.DrainTimeout })},

@@ -133,5 +133,6 @@ func kernelConfig(cfg Config) kernel.Config {
 		MaxAttempts:     cfg.MaxAttempts,
 		MaxPayloadBytes: cfg.MaxPayloadBytes,
 		RetryBackoff:    cfg.RetryBackoff,
+		SessionCache:    cfg.SessionCache,
 	}
 }
