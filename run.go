@@ -95,6 +95,10 @@ type Lease struct {
 	// PrevReadWatermark is the highest seq a previous attempt recorded as
 	// read before it called a model.
 	PrevReadWatermark int64
+	// CompactionSeq is the seq of the session's latest compaction at the
+	// claim (0: none). Only a lease holder compacts, so the attempt loads
+	// its log from there without reading the session again.
+	CompactionSeq int64
 	// ReadWatermark is the session's last seq at the claim, recorded with
 	// the claim: the attempt reads the log up to it, and input above it
 	// re-queues the session when the attempt settles.

@@ -120,6 +120,7 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 			lease = gh.Lease{
 				RunID: run.ID, SessionID: run.SessionID, Owner: owner, Epoch: run.Epoch, ExpiresAt: run.LeaseExpiresAt,
 				PendingInput: sess.LastInputSeq > sess.ReadWatermark, PrevReadWatermark: sess.ReadWatermark, ReadWatermark: last,
+				CompactionSeq: sess.CompactionSeq,
 				TookOver: tookOver, Attempt: run.Attempts, CancelRequested: run.CancelRequested,
 			}
 			ok = true

@@ -38,19 +38,32 @@ func (k *Kernel) Load(ctx context.Context, sessionID string) ([]gh.Event, error)
 	if err != nil {
 		return nil, err
 	}
+	return k.loadFrom(ctx, sessionID, sess.CompactionSeq, sess.LastSeq)
+}
+
+// LoadLeased is Load for a lease's attempt: it starts at the compaction
+// the claim saw (Lease.CompactionSeq), so it reads no session row — only
+// the lease holder compacts, so none can have come since.
+func (k *Kernel) LoadLeased(ctx context.Context, l gh.Lease) ([]gh.Event, error) {
+	return k.loadFrom(ctx, l.SessionID, l.CompactionSeq, l.ReadWatermark)
+}
+
+// loadFrom reads the log from the compaction at compactionSeq (0: none);
+// lastSeq only sizes the result.
+func (k *Kernel) loadFrom(ctx context.Context, sessionID string, compactionSeq, lastSeq int64) ([]gh.Event, error) {
 	after := int64(0)
-	if sess.CompactionSeq > 0 {
-		after = sess.CompactionSeq - 1
+	if compactionSeq > 0 {
+		after = compactionSeq - 1
 		page, err := k.st.Events(ctx, sessionID, after, 1)
 		if err != nil {
 			return nil, err
 		}
 		var c gh.Compaction
-		if len(page) == 1 && json.Unmarshal(page[0].Payload, &c) == nil && c.FirstKept > 0 && c.FirstKept < sess.CompactionSeq {
+		if len(page) == 1 && json.Unmarshal(page[0].Payload, &c) == nil && c.FirstKept > 0 && c.FirstKept < compactionSeq {
 			after = c.FirstKept - 1
 		}
 	}
-	out := make([]gh.Event, 0, min(sess.LastSeq-after, int64(k.cfg.LoadPageSize)))
+	out := make([]gh.Event, 0, max(0, min(lastSeq-after, int64(k.cfg.LoadPageSize))))
 	for {
 		page, err := k.st.Events(ctx, sessionID, after, k.cfg.LoadPageSize)
 		if err != nil {

@@ -240,7 +240,7 @@ func (s *Supervisor) work(ctx context.Context, lease gh.Lease) (out outcome, err
 // preflight loads the session's log and decides what the turn owes. It
 // reads and never writes.
 func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*attemptPlan, error) {
-	events, err := s.k.Load(ctx, lease.SessionID)
+	events, err := s.k.LoadLeased(ctx, lease)
 	if err != nil {
 		return nil, err
 	}
