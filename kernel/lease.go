@@ -121,7 +121,7 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 				RunID: run.ID, SessionID: run.SessionID, Owner: owner, Epoch: run.Epoch, ExpiresAt: run.LeaseExpiresAt,
 				PendingInput: sess.LastInputSeq > sess.ReadWatermark, PrevReadWatermark: sess.ReadWatermark, ReadWatermark: last,
 				CompactionSeq: sess.CompactionSeq,
-				TookOver: tookOver, Attempt: run.Attempts, CancelRequested: run.CancelRequested,
+				TookOver:      tookOver, Attempt: run.Attempts, CancelRequested: run.CancelRequested,
 			}
 			ok = true
 			return nil
