@@ -62,11 +62,7 @@ func (g *Gateway) cancelByWord(ctx context.Context, in gh.Inbound) (res chat.Rec
 		return chat.ReceiveResult{}, false, nil
 	}
 	g.cfg.Logger.Info("a cancel in the chat decided pending cards", "platform", in.Platform, "session", session, "user", in.UserID, "gates", decided)
-	text := strings.ToValidUTF8(strings.ReplaceAll(in.Text, "\x00", ""), "\uFFFD")
-	entry := store.ReceiveEntry{
-		Platform: in.Platform, UpdateID: in.UpdateID, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
-		UserName: clip(in.UserName, maxFieldLen), MessageID: in.MessageID, Text: clip(text, previewLen), ReceivedAt: g.cfg.Now().UTC(),
-	}
+	entry := receiveEntry(in, cleanText(in.Text), g.cfg.Now().UTC())
 	err = g.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		return g.drop(ctx, tx, &res, entry, chat.ReasonCancel, clip("cancelled by "+who+": "+strings.Join(decided, ", "), maxFieldLen), session, 0)
 	})

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -45,13 +46,9 @@ func (g *Gateway) Command(ctx context.Context, name string, in gh.Inbound) (chat
 	} else if ok {
 		return chat.CommandReply{Duplicate: true}, nil
 	}
-	admitted := false
-	if !in.IsBot {
-		var err error
-		if admitted, err = g.admits(ctx, g.st, in.Platform, in.UserID); err != nil {
-			return chat.CommandReply{}, err
-		}
-		admitted = admitted || g.cfg.Approvers.Names(in.Platform, in.UserID)
+	admitted, err := g.hears(ctx, in.Platform, in.UserID, in.IsBot)
+	if err != nil {
+		return chat.CommandReply{}, err
 	}
 	var reply chat.CommandReply
 	var detail string
@@ -67,19 +64,15 @@ func (g *Gateway) Command(ctx context.Context, name string, in gh.Inbound) (chat
 		reply, detail = chat.CommandReply{Text: "Gatehouse knows /" + chat.CommandGrants + " only."}, "/"+clip(name, 50)+": unknown"
 	}
 	var res chat.ReceiveResult
-	entry := store.ReceiveEntry{
-		Platform: in.Platform, UpdateID: in.UpdateID, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
-		UserName: clip(in.UserName, maxFieldLen), MessageID: in.MessageID, IsBot: in.IsBot,
-		Text: clip(strings.TrimSpace("/"+name+" "+in.Text), previewLen), ReceivedAt: g.cfg.Now().UTC(),
-	}
+	entry := receiveEntry(in, cleanText(strings.TrimSpace("/"+name+" "+in.Text)), g.cfg.Now().UTC())
 	reason := chat.ReasonCommand
 	if !admitted {
 		reason = chat.ReasonNotAllowed
 	}
-	err := g.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		return g.drop(ctx, tx, &res, entry, reason, clip(detail, maxFieldLen), chat.SessionFor(in.Platform, in.ChatID, in.ThreadID), 0)
+	err = g.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		return g.drop(ctx, tx, &res, entry, reason, clip(cleanText(detail), maxFieldLen), chat.SessionFor(in.Platform, in.ChatID, in.ThreadID), 0)
 	})
-	if err == errRaced {
+	if errors.Is(err, errRaced) {
 		// Its redelivery was logged meanwhile, and answered.
 		return chat.CommandReply{Duplicate: true}, nil
 	}

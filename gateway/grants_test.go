@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
@@ -73,6 +74,16 @@ func TestGrantsCommandAndRevokePress(t *testing.T) {
 	}
 	if unknown, err := e.Gateway.Command(e.Ctx, "frobnicate", alice("u-unknown")); err != nil || !strings.Contains(unknown.Text, "/grants") {
 		t.Fatalf("an unknown command: %+v %v", unknown, err)
+	}
+	// What follows a command is logged as a message's text is: without
+	// NUL, as valid UTF-8.
+	odd := alice("u-odd")
+	odd.Text = "now\x00 please \xff"
+	if _, err := e.Gateway.Command(e.Ctx, chat.CommandGrants, odd); err != nil {
+		t.Fatalf("a command with odd text: %v", err)
+	}
+	if row := e.Receive("u-odd"); strings.ContainsRune(row.Text, 0) || !utf8.ValidString(row.Text) || !strings.HasPrefix(row.Text, "/grants now") {
+		t.Fatalf("the command's text in the receive log: %q", row.Text)
 	}
 	// bob's chat has none; a Revoke of alice's grant from bob's chat does nothing.
 	bobs := alice("u-bob")

@@ -27,15 +27,9 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (chat.PressResult, erro
 		g.cfg.Logger.Warn("refused a malformed press", "platform", p.Platform, "err", err)
 		return chat.PressResult{Text: "This press could not be read."}, nil
 	}
-	admitted := false
-	if !p.IsBot {
-		var err error
-		if admitted, err = g.admits(ctx, g.st, p.Platform, p.UserID); err != nil {
-			return chat.PressResult{}, err
-		}
-		// A named approver is heard whether or not an allow-list names
-		// them; the tool's rule says below whether their press counts.
-		admitted = admitted || g.cfg.Approvers.Names(p.Platform, p.UserID)
+	admitted, err := g.hears(ctx, p.Platform, p.UserID, p.IsBot)
+	if err != nil {
+		return chat.PressResult{}, err
 	}
 	if !admitted {
 		g.cfg.Logger.Info("refused a press", "platform", p.Platform, "gate", p.GateID, "user", p.UserID, "reason", "not_allowed")
@@ -144,6 +138,18 @@ func decidedText(gate gh.Gate) string {
 		return "This approval expired: the call did not run."
 	}
 	return "Already decided. " + cards.DecisionLine(gate.State, gate.DecidedBy, gate.Surface, gate.Answer, gate.Reason) + "."
+}
+
+// hears reports whether a press or a command of the user counts at all:
+// they are admitted on the platform (allowed, or let in), or named as an
+// approver — heard whether or not an allow-list names them; the tool's
+// rule then says whether their press decides. Bots never.
+func (g *Gateway) hears(ctx context.Context, platform, userID string, isBot bool) (bool, error) {
+	if isBot {
+		return false, nil
+	}
+	admitted, err := g.admits(ctx, g.st, platform, userID)
+	return admitted || (err == nil && g.cfg.Approvers.Names(platform, userID)), err
 }
 
 // inApprovalChat reports whether a chat is the approvers' chat, which

@@ -149,11 +149,8 @@ func raced(err error) bool { return errors.Is(err, errRaced) || gh.IsCode(err, g
 // batch.
 func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, lookFirst bool, batch map[string]int) (chat.ReceiveResult, error) {
 	now := g.cfg.Now().UTC()
-	text := strings.ToValidUTF8(strings.ReplaceAll(in.Text, "\x00", ""), "\uFFFD")
-	entry := store.ReceiveEntry{
-		Platform: in.Platform, UpdateID: in.UpdateID, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
-		UserName: clip(in.UserName, maxFieldLen), MessageID: in.MessageID, IsBot: in.IsBot, Text: clip(text, previewLen), ReceivedAt: now,
-	}
+	text := cleanText(in.Text)
+	entry := receiveEntry(in, text, now)
 	var res chat.ReceiveResult
 	err := func() error {
 		if lookFirst {
@@ -252,6 +249,21 @@ func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, loo
 		return tx.InsertReceiveAtCommit(ctx, entry)
 	}()
 	return res, err
+}
+
+// cleanText is received text as the log can store it: no NUL, valid
+// UTF-8.
+func cleanText(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+}
+
+// receiveEntry is the receive-log row of update in, with text (cleaned)
+// as its preview; the caller sets what became of it.
+func receiveEntry(in gh.Inbound, text string, now time.Time) store.ReceiveEntry {
+	return store.ReceiveEntry{
+		Platform: in.Platform, UpdateID: in.UpdateID, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
+		UserName: clip(in.UserName, maxFieldLen), MessageID: in.MessageID, IsBot: in.IsBot, Text: clip(text, previewLen), ReceivedAt: now,
+	}
 }
 
 func chatKey(in gh.Inbound) string { return in.Platform + "\x00" + in.ChatID }
