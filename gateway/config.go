@@ -2,11 +2,7 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,10 +98,7 @@ func (c Config) withDefaults() Config {
 		c.MidTurn = gh.DeliveryQueue
 	}
 	if c.Owner == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+		c.Owner = kernel.NewOwner()
 	}
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = 30 * time.Second

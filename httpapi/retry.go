@@ -3,9 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -32,8 +29,8 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	if n := utf8.RuneCountInString(req.RequestID); n > maxRequestIDLen || strings.ContainsFunc(req.RequestID, unicode.IsControl) {
-		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "requestId must be at most %d characters without control characters", maxRequestIDLen))
+	if err := checkRequestID(req.RequestID); err != nil {
+		writeError(w, r, s.log, err)
 		return
 	}
 	if err := s.ownSession(ctx, id); err != nil {

@@ -112,17 +112,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	// of order) the store is read.
 	sendPublished := func() bool {
 		evs, complete := sub.Take()
+		if !complete {
+			return readAll()
+		}
 		sent := false
 		for _, e := range evs {
-			if !complete {
-				break
-			}
 			if e.Seq <= cursor {
 				continue // read already
 			}
 			if e.Seq != cursor+1 {
-				complete = false
-				break
+				return readAll() // a gap: what is missing is in the store
 			}
 			if err := sse.WriteEvent(bw, e); err != nil {
 				s.log.Error("stream encode failed", "session", id, "seq", e.Seq, "err", err)
@@ -130,13 +129,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			}
 			cursor, sent = e.Seq, true
 		}
-		if !complete {
-			return readAll()
-		}
-		if sent {
-			return flush() == nil
-		}
-		return true
+		return !sent || flush() == nil
 	}
 	// The first read covers whatever was published before it.
 	sub.Take()

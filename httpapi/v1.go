@@ -51,6 +51,15 @@ func (s *Server) ownSession(ctx context.Context, id string) error {
 	return nil
 }
 
+// checkRequestID refuses a requestId (of an input, a retry) that is too
+// long or holds control characters.
+func checkRequestID(id string) error {
+	if utf8.RuneCountInString(id) > maxRequestIDLen || strings.ContainsFunc(id, unicode.IsControl) {
+		return gh.Errorf(gh.CodeInvalid, "requestId must be at most %d characters without control characters", maxRequestIDLen)
+	}
+	return nil
+}
+
 type createSessionRequest struct {
 	ID    string `json:"id,omitempty"`
 	Title string `json:"title,omitempty"`
@@ -173,8 +182,8 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "text must not be empty"))
 		return
 	}
-	if n := utf8.RuneCountInString(req.RequestID); n > maxRequestIDLen || strings.ContainsFunc(req.RequestID, unicode.IsControl) {
-		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "requestId must be at most %d characters without control characters", maxRequestIDLen))
+	if err := checkRequestID(req.RequestID); err != nil {
+		writeError(w, r, s.log, err)
 		return
 	}
 	switch req.Delivery {

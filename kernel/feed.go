@@ -103,15 +103,15 @@ const allSessions = ""
 // notify signals the session's subscribers; events, when given, are all
 // that the signalling commit wrote, and travel with the signal.
 func (f *feed) notify(session string, events []gh.Event) {
+	size := 0
+	for _, e := range events {
+		size += len(e.Payload)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, key := range []string{session, allSessions} {
 		for s := range f.subs[key] {
 			s.mu.Lock()
-			size := 0
-			for _, e := range events {
-				size += len(e.Payload)
-			}
 			// SubscribeAll's subscriber (the outbox follower) reads the
 			// store anyway: it is only signalled.
 			if events == nil || key == allSessions || len(s.pending)+len(events) > maxPending || s.pendingBytes+size > maxPendingBytes {

@@ -2,12 +2,8 @@ package supervisor
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -88,10 +84,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Workers = 4
 	}
 	if c.Owner == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+		c.Owner = kernel.NewOwner()
 	}
 	if c.Poll <= 0 {
 		c.Poll = time.Second

@@ -2,11 +2,7 @@ package outbox
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,10 +58,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Owner == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+		c.Owner = kernel.NewOwner()
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 5
