@@ -148,13 +148,9 @@ func (k *Kernel) CommitTx(ctx context.Context, tx store.Tx, l gh.Lease, events .
 		checked = append(checked, valid{e, payload})
 	}
 	now := k.now()
-	if _, _, err := k.fence(ctx, tx, l, now); err != nil {
-		return nil, err
-	}
 	out := make([]Committed, 0, len(checked))
 	for _, v := range checked {
-		p := store.AppendParams{SessionID: l.SessionID, Kind: v.e.Kind, Payload: v.payload, Key: v.e.Key, Now: now}
-		res, err := tx.Append(ctx, p)
+		res, err := k.fencedAppend(ctx, tx, l, store.AppendParams{SessionID: l.SessionID, Kind: v.e.Kind, Payload: v.payload, Key: v.e.Key, Now: now})
 		if err != nil {
 			return nil, err
 		}
@@ -164,6 +160,23 @@ func (k *Kernel) CommitTx(ctx context.Context, tx store.Tx, l gh.Lease, events .
 		out = append(out, Committed{Event: res.Event, Duplicate: res.Existing})
 	}
 	return out, nil
+}
+
+// fencedAppend appends p under the lease, the lease checked in the append
+// itself. When nothing was appended, the full fence says why: a lease
+// that no longer holds is its error; one that holds leaves a taken key
+// (or an unknown session), which the plain append reports.
+func (k *Kernel) fencedAppend(ctx context.Context, tx store.Tx, l gh.Lease, p store.AppendParams) (store.AppendResult, error) {
+	p.Fence = &store.Fence{RunID: l.RunID, Epoch: l.Epoch, Owner: l.Owner}
+	res, err := tx.Append(ctx, p)
+	if err != nil || !res.Fenced {
+		return res, err
+	}
+	if _, _, err := k.fence(ctx, tx, l, p.Now); err != nil {
+		return store.AppendResult{}, err
+	}
+	p.Fence = nil
+	return tx.Append(ctx, p)
 }
 
 func (k *Kernel) addCalls(ctx context.Context, tx store.Tx, calls []gh.LedgerRow) error {

@@ -31,6 +31,21 @@ type AppendParams struct {
 	// AppendResult.GatePending. A new append only; a repeat of the key
 	// reports false.
 	CheckGates bool
+	// Fence, when set, makes the append conditional on a lease, checked
+	// in the append's own statement (no read before it): the session's
+	// epoch is the lease's, and its run is running under the lease's
+	// epoch and owner with the lease unexpired. When the append does not
+	// happen — the fence failed, or the key was taken, or there is no
+	// such session — nothing is written and AppendResult.Fenced is set:
+	// the caller checks the lease itself to learn which.
+	Fence *Fence
+}
+
+// Fence is the lease an append is conditional on (AppendParams.Fence).
+type Fence struct {
+	RunID int64
+	Epoch int64
+	Owner string
 }
 
 // AppendResult says what Append did.
@@ -46,6 +61,9 @@ type AppendResult struct {
 	// GatePending is true when CheckGates was asked and the session has
 	// a gate still pending.
 	GatePending bool
+	// Fenced is true when a fenced append (AppendParams.Fence) wrote
+	// nothing; Event is then empty.
+	Fenced bool
 }
 
 // Reader reads committed state.

@@ -138,6 +138,16 @@ WITH dup AS (
 	RETURNING seq, payload
 )`
 
+// fencedAppendSQL is appendSQL conditional on a lease ($9 run, $10 epoch,
+// $11 owner; store.AppendParams.Fence): the session row it updates is
+// the lock every writer of the session takes first, so a claim that
+// would supersede the lease waits for this statement or has already
+// raised the session's epoch.
+var fencedAppendSQL = strings.Replace(appendSQL, `AND NOT EXISTS (SELECT 1 FROM dup)`, `AND NOT EXISTS (SELECT 1 FROM dup)
+		AND sessions.epoch = $10
+		AND EXISTS (SELECT 1 FROM runs WHERE runs.id = $9 AND runs.session_id = $1 AND runs.epoch = $10 AND runs.owner = $11
+			AND runs.state = 'running' AND runs.lease_expires_at > $8)`, 1)
+
 // queueSQL extends appendSQL: make sure the session has an active run, move
 // one awaiting approval back to queued, and NOTIFY when a run became
 // claimable. The no-op update of a queued or running run returns its id.
@@ -173,6 +183,13 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 		err = t.q.QueryRow(ctx, appendSQL+queueSQL,
 			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now, p.MaxAttempts, t.channel, p.CheckGates,
 		).Scan(&res.Event.Seq, &res.Event.Payload, &res.RunID, &res.Woke, &notified, &res.GatePending)
+	} else if f := p.Fence; f != nil {
+		err = t.q.QueryRow(ctx, fencedAppendSQL+` SELECT seq, payload FROM e`,
+			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now, f.RunID, f.Epoch, f.Owner,
+		).Scan(&res.Event.Seq, &res.Event.Payload)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.AppendResult{Fenced: true}, nil
+		}
 	} else {
 		err = t.q.QueryRow(ctx, appendSQL+` SELECT seq, payload FROM e`,
 			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now,

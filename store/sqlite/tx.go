@@ -155,10 +155,25 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	// The insert takes its seq from the session row and skips a taken key
 	// in one statement; the single writer connection makes it race-free.
 	var seq int64
-	err := t.q.QueryRowContext(ctx, `INSERT INTO events (session_id, seq, kind, payload, idem_key, created_at)
-		SELECT id, last_seq + 1, ?, ?, ?, ? FROM sessions WHERE id = ? AND (?6 = '' OR tenant = ?6)
-		ON CONFLICT DO NOTHING RETURNING seq`,
-		string(p.Kind), string(p.Payload), key, micros(p.Now), p.SessionID, p.Tenant).Scan(&seq)
+	var err error
+	if f := p.Fence; f != nil {
+		// Conditional on the lease (store.AppendParams.Fence), in the
+		// same statement.
+		err = t.q.QueryRowContext(ctx, `INSERT INTO events (session_id, seq, kind, payload, idem_key, created_at)
+			SELECT id, last_seq + 1, ?, ?, ?, ? FROM sessions WHERE id = ? AND (?6 = '' OR tenant = ?6) AND epoch = ?8
+				AND EXISTS (SELECT 1 FROM runs WHERE runs.id = ?7 AND runs.session_id = sessions.id AND runs.epoch = ?8 AND runs.owner = ?9
+					AND runs.state = 'running' AND runs.lease_expires_at > ?4)
+			ON CONFLICT DO NOTHING RETURNING seq`,
+			string(p.Kind), string(p.Payload), key, micros(p.Now), p.SessionID, p.Tenant, f.RunID, f.Epoch, f.Owner).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.AppendResult{Fenced: true}, nil
+		}
+	} else {
+		err = t.q.QueryRowContext(ctx, `INSERT INTO events (session_id, seq, kind, payload, idem_key, created_at)
+			SELECT id, last_seq + 1, ?, ?, ?, ? FROM sessions WHERE id = ? AND (?6 = '' OR tenant = ?6)
+			ON CONFLICT DO NOTHING RETURNING seq`,
+			string(p.Kind), string(p.Payload), key, micros(p.Now), p.SessionID, p.Tenant).Scan(&seq)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		if p.Key != "" {
 			if e, ok, err := t.EventByKey(ctx, p.SessionID, p.Key); err != nil || ok {

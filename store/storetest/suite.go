@@ -65,6 +65,7 @@ func Run(t *testing.T, h Harness) {
 		{"People", testPeople},
 		{"Grants", testGrants},
 		{"LockSessionRun", testLockSessionRun},
+		{"FencedAppend", testFencedAppend},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
@@ -145,6 +146,74 @@ func testGates(t *testing.T, h Harness) {
 	pending, _ := f.st.ListGates(f.ctx, "", gh.GatePending, 10)
 	if len(list) != 2 || len(pending) != 0 {
 		t.Fatalf("lists: %d %d", len(list), len(pending))
+	}
+}
+
+// A fenced append writes only while the lease holds: the session's epoch
+// and its run's epoch, owner, state and expiry, checked in the append.
+func testFencedAppend(t *testing.T, h Harness) {
+	f := newFixture(t, h)
+	now := f.clock.Now()
+	if _, _, err := f.st.CreateSession(f.ctx, gh.Session{ID: "s1", Tenant: gh.DefaultTenant, Title: "t", Created: now}); err != nil {
+		t.Fatal(err)
+	}
+	var run gh.Run
+	err := f.st.InTx(f.ctx, func(ctx context.Context, tx store.Tx) error {
+		sess, err := tx.BumpEpoch(ctx, "s1", now)
+		if err != nil {
+			return err
+		}
+		run, err = tx.InsertRun(ctx, gh.Run{SessionID: "s1", State: gh.RunRunning, Attempts: 1, MaxAttempts: 3, Owner: "w", Epoch: sess.Epoch,
+			LeaseExpiresAt: now.Add(time.Minute), AvailableAt: now, Created: now, Updated: now})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendWith := func(fence store.Fence, key string) store.AppendResult {
+		t.Helper()
+		var res store.AppendResult
+		err := f.st.InTx(f.ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			res, err = tx.Append(ctx, store.AppendParams{SessionID: "s1", Kind: gh.KindNotice, Payload: json.RawMessage(`{"text":"x"}`), Key: key, Now: now, Fence: &fence})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	good := store.Fence{RunID: run.ID, Epoch: run.Epoch, Owner: "w"}
+	if res := appendWith(good, "k1"); res.Fenced || res.Event.Seq != 1 {
+		t.Fatalf("append under the lease: %+v", res)
+	}
+	for name, fence := range map[string]store.Fence{
+		"another owner":  {RunID: run.ID, Epoch: run.Epoch, Owner: "x"},
+		"an older epoch": {RunID: run.ID, Epoch: run.Epoch - 1, Owner: "w"},
+		"another run":    {RunID: run.ID + 100, Epoch: run.Epoch, Owner: "w"},
+	} {
+		if res := appendWith(fence, "k-"+name); !res.Fenced || res.Event.Seq != 0 {
+			t.Errorf("%s: %+v, want fenced", name, res)
+		}
+	}
+	if res := appendWith(good, "k1"); !res.Fenced {
+		t.Errorf("a taken key under a fence: %+v, want nothing written (fenced)", res)
+	}
+	// Expired, then settled: the lease no longer holds.
+	for _, change := range []func(*gh.Run){
+		func(r *gh.Run) { r.LeaseExpiresAt = now.Add(-time.Second) },
+		func(r *gh.Run) { r.LeaseExpiresAt, r.State = now.Add(time.Minute), gh.RunDone },
+	} {
+		change(&run)
+		if err := f.st.InTx(f.ctx, func(ctx context.Context, tx store.Tx) error { return tx.UpdateRun(ctx, run) }); err != nil {
+			t.Fatal(err)
+		}
+		if res := appendWith(good, ""); !res.Fenced {
+			t.Errorf("run %s, lease until %v: %+v, want fenced", run.State, run.LeaseExpiresAt, res)
+		}
+	}
+	if sess, err := f.st.GetSession(f.ctx, "s1"); err != nil || sess.LastSeq != 1 {
+		t.Fatalf("after fenced appends the log holds %d events (%v), want 1", sess.LastSeq, err)
 	}
 }
 
