@@ -47,15 +47,17 @@ func ReceiptID(sessionID, toolCallID string) string {
 
 func key(toolCallID string, s State) string { return "receipt:" + toolCallID + ":" + string(s) }
 
-// Lookup returns how far the call's effect got.
-func (j *Journal) Lookup(ctx context.Context, sessionID, toolCallID string) (State, error) {
-	if _, ok, err := j.k.EventByKey(ctx, sessionID, key(toolCallID, Finished)); err != nil || ok {
+// Lookup returns how far the call's effect got. Receipts commit only under
+// a lease, so the attempt's view of the log (kernel.View) answers without
+// a read when it holds the whole log.
+func (j *Journal) Lookup(ctx context.Context, l gh.Lease, toolCallID string) (State, error) {
+	if _, ok, err := j.k.LeasedEventByKey(ctx, l, key(toolCallID, Finished)); err != nil || ok {
 		if ok {
 			return Finished, nil
 		}
 		return None, err
 	}
-	_, ok, err := j.k.EventByKey(ctx, sessionID, key(toolCallID, Started))
+	_, ok, err := j.k.LeasedEventByKey(ctx, l, key(toolCallID, Started))
 	if err != nil || !ok {
 		return None, err
 	}

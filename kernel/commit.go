@@ -119,7 +119,7 @@ func (k *Kernel) Commit(ctx context.Context, l gh.Lease, events ...gh.NewEvent) 
 // producing it land together, and a turn costs no extra commit for them.
 func (k *Kernel) CommitWithCalls(ctx context.Context, l gh.Lease, calls []gh.LedgerRow, events ...gh.NewEvent) ([]Committed, error) {
 	var out []Committed
-	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	err := k.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		if out, err = k.CommitTx(ctx, tx, l, events...); err != nil {
 			return err
@@ -148,6 +148,11 @@ func (k *Kernel) CommitTx(ctx context.Context, tx store.Tx, l gh.Lease, events .
 		checked = append(checked, valid{e, payload})
 	}
 	now := k.now()
+	// What the attempt staged commits first, in this transaction.
+	if err := k.flush(ctx, tx, l, now); err != nil {
+		return nil, err
+	}
+	note := noteFrom(ctx)
 	out := make([]Committed, 0, len(checked))
 	for _, v := range checked {
 		res, err := k.fencedAppend(ctx, tx, l, store.AppendParams{SessionID: l.SessionID, Kind: v.e.Kind, Payload: v.payload, Key: v.e.Key, Now: now})
@@ -158,6 +163,9 @@ func (k *Kernel) CommitTx(ctx context.Context, tx store.Tx, l gh.Lease, events .
 			return nil, err
 		}
 		out = append(out, Committed{Event: res.Event, Duplicate: res.Existing})
+		if note != nil && note.view != nil {
+			note.events = append(note.events, res.Event)
+		}
 	}
 	return out, nil
 }

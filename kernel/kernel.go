@@ -35,6 +35,12 @@ type Config struct {
 	// tenant check reads nothing (an LRU: memory stays bounded however many
 	// sessions exist; about 100 bytes a session). Defaults to 10,000.
 	SessionCache int
+	// ViewFresh is how long an attempt trusts its view of the session's log
+	// (View.Quiet) when nothing it can see committed: within it, a check
+	// for new input costs no read. A commit of this process is seen at
+	// once, one of another replica at the attempt's next commit or after
+	// ViewFresh, whichever is first. Defaults to 1s.
+	ViewFresh time.Duration
 	// Now is the clock. Defaults to time.Now. Leases compare against it, so
 	// replicas need synchronised clocks (NTP), as any lease system does.
 	Now func() time.Time
@@ -58,6 +64,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SessionCache <= 0 {
 		c.SessionCache = 10000
+	}
+	if c.ViewFresh <= 0 {
+		c.ViewFresh = time.Second
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -85,7 +94,7 @@ func New(st store.Store, cfg Config) *Kernel {
 // again on a retryable conflict, so it must touch the database only through
 // tx. InTx does not notify readers; call Notify after it succeeds.
 func (k *Kernel) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
-	return k.st.InTx(ctx, fn)
+	return k.inTx(ctx, fn)
 }
 
 // Config returns the effective configuration.

@@ -225,6 +225,9 @@ type Settle struct {
 	// Execution is what the attempt resolved and ran with (provider,
 	// model, selection…), kept on the run for audit; nil keeps the run's.
 	Execution *gh.Execution
+	// View is the attempt's view (LoadView): what it staged commits with
+	// the settle. Nil: nothing staged.
+	View *View
 	// Unanswered says the attempt read input it left for a turn of its
 	// own: a turn resumed after a decision answers what it was asked,
 	// and a message typed while its card waited is answered next. A
@@ -260,7 +263,11 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 	}
 	var out Settled
 	var committed []Committed
-	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	if s.View != nil {
+		// What the attempt staged commits with its settle.
+		ctx = WithView(ctx, s.View)
+	}
+	err := k.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		out, committed = Settled{}, nil
 		now := k.now()
 		if len(s.Events) > 0 {
@@ -268,6 +275,9 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 			if committed, err = k.CommitTx(ctx, tx, l, s.Events...); err != nil {
 				return err
 			}
+		}
+		if err := k.flush(ctx, tx, l, now); err != nil {
+			return err
 		}
 		if err := k.addCalls(ctx, tx, s.Calls); err != nil {
 			return err

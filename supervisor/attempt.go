@@ -43,6 +43,13 @@ type outcome struct {
 	promptSeq int64
 	// unanswered: the turn left input it read for a turn of its own.
 	unanswered bool
+	// view is the attempt's view of the log; what it staged commits
+	// with the settle.
+	view *kernel.View
+	// prior is what the run's earlier attempts cost, when the log says
+	// so exactly (priorKnown); otherwise the ledger is read.
+	prior      gh.RunFinished
+	priorKnown bool
 }
 
 // attempt runs one claimed run to its settle.
@@ -88,6 +95,7 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 		}
 		return
 	case errors.Is(cause, errTurnTimeout):
+		// (out.view travels on: what the turn staged settles with it.)
 		msg := fmt.Sprintf("⏱ This turn ran longer than its time limit (%s) and was stopped. Ask again, perhaps in smaller steps.", s.cfg.TurnTimeout)
 		if out.t != nil {
 			if err := s.endTurn(settleCtx, lease, out.t, out.promptSeq, out.inputs, msg, "turn-timeout"); err != nil {
@@ -105,13 +113,24 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 		out.summary.Status, out.summary.Error = "failed", err.Error()
 	}
 	out.summary.RunID, out.summary.Attempt = lease.RunID, lease.Attempt
+	if out.view != nil {
+		defer out.view.Close()
+	}
 	calls.mu.Lock()
 	out.summary.CostUSD = calls.costUSD
 	pending := append([]gh.LedgerRow(nil), calls.pending...)
+	spent, spentTokens := calls.costUSD, calls.tokens
 	calls.mu.Unlock()
 	// The whole turn's cost: every ledger row of this run (earlier
 	// attempts, the part before an approval) and this attempt's unwritten.
-	if used, cost, lerr := s.k.RunCost(settleCtx, lease.RunID); lerr == nil {
+	// The log says what the earlier attempts cost when each of them
+	// settled (run.finished carries the run's total so far); otherwise
+	// the ledger is read.
+	if out.priorKnown {
+		out.summary.TurnCostUSD = out.prior.TurnCostUSD + spent
+		out.summary.TurnTokens = gh.Usage{InputTokens: out.prior.TurnTokens.InputTokens + spentTokens.InputTokens,
+			OutputTokens: out.prior.TurnTokens.OutputTokens + spentTokens.OutputTokens}
+	} else if used, cost, lerr := s.k.RunCost(settleCtx, lease.RunID); lerr == nil {
 		out.summary.TurnCostUSD, out.summary.TurnTokens = cost, used
 		for _, r := range pending {
 			out.summary.TurnCostUSD += r.CostUSD
@@ -123,6 +142,7 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	payload, _ := json.Marshal(out.summary)
 	settled, err := s.k.Finish(settleCtx, lease, kernel.Settle{
 		Outcome: out.status, Reason: out.reason, NoRetry: out.noRetry, Calls: calls.take(), Unanswered: unanswered, Execution: out.execution,
+		View:    out.view,
 		Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: payload, Key: fmt.Sprintf("run%d-epoch%d-finished", lease.RunID, lease.Epoch)}},
 	})
 	if err != nil {
@@ -206,6 +226,11 @@ type attemptPlan struct {
 	// on from an earlier request (a decision came, or a batch is
 	// finished) that never presented it.
 	held []int64
+	// view is the attempt's view of the log (kernel.LoadView).
+	view *kernel.View
+	// prior is the run's cost before this attempt, when priorKnown.
+	prior      gh.RunFinished
+	priorKnown bool
 }
 
 // work is the attempt's work: pre-flight, the batch a predecessor left,
@@ -215,6 +240,8 @@ func (s *Supervisor) work(ctx context.Context, lease gh.Lease) (out outcome, err
 	p, err := s.preflight(ctx, lease)
 	if p != nil {
 		out.unanswered = len(p.held) > 0
+		out.view, out.prior, out.priorKnown = p.view, p.prior, p.priorKnown
+		ctx = kernel.WithView(ctx, p.view)
 	}
 	switch {
 	case err != nil:
@@ -240,15 +267,17 @@ func (s *Supervisor) work(ctx context.Context, lease gh.Lease) (out outcome, err
 // preflight loads the session's log and decides what the turn owes. It
 // reads and never writes.
 func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*attemptPlan, error) {
-	events, err := s.k.LoadLeased(ctx, lease)
+	view, events, err := s.k.LoadView(ctx, lease)
 	if err != nil {
 		return nil, err
 	}
+	prior, priorKnown := priorCost(lease, events)
 	for len(events) > 0 && events[len(events)-1].Seq > lease.ReadWatermark {
 		events = events[:len(events)-1]
 	}
 	t := decode(events, s.log)
-	p := &attemptPlan{t: t, pending: t.unanswered(), missing: t.missingResults(), cursor: lease.ReadWatermark}
+	p := &attemptPlan{t: t, pending: t.unanswered(), missing: t.missingResults(), cursor: lease.ReadWatermark,
+		view: view, prior: prior, priorKnown: priorKnown}
 	continuing := t.awaitsAnswer()
 	a := t.newestAssistant()
 	goesOn := (len(p.missing) > 0 || continuing) && a != nil
@@ -395,7 +424,7 @@ func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *atte
 // attempt's outcome.
 func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *attemptPlan, gen string, msgs []models.Message, recalled []gh.RecalledMemory, out *outcome) (gh.AssistantMessage, bool, error) {
 	specs := s.cfg.Tools.Specs()
-	resp, notices, err := s.cfg.Models.Call(ctx, p.chain, models.Request{Messages: msgs, Tools: specs}, func(delta string) {
+	resp, notices, err := s.cfg.Models.Call(ctx, p.chain, models.Request{Messages: msgs, Tools: specs, Thinking: p.t.thinking(p.inputs)}, func(delta string) {
 		s.k.PublishPartial(kernel.Partial{SessionID: lease.SessionID, GenerationID: gen, Text: delta})
 	})
 	if ctx.Err() != nil {
@@ -418,12 +447,12 @@ func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *attemptPlan, ge
 	if len(chain) == 0 {
 		chain = s.cfg.Models.Selection() // the configured one
 	}
-	out.execution = &gh.Execution{Provider: resp.Provider, Model: resp.Model, Selection: chain.String(), Tools: len(specs)}
+	out.execution = executionOf(resp, chain, len(specs))
 	out.summary.Context = gh.ContextSize{Messages: len(msgs), Tokens: max(resp.Usage.InputTokens, estimateTokens(msgs))}
 	a := gh.AssistantMessage{
 		GenerationID: gen, Text: resp.Text, InputSeqs: dedupe(p.inputs), StopReason: resp.StopReason,
 		Usage: resp.Usage, Provider: resp.Provider, Model: resp.Model,
-		Memories: recalled,
+		Memories: recalled, Thinking: resp.Thinking,
 	}
 	for i, c := range resp.ToolCalls {
 		a.ToolCalls = append(a.ToolCalls, gh.ToolCall{ID: callID(gen, i, c.ID), Name: c.Name, Arguments: c.Arguments})
@@ -440,6 +469,20 @@ func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *attemp
 		// The final answer gets the safeguards of what was asked (one
 		// paragraph, JSON copied byte for byte); the same on a retry.
 		a.Text = answers.Apply(p.t.inputText(p.inputs), a.Text)
+	}
+	if v := kernel.ViewOf(ctx, lease); v != nil && len(a.ToolCalls) > 0 {
+		// An answer that asks for tools commits with what its tools
+		// commit first (a result, a started receipt, a gate with the
+		// settle that waits for it): it is only worth keeping with them.
+		// Its ledger rows stay pending for the same commit or the settle.
+		raw, err := json.Marshal(a)
+		if err != nil {
+			return true, gh.Wrap(gh.CodeInternal, err, "encode %s", gh.KindAssistantMessage)
+		}
+		v.Stage(gh.NewEvent{Kind: gh.KindAssistantMessage, Payload: raw, Key: a.GenerationID}, nil, nil)
+		p.t.addAssistant(0, a)
+		out.summary.StopReason = a.StopReason
+		return false, nil
 	}
 	seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, a.GenerationID, a)
 	if err != nil {
@@ -556,6 +599,12 @@ func (s *Supervisor) turnNotes(ctx context.Context, t *transcript, inputs []int6
 // input with a bad selection must not fail every later turn.
 func (s *Supervisor) selection(t *transcript, pending []int64) (models.Chain, error) {
 	if len(pending) == 0 {
+		// A turn that goes on (after an approval, or a batch a crash
+		// cut) keeps the model its inputs chose: the inputs its last
+		// answer presented.
+		pending = t.goingOn()
+	}
+	if len(pending) == 0 {
 		return nil, nil
 	}
 	newest := pending[len(pending)-1]
@@ -603,9 +652,21 @@ func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript
 // running turn (recorded as read first), queue input waits for the settle
 // to re-queue the session.
 func (s *Supervisor) injectGuides(ctx context.Context, lease gh.Lease, t *transcript, cursor int64) (int64, []int64, error) {
-	evs, err := s.k.Events(ctx, lease.SessionID, cursor, 100)
-	if err != nil || len(evs) == 0 {
+	v := kernel.ViewOf(ctx, lease)
+	if v != nil && v.Quiet() {
+		// Nothing but this attempt's own commits since it last looked.
+		return cursor, nil, nil
+	}
+	const page = 100
+	evs, err := s.k.LeasedEvents(ctx, lease, cursor, page)
+	if err != nil {
 		return cursor, nil, err
+	}
+	if v != nil && len(evs) < page {
+		v.Seen(max(cursor, lastSeq(evs)))
+	}
+	if len(evs) == 0 {
+		return cursor, nil, nil
 	}
 	var guides []int64
 	var read int64
@@ -828,4 +889,59 @@ func contains(s []int64, v int64) bool {
 		}
 	}
 	return false
+}
+
+func lastSeq(evs []gh.Event) int64 {
+	if len(evs) == 0 {
+		return 0
+	}
+	return evs[len(evs)-1].Seq
+}
+
+// priorCost is what the run cost before this attempt, from the log the
+// attempt loaded: each settled attempt's run.finished carries the run's
+// total so far. It is exact only when the whole log is loaded and every
+// earlier attempt of the run settled (an attempt that died or was handed
+// back wrote ledger rows no run.finished counts); otherwise known is
+// false and the ledger is read.
+func priorCost(l gh.Lease, events []gh.Event) (prior gh.RunFinished, known bool) {
+	if l.CompactionSeq != 0 || l.TookOver {
+		return prior, false
+	}
+	finished := map[int64]bool{}
+	var started []int64
+	for _, e := range events {
+		switch e.Kind {
+		case gh.KindRunStarted:
+			var rs gh.RunStarted
+			if json.Unmarshal(e.Payload, &rs) == nil && rs.RunID == l.RunID && e.Key != kernel.RunStartedKey(l.Epoch) {
+				started = append(started, e.Seq)
+			}
+		case gh.KindRunFinished:
+			var rf gh.RunFinished
+			if json.Unmarshal(e.Payload, &rf) == nil && rf.RunID == l.RunID {
+				prior = rf
+				finished[e.Seq] = true
+			}
+		}
+	}
+	// Each earlier run.started of the run is followed by a run.finished
+	// before the next run.started.
+	for i, st := range started {
+		next := int64(1<<62)
+		if i+1 < len(started) {
+			next = started[i+1]
+		}
+		ok := false
+		for seq := range finished {
+			if seq > st && seq < next {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return gh.RunFinished{}, false
+		}
+	}
+	return prior, true
 }

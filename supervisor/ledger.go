@@ -19,6 +19,8 @@ type callInfo struct {
 	userKey   string
 	mu        sync.Mutex
 	costUSD   float64
+	// tokens count every call of the attempt, as the ledger rows do.
+	tokens gh.Usage
 	// pending rows are written with the attempt's next commit.
 	pending []gh.LedgerRow
 }
@@ -64,6 +66,8 @@ func Ledger(k *kernel.Kernel, log *slog.Logger) func(ctx context.Context, row mo
 			r.SessionID, r.RunID, r.UserKey = ci.sessionID, ci.runID, ci.userKey
 			ci.mu.Lock()
 			ci.costUSD += row.CostUSD
+			ci.tokens.InputTokens += row.InputTokens
+			ci.tokens.OutputTokens += row.OutputTokens
 			ci.pending = append(ci.pending, r)
 			ci.mu.Unlock()
 			return

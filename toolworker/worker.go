@@ -193,7 +193,7 @@ type step struct {
 func (w *Worker) handle(ctx context.Context, l gh.Lease, who Asker, c gh.ToolCall) (step, error) {
 	log := w.cfg.Logger.With("session", l.SessionID, "tool", c.Name, "call", c.ID)
 	// A gate already opened for this call: act on its decision.
-	n, opened, decided, err := w.latestGate(ctx, l.SessionID, c.ID)
+	n, opened, decided, err := w.latestGate(ctx, l, c.ID)
 	if err != nil {
 		return step{}, err
 	}
@@ -225,7 +225,7 @@ func (w *Worker) handle(ctx context.Context, l gh.Lease, who Asker, c gh.ToolCal
 		case gh.GateApproved:
 			// The approval holds for the arguments it was given for: the
 			// call is checked again, and it must come to the same ones.
-			base, err := w.answeredArgs(ctx, l.SessionID, c, n)
+			base, err := w.answeredArgs(ctx, l, c, n)
 			if err != nil {
 				return w.result(ctx, l, c, err.Error(), true)
 			}
@@ -296,10 +296,10 @@ func writesMemory(t tools.Tool) bool {
 // answeredArgs returns the arguments the n-th gate of a call was opened
 // from: the call's own, or — when a clarifying question came first — the
 // call's with the user's answer applied.
-func (w *Worker) answeredArgs(ctx context.Context, sessionID string, c gh.ToolCall, n int) (json.RawMessage, error) {
+func (w *Worker) answeredArgs(ctx context.Context, l gh.Lease, c gh.ToolCall, n int) (json.RawMessage, error) {
 	args := c.Arguments
 	for i := 1; i < n; i++ {
-		ev, ok, err := w.k.EventByKey(ctx, sessionID, gateKey(c.ID, i))
+		ev, ok, err := w.k.LeasedEventByKey(ctx, l, gateKey(c.ID, i))
 		if err != nil || !ok {
 			return nil, fmt.Errorf("gate %d of this call is missing from the log: %v", i, err)
 		}
@@ -307,7 +307,7 @@ func (w *Worker) answeredArgs(ctx context.Context, sessionID string, c gh.ToolCa
 		if err := json.Unmarshal(ev.Payload, &opened); err != nil {
 			return nil, err
 		}
-		dev, ok, err := w.k.EventByKey(ctx, sessionID, "gate:"+opened.GateID)
+		dev, ok, err := w.k.SessionEventByKey(ctx, l, "gate:"+opened.GateID)
 		if err != nil || !ok {
 			return nil, fmt.Errorf("the decision on gate %d of this call is missing from the log: %v", i, err)
 		}
@@ -336,6 +336,12 @@ func (w *Worker) decideTier(ctx context.Context, l gh.Lease, who Asker, c gh.Too
 	// A safe tool runs at once, unless it writes memory in a turn that has
 	// read outside text: then a person approves it first.
 	if t.Tier() == tools.Safe && !(who.Tainted && writesMemory(t)) {
+		// The call is in the log before it runs: a slow tool shows what
+		// it is doing, and a drain mid-run hands on the call, not a
+		// question to ask again.
+		if err := w.k.Flush(ctx, l); err != nil {
+			return step{}, err
+		}
 		res, err := t.Run(ctx, w.toolCall(l, who, c, args, workspace))
 		if err != nil && ctx.Err() != nil {
 			return step{}, context.Cause(ctx)
@@ -366,7 +372,7 @@ func (w *Worker) runDanger(ctx context.Context, l gh.Lease, who Asker, c gh.Tool
 	if !ok {
 		return w.result(ctx, l, c, "unknown tool "+c.Name, true)
 	}
-	state, err := w.journal.Lookup(ctx, l.SessionID, c.ID)
+	state, err := w.journal.Lookup(ctx, l, c.ID)
 	if err != nil {
 		return step{}, err
 	}
@@ -481,12 +487,14 @@ func GateID(sessionID, toolCallID string, n int) string {
 
 func gateKey(toolCallID string, n int) string { return gh.GateOpenedKey(toolCallID, n) }
 
-// latestGate finds the newest gate opened for a call and its decision.
-func (w *Worker) latestGate(ctx context.Context, sessionID, callID string) (int, *gh.GateOpened, *gh.GateDecided, error) {
+// latestGate finds the newest gate opened for a call and its decision. An
+// attempt's view of the log answers without a read what it holds (a gate
+// opened before the attempt's claim, and the decision that resumed it).
+func (w *Worker) latestGate(ctx context.Context, l gh.Lease, callID string) (int, *gh.GateOpened, *gh.GateDecided, error) {
 	n := 0
 	var opened *gh.GateOpened
 	for {
-		ev, ok, err := w.k.EventByKey(ctx, sessionID, gateKey(callID, n+1))
+		ev, ok, err := w.k.LeasedEventByKey(ctx, l, gateKey(callID, n+1))
 		if err != nil {
 			return 0, nil, nil, err
 		}
@@ -502,7 +510,8 @@ func (w *Worker) latestGate(ctx context.Context, sessionID, callID string) (int,
 	if opened == nil {
 		return 0, nil, nil, nil
 	}
-	ev, ok, err := w.k.EventByKey(ctx, sessionID, "gate:"+opened.GateID)
+	// A decision commits from outside the run: one the view lacks is read.
+	ev, ok, err := w.k.SessionEventByKey(ctx, l, "gate:"+opened.GateID)
 	if err != nil || !ok {
 		return n, opened, nil, err
 	}
@@ -532,18 +541,32 @@ func (w *Worker) openGate(ctx context.Context, l gh.Lease, c gh.ToolCall, n int,
 		opened.GrantBound, opened.GrantLabel = w.grantOffer(c.Name, args)
 	}
 	payload, _ := json.Marshal(opened)
-	err := w.k.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		if _, err := w.k.CommitTx(ctx, tx, l, gh.NewEvent{Kind: gh.KindGateOpened, Payload: payload, Key: gateKey(c.ID, n)}); err != nil {
-			return err
-		}
+	event := gh.NewEvent{Kind: gh.KindGateOpened, Payload: payload, Key: gateKey(c.ID, n)}
+	insert := func(ctx context.Context, tx store.Tx) error {
 		_, err := tx.InsertGate(ctx, g)
 		return err
-	})
-	if err == nil {
-		w.k.Notify(l.SessionID)
+	}
+	opens := func(ctx context.Context) {
 		if w.cfg.OnOpen != nil {
 			w.cfg.OnOpen(ctx, g)
 		}
+	}
+	if v := kernel.ViewOf(ctx, l); v != nil {
+		// The attempt settles awaiting the decision next: the gate, its
+		// row and the card's seed commit with that settle (or with the
+		// batch's next commit), not in a transaction of their own.
+		v.Stage(event, insert, opens)
+		return nil
+	}
+	err := w.k.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if _, err := w.k.CommitTx(ctx, tx, l, event); err != nil {
+			return err
+		}
+		return insert(ctx, tx)
+	})
+	if err == nil {
+		w.k.Notify(l.SessionID)
+		opens(ctx)
 	}
 	return err
 }
