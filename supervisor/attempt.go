@@ -142,7 +142,7 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	payload, _ := json.Marshal(out.summary)
 	settled, err := s.k.Finish(settleCtx, lease, kernel.Settle{
 		Outcome: out.status, Reason: out.reason, NoRetry: out.noRetry, Calls: calls.take(), Unanswered: unanswered, Execution: out.execution,
-		View:    out.view,
+		View:   out.view,
 		Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: payload, Key: fmt.Sprintf("run%d-epoch%d-finished", lease.RunID, lease.Epoch)}},
 	})
 	if err != nil {
@@ -928,7 +928,7 @@ func priorCost(l gh.Lease, events []gh.Event) (prior gh.RunFinished, known bool)
 	// Each earlier run.started of the run is followed by a run.finished
 	// before the next run.started.
 	for i, st := range started {
-		next := int64(1<<62)
+		next := int64(1 << 62)
 		if i+1 < len(started) {
 			next = started[i+1]
 		}
