@@ -2,6 +2,7 @@ package gatehouse
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -37,12 +38,37 @@ type UserMessage struct {
 	// the log says so.
 	RequestedDelivery Delivery `json:"requestedDelivery,omitempty"`
 	// Selection picks the model for the turn ("provider:model[,fallback]").
-	Selection   string       `json:"selection,omitempty"`
+	Selection string `json:"selection,omitempty"`
+	// Thinking picks how hard the model may reason before it answers, where
+	// the provider supports it: "", "off", "low", "medium" or "high" (see
+	// CheckThinking). "" leaves it to the provider.
+	Thinking    string       `json:"thinking,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty"`
 	// Source is the surface it came from: api, web, telegram, discord, slack.
 	Source string `json:"source,omitempty"`
 	// User is who sent it, as the surface knows them.
 	User string `json:"user,omitempty"`
+}
+
+// Thinking levels an input may choose (UserMessage.Thinking). Each provider
+// maps them to its own option (Anthropic extended thinking, OpenAI
+// reasoning_effort) for the models that take one; the empty level asks for
+// nothing and leaves the provider's default.
+const (
+	ThinkingOff    = "off"
+	ThinkingLow    = "low"
+	ThinkingMedium = "medium"
+	ThinkingHigh   = "high"
+)
+
+// CheckThinking returns an invalid error unless level is one an input may
+// choose: "", off, low, medium or high. Levels are lower case on the wire,
+// so a client's typo is refused rather than silently ignored.
+func CheckThinking(level string) error {
+	if level == "" || slices.Contains([]string{ThinkingOff, ThinkingLow, ThinkingMedium, ThinkingHigh}, level) {
+		return nil
+	}
+	return Errorf(CodeInvalid, "thinking must be one of off, low, medium, high (or absent), not %q", level)
 }
 
 // LocalUser is the user key of input that names no person: the web chat
@@ -108,12 +134,28 @@ type AssistantMessage struct {
 	Usage      Usage   `json:"usage"`
 	Provider   string  `json:"provider,omitempty"`
 	Model      string  `json:"model,omitempty"`
+	// Thinking are the model's reasoning blocks, kept verbatim with their
+	// signatures: Anthropic refuses a request after a tool result unless
+	// the assistant turn that asked for the tools is sent back with them
+	// unchanged, so they must outlive the attempt (an approval can pause
+	// the turn for days).
+	Thinking []ThinkingBlock `json:"thinking,omitempty"`
 	// Memories are the remembered facts this turn's requests were given.
 	Memories []RecalledMemory `json:"memories,omitempty"`
 	// Error and Hint explain a terminal failure (stopReason error).
 	Error     string `json:"error,omitempty"`
 	ErrorCode string `json:"errorCode,omitempty"`
 	Hint      string `json:"hint,omitempty"`
+}
+
+// ThinkingBlock is one reasoning block of a model's answer, as the
+// provider sent it. Type is "thinking" (Thinking and its Signature) or
+// "redacted_thinking" (Data, encrypted by the provider).
+type ThinkingBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
 }
 
 // ToolResult is the payload of tool.result, keyed by toolCallId.

@@ -75,8 +75,18 @@ type Execution struct {
 	// Selection is the model chain the turn resolved (the input's own, or
 	// the configured one): "openai:gpt-x,anthropic:claude-y".
 	Selection string `json:"selection,omitempty"`
-	// Thinking is the reasoning level asked for, when one was.
+	// Thinking is the reasoning level the answering model was run with:
+	// the input's choice where the model takes one; "" when none was asked
+	// or the model could not take it (Note says why).
 	Thinking string `json:"thinking,omitempty"`
+	// ThinkingBudget is the thinking token budget sent (Anthropic), 0 if none.
+	ThinkingBudget int `json:"thinkingBudget,omitempty"`
+	// MaxTokens is the output token limit sent, 0 if the provider's default.
+	MaxTokens int `json:"maxTokens,omitempty"`
+	// Note says what of the request was asked for but not applied, and why
+	// ("thinking high not applied: openai:gpt-4o does not take
+	// reasoning_effort").
+	Note string `json:"note,omitempty"`
 	// Tools counts the tools offered to the model.
 	Tools int `json:"tools"`
 }

@@ -173,12 +173,48 @@ type claimCall struct {
 // share a database. A press of a decided gate is a read; a press of a
 // pending gate is a write transaction, except that presses of one gate in
 // one process wait for the compare-and-set in flight and get its
-// decision. now defaults to time.Now.
+// decision. Under a [Service] a press of a pending gate costs one write
+// transaction in all: the compare-and-set commits with gate.decided
+// ([DeferredClaimer]). now defaults to time.Now.
 func NewSQL(st store.Store, now func() time.Time) Registry {
 	if now == nil {
 		now = time.Now
 	}
 	return &sqlRegistry{st: st, now: now, inflight: map[string]*claimCall{}}
+}
+
+// ClaimDeferred is Claim without its compare-and-set: [Service] makes it in
+// the transaction that logs the decision, so a press of a pending gate
+// costs one write transaction, not two. The decided gate it returns is
+// what the press would make; SQL's compare-and-set says who won.
+func (r *sqlRegistry) ClaimDeferred(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {
+	if err := CheckID(id); err != nil {
+		return gh.Gate{}, false, err
+	}
+	g, err := r.st.GetGate(ctx, id)
+	if err != nil {
+		return gh.Gate{}, false, err
+	}
+	return r.claimRead(g, d)
+}
+
+// claimRead is ClaimDeferred from a gate read just now.
+func (r *sqlRegistry) claimRead(g gh.Gate, d gh.Decision) (gh.Gate, bool, error) {
+	now := Clock(r.now)
+	if err := ValidateDecision(g, d, now); err != nil {
+		return gh.Gate{}, false, err
+	}
+	if g.State != gh.GatePending {
+		// Decided gates never change: the read is the answer.
+		return g, false, nil
+	}
+	made := d
+	if !g.ExpiresAt.After(now) {
+		// As the compare-and-set will: a press after the expiry expires it.
+		made = Expiry
+	}
+	g.State, g.DecidedBy, g.Surface, g.Reason, g.Answer, g.DecidedAt = made.State, made.By, made.Surface, made.Reason, made.Answer, now
+	return g, made.State == d.State, nil
 }
 
 func (r *sqlRegistry) Claim(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {

@@ -118,6 +118,20 @@ func (s *Service) Decide(ctx context.Context, id string, d gh.Decision) (gh.Gate
 	return s.decide(ctx, id, d)
 }
 
+// DecideRead is Decide for a gate the caller has just read (to check whose
+// it is): with the SQL registry, the press needs no second read of it.
+func (s *Service) DecideRead(ctx context.Context, g gh.Gate, d gh.Decision) (gh.Gate, bool, error) {
+	if d.State == gh.GateExpired {
+		return gh.Gate{}, false, gh.Errorf(gh.CodeInvalid, "a gate expires by its timeout; a press cannot expire it")
+	}
+	sr, ok := s.cfg.Registry.(*sqlRegistry)
+	if !ok {
+		return s.decide(ctx, g.ID, d)
+	}
+	claimed, won, err := sr.claimRead(g, d)
+	return s.settle(ctx, g.ID, claimed, won, true, err)
+}
+
 func (s *Service) decide(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {
 	if err := CheckID(id); err != nil {
 		return gh.Gate{}, false, err
@@ -129,6 +143,11 @@ func (s *Service) decide(ctx context.Context, id string, d gh.Decision) (gh.Gate
 		claim = dc.ClaimDeferred
 	}
 	g, won, err := claim(ctx, id, d)
+	return s.settle(ctx, id, g, won, deferred, err)
+}
+
+// settle makes sure a claim's decision is in the log (see Decide).
+func (s *Service) settle(ctx context.Context, id string, g gh.Gate, won, deferred bool, err error) (gh.Gate, bool, error) {
 	if err != nil {
 		return g, won, err
 	}

@@ -64,19 +64,28 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		surface = "web"
 	}
 	id := r.PathValue("id")
-	if err := s.ownGate(r.Context(), id); err != nil {
+	read, err := s.ownGate(r.Context(), id)
+	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
 	answer := req.Answer
 	if scope := strings.ToLower(strings.TrimSpace(req.Scope)); scope != "" {
-		if err := s.grantScope(r.Context(), id, scope, state, answer); err != nil {
+		if err := s.grantScope(r.Context(), read, scope, state, answer); err != nil {
 			writeError(w, r, s.log, err)
 			return
 		}
 		answer = gh.ScopeChat
 	}
-	g, won, err := s.cfg.Gates.Decide(r.Context(), id, gh.Decision{State: state, By: gh.LocalUser, Surface: surface, Reason: strings.TrimSpace(req.Reason), Answer: answer})
+	d := gh.Decision{State: state, By: gh.LocalUser, Surface: surface, Reason: strings.TrimSpace(req.Reason), Answer: answer}
+	var g gh.Gate
+	var won bool
+	if rd, ok := s.cfg.Gates.(readDecider); ok {
+		// The gate was just read to check whose it is: no second read.
+		g, won, err = rd.DecideRead(r.Context(), read, d)
+	} else {
+		g, won, err = s.cfg.Gates.Decide(r.Context(), id, d)
+	}
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -84,27 +93,30 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, decisionResponse{Decision: g.State, By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason, Answer: g.Answer, Won: won, Gate: g})
 }
 
-// ownGate refuses a gate of another tenant's session as unknown.
-func (s *Server) ownGate(ctx context.Context, id string) error {
+// readDecider is a GateDecider that can decide from a gate its caller has
+// just read (gates.Service.DecideRead).
+type readDecider interface {
+	DecideRead(ctx context.Context, g gh.Gate, d gh.Decision) (gh.Gate, bool, error)
+}
+
+// ownGate reads a gate, refusing one of another tenant's session as
+// unknown.
+func (s *Server) ownGate(ctx context.Context, id string) (gh.Gate, error) {
 	g, err := s.cfg.Store.GetGate(ctx, id)
 	if err != nil {
-		return err
+		return gh.Gate{}, err
 	}
 	err = s.ownSession(ctx, g.SessionID)
 	if gh.IsCode(err, gh.CodeUnknownSession) {
-		return gh.Errorf(gh.CodeNotFound, "no gate %q", id)
+		return gh.Gate{}, gh.Errorf(gh.CodeNotFound, "no gate %q", id)
 	}
-	return err
+	return g, err
 }
 
 // getGate is GET /v1/gates/{id}.
 func (s *Server) getGate(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.ownGate(r.Context(), id); err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	g, err := s.cfg.Store.GetGate(r.Context(), id)
+	g, err := s.ownGate(r.Context(), id)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

@@ -14,23 +14,19 @@ import (
 
 // grantScope checks a decision's scope: "chat" approves a gate that offers
 // a grant; anything else is refused.
-func (s *Server) grantScope(ctx context.Context, gateID, scope string, state gh.GateState, answer string) error {
+func (s *Server) grantScope(ctx context.Context, g gh.Gate, scope string, state gh.GateState, answer string) error {
 	if scope != "chat" {
 		return gh.Errorf(gh.CodeInvalid, "scope must be chat, not %q", scope)
 	}
 	if state != gh.GateApproved || answer != "" {
 		return gh.Errorf(gh.CodeInvalid, "scope chat goes with decision approve only")
 	}
-	g, err := s.cfg.Store.GetGate(ctx, gateID)
-	if err != nil {
-		return err
-	}
 	o, ok, err := s.k.GateOpened(ctx, g)
 	if err != nil {
 		return err
 	}
 	if !ok || o.GrantBound == "" {
-		return gh.Errorf(gh.CodeInvalid, "gate %q offers no approval for the chat: %s declares no bound for these arguments", gateID, g.Tool)
+		return gh.Errorf(gh.CodeInvalid, "gate %q offers no approval for the chat: %s declares no bound for these arguments", g.ID, g.Tool)
 	}
 	return nil
 }

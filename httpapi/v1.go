@@ -151,6 +151,7 @@ type inputRequest struct {
 	RequestID   string          `json:"requestId,omitempty"`
 	Delivery    gh.Delivery     `json:"delivery,omitempty"`
 	Selection   string          `json:"selection,omitempty"`
+	Thinking    string          `json:"thinking,omitempty"`
 	Attachments []gh.Attachment `json:"attachments,omitempty"`
 }
 
@@ -202,6 +203,12 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// A level no provider knows is refused rather than committed and
+	// ignored: the client asked for something it would not get.
+	if err := gh.CheckThinking(req.Thinking); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	// The session is made on first input; one known to exist for this
 	// tenant costs no statement here.
 	if known, err := s.k.KnownSession(ctx, id, s.cfg.Tenant); err != nil {
@@ -215,7 +222,7 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := gh.UserMessage{
 		Text: req.Text, RequestID: req.RequestID, Delivery: req.Delivery,
-		Selection: req.Selection, Attachments: req.Attachments, Source: "api",
+		Selection: req.Selection, Thinking: req.Thinking, Attachments: req.Attachments, Source: "api",
 	}
 	if strings.EqualFold(r.Header.Get("X-Gatehouse-Source"), "web") {
 		msg.Source = "web"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -19,10 +20,12 @@ const providerAnthropic = "anthropic"
 type anthropicProvider struct {
 	client        anthropic.Client
 	notConfigured string
+	// thinking are the models that take extended thinking.
+	thinking thinkingModels
 }
 
 func newAnthropic(cfg Config) *anthropicProvider {
-	p := &anthropicProvider{}
+	p := &anthropicProvider{thinking: cfg.ThinkingModels}
 	if cfg.AnthropicAPIKey == "" {
 		p.notConfigured = "anthropic needs an API key (ANTHROPIC_API_KEY)"
 	}
@@ -47,7 +50,7 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, onDelta fun
 	if onDelta == nil {
 		onDelta = func(string) {}
 	}
-	params, err := anthropicParams(req)
+	params, applied, err := anthropicParams(req, p.thinking.takes(providerAnthropic, req.Model))
 	if err != nil {
 		return Response{}, err
 	}
@@ -55,7 +58,7 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, onDelta fun
 	defer stream.Close()
 
 	var (
-		resp    Response
+		resp    = Response{Applied: applied}
 		msg     anthropic.Message
 		started bool
 		stopped bool
@@ -118,6 +121,12 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, onDelta fun
 		switch b.Type {
 		case "text":
 			text.WriteString(b.Text)
+		case "thinking":
+			// Kept verbatim: the signature covers the text, and the next
+			// request of a tool loop must carry both unchanged.
+			resp.Thinking = append(resp.Thinking, gh.ThinkingBlock{Type: b.Type, Thinking: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			resp.Thinking = append(resp.Thinking, gh.ThinkingBlock{Type: b.Type, Data: b.Data})
 		case "tool_use":
 			args := ""
 			if in := inputs[int64(i)]; in != nil {
@@ -184,8 +193,13 @@ func anthropicClassify(err error) *Error {
 
 // anthropicParams maps a Request to the Messages API: system messages go to
 // the system field; consecutive messages of one role are merged into one
-// (tool results travel as tool_result blocks of a user message).
-func anthropicParams(req Request) (anthropic.MessageNewParams, error) {
+// (tool results travel as tool_result blocks of a user message). A thinking
+// level becomes extended thinking when takesThinking (the model has it):
+// budget_tokens by level, max_tokens raised to the budget plus the answer's
+// own allowance (the API wants max_tokens above the budget), and each
+// assistant message's thinking blocks sent back first, unchanged. Without
+// thinking the blocks are left out, which the API always accepts.
+func anthropicParams(req Request, takesThinking bool) (anthropic.MessageNewParams, Applied, error) {
 	params := anthropic.MessageNewParams{
 		Model:     anthropic.Model(req.Model),
 		MaxTokens: int64(req.MaxTokens),
@@ -193,6 +207,26 @@ func anthropicParams(req Request) (anthropic.MessageNewParams, error) {
 	if params.MaxTokens <= 0 {
 		params.MaxTokens = defaultAnthropicMaxTokens
 	}
+	var applied Applied
+	switch {
+	case req.Thinking == "" || req.Thinking == gh.ThinkingOff:
+		// Off is the API's default: nothing to send.
+		applied.Thinking = req.Thinking
+	case !takesThinking:
+		applied = notTaken(providerAnthropic, req.Model, req.Thinking, "extended thinking")
+	case toolLoopWithoutThinking(req.Messages):
+		// The API keeps one thinking mode through a tool loop and refuses
+		// thinking when the tool calls being answered came without it
+		// (the level changed mid-turn, or another model asked for them).
+		applied.Note = fmt.Sprintf("thinking %s not applied: the tool calls this request answers were made without thinking, "+
+			"and Anthropic keeps one thinking mode through a tool loop", req.Thinking)
+	default:
+		budget := anthropicThinkingBudget[req.Thinking]
+		params.MaxTokens += int64(budget)
+		params.Thinking = anthropic.ThinkingConfigParamOfEnabled(int64(budget))
+		applied.Thinking, applied.ThinkingBudget = req.Thinking, budget
+	}
+	applied.MaxTokens = int(params.MaxTokens)
 	add := func(role anthropic.MessageParamRole, blocks ...anthropic.ContentBlockParamUnion) {
 		if len(blocks) == 0 {
 			return
@@ -215,6 +249,18 @@ func anthropicParams(req Request) (anthropic.MessageNewParams, error) {
 			}
 		case RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
+			if applied.ThinkingBudget > 0 {
+				// First, as the model wrote them: the API checks the
+				// signatures and wants them ahead of the tool_use blocks.
+				for _, tb := range m.Thinking {
+					switch tb.Type {
+					case "thinking":
+						blocks = append(blocks, anthropic.NewThinkingBlock(tb.Signature, tb.Thinking))
+					case "redacted_thinking":
+						blocks = append(blocks, anthropic.NewRedactedThinkingBlock(tb.Data))
+					}
+				}
+			}
 			if m.Text != "" {
 				blocks = append(blocks, anthropic.NewTextBlock(m.Text))
 			}
@@ -224,7 +270,7 @@ func anthropicParams(req Request) (anthropic.MessageNewParams, error) {
 					args = json.RawMessage("{}")
 				}
 				if !json.Valid(args) {
-					return params, newError(CodeBadRequest, false, nil, "tool call %s: arguments are not valid JSON", tc.ID)
+					return params, applied, newError(CodeBadRequest, false, nil, "tool call %s: arguments are not valid JSON", tc.ID)
 				}
 				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, args, tc.Name))
 			}
@@ -239,13 +285,13 @@ func anthropicParams(req Request) (anthropic.MessageNewParams, error) {
 			}
 			add(anthropic.MessageParamRoleUser, anthropic.ContentBlockParamUnion{OfToolResult: &tr})
 		default:
-			return params, newError(CodeBadRequest, false, nil, "message role %q is not one of system, user, assistant, tool", m.Role)
+			return params, applied, newError(CodeBadRequest, false, nil, "message role %q is not one of system, user, assistant, tool", m.Role)
 		}
 	}
 	for _, t := range req.Tools {
 		schema, err := schemaObject(t)
 		if err != nil {
-			return params, err
+			return params, applied, err
 		}
 		in := anthropic.ToolInputSchemaParam{ExtraFields: map[string]any{}}
 		for k, v := range schema {
@@ -271,5 +317,20 @@ func anthropicParams(req Request) (anthropic.MessageNewParams, error) {
 		}
 		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &tool})
 	}
-	return params, nil
+	return params, applied, nil
+}
+
+// toolLoopWithoutThinking reports whether the request answers tool calls
+// (its last assistant message asked for tools and no user message came
+// after it) whose assistant message carries no thinking blocks.
+func toolLoopWithoutThinking(msgs []Message) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		switch msgs[i].Role {
+		case RoleUser:
+			return false
+		case RoleAssistant:
+			return len(msgs[i].ToolCalls) > 0 && len(msgs[i].Thinking) == 0
+		}
+	}
+	return false
 }

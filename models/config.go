@@ -61,6 +61,13 @@ type Config struct {
 	// the first one included: 1 disables retries. Defaults to 3.
 	MaxRetries int
 
+	// ThinkingModels lists the models that take a thinking level
+	// (Request.Thinking), as "provider:model" entries; an entry ending in
+	// "*" matches every model name starting with the rest. A model not
+	// listed is sent no thinking option, and the answer's Applied.Note says
+	// so. Defaults to DefaultThinkingModels; an empty, non-nil list: none.
+	ThinkingModels []string
+
 	// Prices gives the cost of each "provider:model" for the ledger.
 	// Defaults to none (cost 0).
 	Prices map[string]Price
@@ -106,6 +113,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRetries <= 0 {
 		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.ThinkingModels == nil {
+		c.ThinkingModels = DefaultThinkingModels
 	}
 	if c.HTTPClient == nil {
 		var rt http.RoundTripper = http.DefaultTransport

@@ -84,6 +84,30 @@
 // messages tool_result blocks of a user message (consecutive messages of one
 // role are merged). max_tokens defaults to 4096.
 //
+// # Thinking
+//
+// Request.Thinking ("", off, low, medium, high; anything else is
+// model-bad-request before anything is sent) is applied only to the models
+// Config.ThinkingModels lists ([DefaultThinkingModels] when nil: OpenAI's
+// o1, o3…, o4…, gpt-5… and Anthropic's claude-3-7-sonnet… and
+// claude-sonnet/opus/haiku-…). An entry "provider:model" matches that name,
+// and one ending in "*" every name starting with the rest. Response.Applied
+// says what was sent; a level a model cannot take is not sent, Applied.Note
+// says so, and the call goes on: a thinking level never fails a call.
+//
+// openai sends low/medium/high as reasoning_effort; off cannot stop a
+// reasoning model from reasoning (noted). anthropic sends extended thinking,
+// budget_tokens 2048, 8192 or 24576 for low, medium, high, with max_tokens
+// raised by the budget (the API wants it above the budget), and no
+// temperature (which thinking forbids). Its answer's thinking and
+// redacted_thinking blocks come back in Response.Thinking, verbatim with
+// their signatures; the caller keeps them with the assistant message
+// (Message.Thinking), and they are sent back first in that message when the
+// request thinks, as the API requires after a tool result. When a thinking
+// request would answer tool calls whose message has no thinking blocks, the
+// API would refuse it, so that request is sent without thinking (noted).
+// scripted takes every level and reports it as applied.
+//
 // scripted: replays Config.ScriptFile, a JSON list of steps:
 //
 //	[

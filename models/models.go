@@ -37,6 +37,10 @@ type Message struct {
 	ToolCallID string
 	// IsError marks a role tool message whose tool failed.
 	IsError bool
+	// Thinking are an assistant message's reasoning blocks as its provider
+	// sent them (Response.Thinking). Anthropic gets them back, unchanged and
+	// first, when the request thinks too; other providers ignore them.
+	Thinking []gh.ThinkingBlock
 }
 
 // Request is one model request.
@@ -47,6 +51,11 @@ type Request struct {
 	Messages  []Message
 	Tools     []gh.ToolSpec
 	MaxTokens int // 0 means the provider's default (anthropic: 4096)
+	// Thinking is the reasoning level asked for: "", "off", "low",
+	// "medium" or "high" (gh.Thinking…). A provider applies it where the
+	// model takes it (Config.ThinkingModels) and otherwise says so in
+	// Response.Applied.Note; it never fails a call for it.
+	Thinking string
 }
 
 // Response is the accumulated answer of one call.
@@ -57,6 +66,11 @@ type Response struct {
 	Usage      gh.Usage
 	Provider   string
 	Model      string
+	// Thinking are the reasoning blocks of the answer, to be kept and sent
+	// back with the assistant message (Message.Thinking).
+	Thinking []gh.ThinkingBlock
+	// Applied is what the answering provider sent of the request's options.
+	Applied Applied
 }
 
 // Provider speaks one provider's wire protocol.

@@ -28,10 +28,12 @@ type openaiProvider struct {
 	// official is true for api.openai.com, which wants max_completion_tokens;
 	// compatible servers get max_tokens.
 	official bool
+	// thinking are the models that take reasoning_effort.
+	thinking thinkingModels
 }
 
 func newOpenAI(cfg Config) *openaiProvider {
-	p := &openaiProvider{}
+	p := &openaiProvider{thinking: cfg.ThinkingModels}
 	if u, err := url.Parse(cfg.OpenAIBaseURL); err == nil && u.Hostname() == "api.openai.com" {
 		p.official = true
 		if cfg.OpenAIAPIKey == "" {
@@ -59,7 +61,7 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, onDelta func(s
 	if onDelta == nil {
 		onDelta = func(string) {}
 	}
-	params, err := p.params(req)
+	params, applied, err := p.params(req)
 	if err != nil {
 		return Response{}, err
 	}
@@ -71,7 +73,7 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, onDelta func(s
 		args     strings.Builder
 	}
 	var (
-		resp   Response
+		resp   = Response{Applied: applied}
 		text   strings.Builder
 		calls  = map[int64]*call{}
 		id     string
@@ -189,12 +191,25 @@ func (p *openaiProvider) classify(err error) *Error {
 	return classifyTransport(err)
 }
 
-func (p *openaiProvider) params(req Request) (openai.ChatCompletionNewParams, error) {
+func (p *openaiProvider) params(req Request) (openai.ChatCompletionNewParams, Applied, error) {
 	params := openai.ChatCompletionNewParams{
 		Model:         shared.ChatModel(req.Model),
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 	}
+	var applied Applied
+	switch {
+	case !p.thinking.takes(providerOpenAI, req.Model):
+		// Chat models refuse reasoning_effort outright (400): it is not
+		// sent, and the turn goes on without it.
+		applied = notTaken(providerOpenAI, req.Model, req.Thinking, "reasoning_effort")
+	case req.Thinking == gh.ThinkingOff:
+		applied.Note = fmt.Sprintf("thinking off not applied: openai:%s always reasons; it ran at its default effort", req.Model)
+	case req.Thinking != "":
+		params.ReasoningEffort = shared.ReasoningEffort(req.Thinking)
+		applied.Thinking = req.Thinking
+	}
 	if req.MaxTokens > 0 {
+		applied.MaxTokens = req.MaxTokens
 		if p.official {
 			params.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
 		} else {
@@ -232,13 +247,13 @@ func (p *openaiProvider) params(req Request) (openai.ChatCompletionNewParams, er
 			}
 			params.Messages = append(params.Messages, openai.ToolMessage(text, m.ToolCallID))
 		default:
-			return params, newError(CodeBadRequest, false, nil, "message role %q is not one of system, user, assistant, tool", m.Role)
+			return params, applied, newError(CodeBadRequest, false, nil, "message role %q is not one of system, user, assistant, tool", m.Role)
 		}
 	}
 	for _, t := range req.Tools {
 		schema, err := schemaObject(t)
 		if err != nil {
-			return params, err
+			return params, applied, err
 		}
 		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
 		if t.Description != "" {
@@ -246,7 +261,7 @@ func (p *openaiProvider) params(req Request) (openai.ChatCompletionNewParams, er
 		}
 		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fn))
 	}
-	return params, nil
+	return params, applied, nil
 }
 
 // schemaObject decodes a tool's JSON Schema; an empty one is an object

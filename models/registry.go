@@ -168,6 +168,9 @@ func (r *Registry) Call(ctx context.Context, chain Chain, req Request, onDelta f
 	if err := r.check(chain); err != nil {
 		return Response{}, nil, err
 	}
+	if err := gh.CheckThinking(req.Thinking); err != nil {
+		return Response{}, nil, newError(CodeBadRequest, false, err, "bad thinking level")
+	}
 	req.Messages = hoistSystem(req.Messages)
 
 	type failure struct {

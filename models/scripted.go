@@ -111,7 +111,9 @@ func (p *scriptedProvider) Stream(ctx context.Context, req Request, onDelta func
 			onDelta(c)
 		}
 	}
-	resp := Response{Text: step.Text, StopReason: StopEndTurn}
+	// Every level is taken and reported back, so a test or a demo sees the
+	// level its turn asked for in the run's execution.
+	resp := Response{Text: step.Text, StopReason: StopEndTurn, Applied: Applied{Thinking: req.Thinking, MaxTokens: req.MaxTokens}}
 	for j, tc := range step.ToolCalls {
 		id := tc.ID
 		if id == "" {

@@ -227,7 +227,10 @@ func (t *transcript) messages() []models.Message {
 			if failed(a) {
 				continue
 			}
-			m := models.Message{Role: models.RoleAssistant, Text: a.Text, ToolCalls: a.ToolCalls}
+			// Thinking blocks go back with their message: Anthropic wants
+			// them, unchanged, on the message whose tool calls a request
+			// answers (the provider decides what it sends).
+			m := models.Message{Role: models.RoleAssistant, Text: a.Text, ToolCalls: a.ToolCalls, Thinking: a.Thinking}
 			out = append(out, m)
 			for _, c := range a.ToolCalls {
 				r, ok := t.results[c.ID]
@@ -280,8 +283,39 @@ func estimateTokens(msgs []models.Message) int {
 		for _, c := range m.ToolCalls {
 			n += (len(c.Name)+len(c.Arguments))/4 + 4
 		}
+		for _, b := range m.Thinking {
+			n += (len(b.Thinking)+len(b.Data))/4 + 4
+		}
 	}
 	return n
+}
+
+// goingOn lists, in seq order, the inputs the newest assistant message
+// presented: the inputs of a turn that goes on from it.
+func (t *transcript) goingOn() []int64 {
+	a := t.newestAssistant()
+	if a == nil {
+		return nil
+	}
+	return slices.Sorted(slices.Values(a.InputSeqs))
+}
+
+// thinking is the reasoning level the turn asks for: the newest of its
+// inputs that chose one decides, so that a guide which says nothing of it
+// does not switch thinking off halfway through a tool loop, and a turn
+// resumed after an approval asks as it asked before the pause. An
+// unreadable level (committed by a surface that did not check it) counts
+// as none: one bad input must not fail its turns.
+func (t *transcript) thinking(inputs []int64) string {
+	level, at := "", int64(0)
+	for _, e := range t.entries {
+		u := e.user
+		if u == nil || u.Thinking == "" || e.seq < at || !slices.Contains(inputs, e.seq) || gh.CheckThinking(u.Thinking) != nil {
+			continue
+		}
+		level, at = u.Thinking, e.seq
+	}
+	return level
 }
 
 // personTurn is one person's part of an answered turn, for memory.

@@ -90,6 +90,10 @@ type Config struct {
 	// Prices is the price table, "provider:model=in/out,…" in US dollars
 	// per million tokens. Defaults to empty (cost 0).
 	Prices string
+	// ThinkingModels lists the models that take a thinking level,
+	// "provider:model" entries where a trailing * matches a prefix; "none"
+	// is no model. Defaults to empty: models.DefaultThinkingModels.
+	ThinkingModels string
 
 	// Workers bounds concurrent turns per replica. Defaults to 4.
 	Workers int
@@ -272,6 +276,13 @@ var settings = append([]setting{
 			return err
 		}
 		c.Prices = v
+		return nil
+	}},
+	{"GATEHOUSE_THINKING_MODELS", "thinking_models", "", "models that take an input's thinking level (Anthropic extended thinking, OpenAI reasoning_effort): provider:model entries, a trailing * matching every model starting so; empty is the built-in list, none is no model", func(c *Config, v string) error {
+		if _, err := parseThinkingModels(v); err != nil {
+			return err
+		}
+		c.ThinkingModels = v
 		return nil
 	}},
 	{"GATEHOUSE_WORKERS", "workers", "4", "turns one replica runs at once", integer(func(c *Config) *int { return &c.Workers })},
@@ -541,6 +552,28 @@ func parseContacts(v string) (map[string]string, error) {
 			return nil, fmt.Errorf("want Name=address entries separated by commas, got %q", part)
 		}
 		out[name] = addr
+	}
+	return out, nil
+}
+
+// parseThinkingModels reads GATEHOUSE_THINKING_MODELS: empty is nil (the
+// built-in list), "none" an empty list, else comma-separated
+// provider:model entries.
+func parseThinkingModels(v string) ([]string, error) {
+	v = strings.TrimSpace(v)
+	switch v {
+	case "":
+		return nil, nil
+	case "none":
+		return []string{}, nil
+	}
+	var out []string
+	for e := range strings.SplitSeq(v, ",") {
+		e = strings.TrimSpace(e)
+		if provider, model, ok := strings.Cut(e, ":"); !ok || provider == "" || model == "" {
+			return nil, fmt.Errorf("want provider:model entries (a trailing * matches a prefix), e.g. openai:o3*,anthropic:claude-sonnet-*; got %q", e)
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }

@@ -43,6 +43,8 @@ func TestConfigRejectsBadValuesByName(t *testing.T) {
 		"GATEHOUSE_MAX_ATTEMPTS": "-1",
 		"GATEHOUSE_DATABASE_URL": "mysql://x",
 		"GATEHOUSE_LOG_LEVEL":    "loud",
+		// A model name without its provider.
+		"GATEHOUSE_THINKING_MODELS": "o3*",
 	} {
 		_, err := loadConfig("", env(map[string]string{name: value}))
 		if err == nil || !strings.Contains(err.Error(), name) {

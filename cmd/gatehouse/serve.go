@@ -186,12 +186,16 @@ func newModels(cfg Config, ledger func(context.Context, models.LedgerRow)) (*mod
 	if err != nil {
 		return nil, err
 	}
+	thinking, err := parseThinkingModels(cfg.ThinkingModels)
+	if err != nil {
+		return nil, err
+	}
 	return models.New(models.Config{
 		Selection:    cfg.Model,
 		OpenAIAPIKey: cfg.OpenAIAPIKey, OpenAIBaseURL: cfg.OpenAIBaseURL,
 		AnthropicAPIKey: cfg.AnthropicAPIKey, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		ScriptFile: cfg.ScriptFile, RequestTimeout: cfg.ModelTimeout, MaxRetries: cfg.ModelRetries,
-		Prices: prices, Ledger: ledger,
+		Prices: prices, Ledger: ledger, ThinkingModels: thinking,
 	})
 }
 

@@ -1,12 +1,17 @@
 package modeltest
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -26,17 +31,31 @@ const AnthropicVersion = "2023-06-01"
 // system field), a conversation not starting with user or not alternating,
 // empty text blocks, a tool_result that answers no tool_use of the
 // previous assistant message, and a tool_use left without its result.
+//
+// Extended thinking is checked as the real API checks it: thinking must be
+// {type: enabled, budget_tokens ≥ 1024 and < max_tokens} or {type:
+// disabled}, and temperature may not be set with it. A thinking block sent
+// back must carry the signature the fake gave that very text, and a
+// redacted_thinking block data the fake issued; both only in assistant
+// messages, before their other blocks. With thinking enabled, a request
+// that answers tool calls (its last message holds tool_result blocks) is
+// refused unless the assistant message that asked for them starts with its
+// thinking blocks.
 type Anthropic struct {
 	*fake
 	apiKey string
 	models []string
 	srv    *httptest.Server
+	secret []byte // signs thinking blocks
+
+	redacted sync.Map // data of the redacted_thinking blocks issued
 }
 
 // NewAnthropic starts a fake that accepts apiKey and the given models (any
 // model if none). It is closed when the test ends.
 func NewAnthropic(tb testing.TB, apiKey string, models ...string) *Anthropic {
-	f := &Anthropic{fake: newFake(tb), apiKey: apiKey, models: models}
+	f := &Anthropic{fake: newFake(tb), apiKey: apiKey, models: models, secret: make([]byte, 16)}
+	_, _ = rand.Read(f.secret)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	tb.Cleanup(f.Close)
 	return f
@@ -98,12 +117,27 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 type anthropicRequest struct {
-	Model     string            `json:"model"`
-	MaxTokens int               `json:"max_tokens"`
-	Stream    bool              `json:"stream"`
-	System    json.RawMessage   `json:"system"`
-	Messages  []json.RawMessage `json:"messages"`
-	Tools     []json.RawMessage `json:"tools"`
+	Model       string            `json:"model"`
+	MaxTokens   int               `json:"max_tokens"`
+	Stream      bool              `json:"stream"`
+	System      json.RawMessage   `json:"system"`
+	Messages    []json.RawMessage `json:"messages"`
+	Tools       []json.RawMessage `json:"tools"`
+	Temperature *float64          `json:"temperature"`
+	Thinking    *struct {
+		Type         string `json:"type"`
+		BudgetTokens int    `json:"budget_tokens"`
+	} `json:"thinking"`
+}
+
+// thinking reports whether the request enabled extended thinking.
+func (r *anthropicRequest) thinking() bool { return r.Thinking != nil && r.Thinking.Type == "enabled" }
+
+// sign is the signature the fake gives a thinking text.
+func (f *Anthropic) sign(thinking string) string {
+	m := hmac.New(sha256.New, f.secret)
+	m.Write([]byte(thinking))
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
 func (f *Anthropic) handle(w http.ResponseWriter, r *http.Request, body []byte, jsonErr error, req *anthropicRequest) int {
@@ -138,7 +172,10 @@ func (f *Anthropic) handle(w http.ResponseWriter, r *http.Request, body []byte, 
 	if msg := checkAnthropicSystem(req.System); msg != "" {
 		return fail(http.StatusBadRequest, msg)
 	}
-	if msg := checkAnthropicMessages(req.Messages); msg != "" {
+	if msg := checkAnthropicThinking(req); msg != "" {
+		return fail(http.StatusBadRequest, msg)
+	}
+	if msg := f.checkMessages(req.Messages, req.thinking()); msg != "" {
 		return fail(http.StatusBadRequest, msg)
 	}
 	if msg := checkAnthropicTools(req.Tools); msg != "" {
@@ -157,11 +194,11 @@ func (f *Anthropic) handle(w http.ResponseWriter, r *http.Request, body []byte, 
 		f.wait(r)
 		return 0
 	}
-	f.stream(w, r, req.Model, reply)
+	f.stream(w, r, req.Model, reply, req.thinking())
 	return http.StatusOK
 }
 
-func (f *Anthropic) stream(w http.ResponseWriter, r *http.Request, model string, reply Reply) {
+func (f *Anthropic) stream(w http.ResponseWriter, r *http.Request, model string, reply Reply, thinking bool) {
 	in, out := reply.usage()
 	s := startSSE(w)
 	s.event("message_start", map[string]any{
@@ -183,6 +220,34 @@ func (f *Anthropic) stream(w http.ResponseWriter, r *http.Request, model string,
 		return
 	}
 	index := 0
+	if thinking && reply.Thinking != "" {
+		s.event("content_block_start", map[string]any{
+			"type": "content_block_start", "index": index,
+			"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""},
+		})
+		for _, d := range SplitText(reply.Thinking, 3) {
+			s.event("content_block_delta", map[string]any{
+				"type": "content_block_delta", "index": index,
+				"delta": map[string]any{"type": "thinking_delta", "thinking": d},
+			})
+		}
+		s.event("content_block_delta", map[string]any{
+			"type": "content_block_delta", "index": index,
+			"delta": map[string]any{"type": "signature_delta", "signature": f.sign(reply.Thinking)},
+		})
+		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		index++
+	}
+	if thinking && reply.RedactedThinking != "" {
+		data := "redacted:" + f.sign("redacted:"+reply.RedactedThinking)
+		f.redacted.Store(data, true)
+		s.event("content_block_start", map[string]any{
+			"type": "content_block_start", "index": index,
+			"content_block": map[string]any{"type": "redacted_thinking", "data": data},
+		})
+		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		index++
+	}
 	deltas := reply.deltas()
 	if len(deltas) > 0 || reply.Cut || reply.Stall {
 		s.event("content_block_start", map[string]any{
@@ -265,7 +330,30 @@ func checkAnthropicSystem(raw json.RawMessage) string {
 	return ""
 }
 
-func checkAnthropicMessages(raw []json.RawMessage) string {
+func checkAnthropicThinking(req *anthropicRequest) string {
+	if req.Thinking == nil {
+		return ""
+	}
+	switch req.Thinking.Type {
+	case "disabled":
+		return ""
+	case "enabled":
+	default:
+		return "thinking.type: Input should be 'enabled' or 'disabled'"
+	}
+	if req.Thinking.BudgetTokens < 1024 {
+		return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+	}
+	if req.Thinking.BudgetTokens >= req.MaxTokens {
+		return "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size"
+	}
+	if req.Temperature != nil && *req.Temperature != 1 {
+		return "`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#feature-compatibility"
+	}
+	return ""
+}
+
+func (f *Anthropic) checkMessages(raw []json.RawMessage, thinking bool) string {
 	if len(raw) == 0 {
 		return "messages: at least one message is required"
 	}
@@ -306,10 +394,34 @@ func checkAnthropicMessages(raw []json.RawMessage) string {
 		}
 		var uses []string
 		answered := map[string]bool{}
+		others := false // a block other than thinking came
 		for j, b := range blocks {
 			var typ string
 			_ = json.Unmarshal(b["type"], &typ)
+			if typ == "thinking" || typ == "redacted_thinking" {
+				if m.Role != "assistant" {
+					return fmt.Sprintf("messages.%d.content.%d: %s blocks only in assistant messages", i, j, typ)
+				}
+				if others {
+					return fmt.Sprintf("messages.%d.content.%d: %s blocks must come before the message's other blocks", i, j, typ)
+				}
+			} else {
+				others = true
+			}
 			switch typ {
+			case "thinking":
+				var text, sig string
+				_ = json.Unmarshal(b["thinking"], &text)
+				_ = json.Unmarshal(b["signature"], &sig)
+				if sig == "" || sig != f.sign(text) {
+					return fmt.Sprintf("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
+				}
+			case "redacted_thinking":
+				var data string
+				_ = json.Unmarshal(b["data"], &data)
+				if _, ok := f.redacted.Load(data); !ok {
+					return fmt.Sprintf("messages.%d.content.%d: Invalid `data` in `redacted_thinking` block", i, j)
+				}
 			case "text":
 				var text string
 				_ = json.Unmarshal(b["text"], &text)
@@ -350,6 +462,41 @@ func checkAnthropicMessages(raw []json.RawMessage) string {
 	}
 	if len(pending) > 0 {
 		return fmt.Sprintf("`tool_use` ids were found without `tool_result` blocks immediately after: %v", pending)
+	}
+	if thinking {
+		if msg := checkThinkingLoop(raw); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// checkThinkingLoop refuses, as the real API does with thinking enabled, a
+// request that answers tool calls unless the assistant message that asked
+// for them starts with a thinking or redacted_thinking block.
+func checkThinkingLoop(raw []json.RawMessage) string {
+	type block struct {
+		Type string `json:"type"`
+	}
+	type message struct {
+		Role    string  `json:"role"`
+		Content []block `json:"content"`
+	}
+	n := len(raw)
+	var last message
+	if n < 2 || json.Unmarshal(raw[n-1], &last) != nil || last.Role != "user" ||
+		!slices.Contains(last.Content, block{"tool_result"}) {
+		return ""
+	}
+	var a message
+	if json.Unmarshal(raw[n-2], &a) != nil || len(a.Content) == 0 {
+		return ""
+	}
+	if first := a.Content[0].Type; first != "thinking" && first != "redacted_thinking" {
+		return fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. "+
+			"When `thinking` is enabled, a final `assistant` message must start with a thinking block "+
+			"(preceeding the lastmost set of `tool_use` and `tool_result` blocks). "+
+			"We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.", n-2, first)
 	}
 	return ""
 }

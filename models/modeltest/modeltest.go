@@ -31,6 +31,12 @@ type Reply struct {
 	Chunks []string
 	// ToolCalls are streamed after the text, arguments in pieces.
 	ToolCalls []ToolCall
+	// Thinking, for the Anthropic fake, is streamed as a signed thinking
+	// block before everything else, and RedactedThinking as a
+	// redacted_thinking block after it; both only when the request
+	// enabled thinking, as the real API thinks only then.
+	Thinking         string
+	RedactedThinking string
 	// Status, if not 0 or 200, answers with this HTTP status and the
 	// provider's error body, with RetryAfter as Retry-After if set.
 	Status     int

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,7 +22,10 @@ import (
 // token (401), an unknown model (404), a non-streaming request, a system
 // message after a non-system message (400, as llama.cpp-style templates
 // do), a tool message that answers no pending call, an assistant tool call
-// not followed by its tool result, and malformed tools.
+// not followed by its tool result, and malformed tools. reasoning_effort
+// must be none, minimal, low, medium or high, and is refused for the chat
+// models that do not reason (gpt-4…, gpt-3.5…, chatgpt-…), as OpenAI
+// refuses it.
 type OpenAI struct {
 	*fake
 	apiKey string
@@ -66,23 +70,43 @@ func openaiError(w http.ResponseWriter, status int, retryAfter, typ, code, msg s
 func (f *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rec := Request{Time: time.Now(), Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
-	var req struct {
-		Model    string            `json:"model"`
-		Stream   bool              `json:"stream"`
-		Messages []json.RawMessage `json:"messages"`
-		Tools    []json.RawMessage `json:"tools"`
-	}
+	var req openaiRequest
 	jsonErr := json.Unmarshal(body, &req)
 	rec.Model = req.Model
 	i := f.record(rec)
 	sw := &statusWriter{ResponseWriter: w, f: f.fake, i: i}
-	status := f.handle(sw, r, body, jsonErr, req.Model, req.Stream, req.Messages, req.Tools)
+	status := f.handle(sw, r, body, jsonErr, &req)
 	if !sw.done {
 		f.setStatus(i, status)
 	}
 }
 
-func (f *OpenAI) handle(w http.ResponseWriter, r *http.Request, body []byte, jsonErr error, model string, stream bool, messages, tools []json.RawMessage) int {
+type openaiRequest struct {
+	Model           string            `json:"model"`
+	Stream          bool              `json:"stream"`
+	Messages        []json.RawMessage `json:"messages"`
+	Tools           []json.RawMessage `json:"tools"`
+	ReasoningEffort *string           `json:"reasoning_effort"`
+}
+
+// checkReasoning refuses what OpenAI refuses of reasoning_effort.
+func checkReasoning(model string, effort *string) string {
+	if effort == nil {
+		return ""
+	}
+	if !slices.Contains([]string{"none", "minimal", "low", "medium", "high"}, *effort) {
+		return fmt.Sprintf("Invalid value: '%s'. Supported values are: 'none', 'minimal', 'low', 'medium', and 'high'.", *effort)
+	}
+	for _, chat := range []string{"gpt-4", "gpt-3.5", "chatgpt-"} {
+		if strings.HasPrefix(model, chat) {
+			return "Unsupported parameter: 'reasoning_effort' is not supported with this model."
+		}
+	}
+	return ""
+}
+
+func (f *OpenAI) handle(w http.ResponseWriter, r *http.Request, body []byte, jsonErr error, req *openaiRequest) int {
+	model, stream, messages, tools := req.Model, req.Stream, req.Messages, req.Tools
 	fail := func(status int, typ, code, msg string) int {
 		openaiError(w, status, "", typ, code, msg)
 		return status
@@ -110,6 +134,9 @@ func (f *OpenAI) handle(w http.ResponseWriter, r *http.Request, body []byte, jso
 	}
 	if msg := checkOpenAITools(tools); msg != "" {
 		return fail(http.StatusBadRequest, "invalid_request_error", "", msg)
+	}
+	if msg := checkReasoning(model, req.ReasoningEffort); msg != "" {
+		return fail(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", msg)
 	}
 	reply, ok := f.pop()
 	if !ok {
