@@ -72,8 +72,15 @@ type feed struct {
 	subs map[string]map[*Subscription]struct{}
 }
 
-func (f *feed) add(session string) *Subscription {
-	s := &Subscription{committed: make(chan struct{}, 1), partials: make(chan Partial, 256), session: session, feed: f}
+// partialsBuffer is how many streaming pieces a subscription holds for a
+// slow reader before it loses some (never committed events).
+const partialsBuffer = 64
+
+func (f *feed) add(session string, partials bool) *Subscription {
+	s := &Subscription{committed: make(chan struct{}, 1), session: session, feed: f}
+	if partials {
+		s.partials = make(chan Partial, partialsBuffer)
+	}
 	s.Committed, s.Partials = s.committed, s.partials
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -132,6 +139,9 @@ func (f *feed) partial(p Partial) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for s := range f.subs[p.SessionID] {
+		if s.partials == nil {
+			continue
+		}
 		select {
 		case s.partials <- p:
 		default:
@@ -140,12 +150,16 @@ func (f *feed) partial(p Partial) {
 }
 
 // Subscribe returns live signals for a session; Close it when done.
-func (k *Kernel) Subscribe(sessionID string) *Subscription { return k.feed.add(sessionID) }
+func (k *Kernel) Subscribe(sessionID string) *Subscription { return k.feed.add(sessionID, true) }
+
+// SubscribeCommits is Subscribe without partials (Partials is nil): for
+// a subscriber that only follows commits.
+func (k *Kernel) SubscribeCommits(sessionID string) *Subscription { return k.feed.add(sessionID, false) }
 
 // SubscribeAll returns a subscription signalled when any session's log
 // grows in this process (the gateway's outbox follower). It carries no
 // partials.
-func (k *Kernel) SubscribeAll() *Subscription { return k.feed.add(allSessions) }
+func (k *Kernel) SubscribeAll() *Subscription { return k.feed.add(allSessions, false) }
 
 // Notify tells subscribers that the session's log grew. The kernel calls it
 // after its own commits; call it after a transaction of yours that

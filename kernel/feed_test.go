@@ -11,8 +11,8 @@ import (
 // holds.
 func TestSubscriptionTake(t *testing.T) {
 	f := &feed{}
-	s := f.add("s1")
-	all := f.add(allSessions)
+	s := f.add("s1", true)
+	all := f.add(allSessions, true)
 	f.notify("s1", []gh.Event{{Seq: 1}, {Seq: 2}})
 	f.notify("s2", []gh.Event{{Seq: 9}})
 	if evs, complete := s.Take(); !complete || len(evs) != 2 || evs[1].Seq != 2 {
@@ -47,7 +47,7 @@ func TestSubscriptionTake(t *testing.T) {
 // maxPendingBytes of them.
 func TestSubscriptionTakeBoundsBytes(t *testing.T) {
 	f := &feed{}
-	s := f.add("s1")
+	s := f.add("s1", true)
 	defer s.Close()
 	f.notify("s1", []gh.Event{{Seq: 1, Payload: make([]byte, maxPendingBytes/2)}})
 	f.notify("s1", []gh.Event{{Seq: 2, Payload: make([]byte, maxPendingBytes/2+1)}})

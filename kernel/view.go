@@ -79,7 +79,7 @@ func viewFor(ctx context.Context, l gh.Lease) *View {
 // listens to this process's commits to the session from before the load,
 // so input committed here later is noticed without a read.
 func (k *Kernel) LoadView(ctx context.Context, l gh.Lease) (*View, []gh.Event, error) {
-	sub := k.Subscribe(l.SessionID)
+	sub := k.SubscribeCommits(l.SessionID)
 	events, err := k.LoadLeased(ctx, l)
 	if err != nil {
 		sub.Close()

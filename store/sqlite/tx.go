@@ -125,7 +125,8 @@ func (t *reader) Events(ctx context.Context, sessionID string, after int64, limi
 		return nil, dbErr(err, "read events")
 	}
 	defer rows.Close()
-	out := make([]gh.Event, 0, min(limit, 256))
+	// Grown by what is read: a poll that finds nothing allocates nothing.
+	var out []gh.Event
 	for rows.Next() {
 		e, err := scanEvent(rows)
 		if err != nil {
