@@ -120,6 +120,9 @@ type Lease struct {
 	Attempt int
 	// CancelRequested is set by Renew when someone asked to cancel the run.
 	CancelRequested bool
+	// More is true when another run looked claimable at the claim: the
+	// claimer may claim again at once, without asking first.
+	More bool
 }
 
 // Token is the fencing token owner@epoch.

@@ -251,14 +251,19 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 	if at.IsZero() {
 		at = Clock(s.cfg.Now)
 	}
+	// The session's tenant, from the kernel's memory when it has it. The
+	// transaction then takes the gate's row before the session's (the
+	// other writers take the session's first): a cancel closing the
+	// gate at the same moment can deadlock with it, which the store
+	// detects and retries.
+	tenant, err := s.cfg.Kernel.SessionTenant(ctx, g.SessionID)
+	if err != nil {
+		return g, err
+	}
 	var out gh.Gate
-	var wrote bool
-	err := s.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		wrote = false
-		sess, err := tx.LockSession(ctx, g.SessionID)
-		if err != nil {
-			return err
-		}
+	var wrote []kernel.Committed
+	err = s.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		wrote = nil
 		cur, _, err := tx.DecideGate(ctx, store.GateDecision{ID: g.ID, Decision: DecisionOf(g), Now: at})
 		if err != nil {
 			return err
@@ -275,7 +280,7 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 			return gh.Wrap(gh.CodeInternal, err, "encode gate.decided")
 		}
 		c, err := s.cfg.Kernel.EdgeCommitTx(ctx, tx, kernel.EdgeInput{
-			Tenant: sess.Tenant, SessionID: cur.SessionID,
+			Tenant: tenant, SessionID: cur.SessionID,
 			Event: gh.NewEvent{Kind: gh.KindGateDecided, Payload: payload, Key: "gate:" + cur.ID},
 		})
 		if err != nil {
@@ -285,14 +290,18 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 			return err
 		}
 		cur.Committed = true
-		out, wrote = cur, !c.Duplicate
+		out = cur
+		if !c.Duplicate {
+			wrote = []kernel.Committed{c}
+		}
 		return nil
 	})
 	if err != nil {
 		return g, err
 	}
-	if wrote {
-		s.cfg.Kernel.Notify(out.SessionID)
+	if wrote != nil {
+		// With the event: a stream in this process sends it unread.
+		s.cfg.Kernel.Publish(out.SessionID, wrote)
 	}
 	return out, nil
 }

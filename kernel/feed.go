@@ -154,7 +154,9 @@ func (k *Kernel) Subscribe(sessionID string) *Subscription { return k.feed.add(s
 
 // SubscribeCommits is Subscribe without partials (Partials is nil): for
 // a subscriber that only follows commits.
-func (k *Kernel) SubscribeCommits(sessionID string) *Subscription { return k.feed.add(sessionID, false) }
+func (k *Kernel) SubscribeCommits(sessionID string) *Subscription {
+	return k.feed.add(sessionID, false)
+}
 
 // SubscribeAll returns a subscription signalled when any session's log
 // grows in this process (the gateway's outbox follower). It carries no
@@ -165,6 +167,11 @@ func (k *Kernel) SubscribeAll() *Subscription { return k.feed.add(allSessions, f
 // after its own commits; call it after a transaction of yours that
 // committed events with EdgeCommitTx or CommitTx.
 func (k *Kernel) Notify(sessionID string) { k.feed.notify(sessionID, nil) }
+
+// Publish is Notify carrying what a transaction of the caller's committed
+// with EdgeCommitTx: subscribers in this process need no read to send it.
+// Pass everything the transaction committed to the session, or Notify.
+func (k *Kernel) Publish(sessionID string, committed []Committed) { k.publish(sessionID, committed) }
 
 // publish is Notify carrying the events the commit wrote — all of them,
 // or subscribers would miss one — so a subscriber in this process (the

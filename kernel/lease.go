@@ -57,13 +57,22 @@ const maxClaimSkips = 16
 // claim, so a newer lease always has the higher epoch. The claim commits
 // the attempt's run.started.
 func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error) {
+	return k.ClaimAfter(ctx, owner, false)
+}
+
+// ClaimAfter is Claim; woken says a wake-up signalled work just now (a run
+// became claimable), so the claim goes straight to its transaction.
+// Otherwise — an idle worker polling, or one looking for more after a
+// claim — it asks the read side first, so waiting costs no write
+// transaction (on SQLite, no turn at the single writer).
+func (k *Kernel) ClaimAfter(ctx context.Context, owner string, woken bool) (gh.Lease, bool, error) {
 	if err := validID("owner", owner); err != nil {
 		return gh.Lease{}, false, err
 	}
-	// Idle workers ask the read side first, so waiting costs no write
-	// transaction (on SQLite, no turn at the single writer).
-	if any, err := k.st.HasClaimable(ctx, k.now()); err != nil || !any {
-		return gh.Lease{}, false, err
+	if !woken {
+		if any, err := k.st.HasClaimable(ctx, k.now()); err != nil || !any {
+			return gh.Lease{}, false, err
+		}
 	}
 	var lease gh.Lease
 	var ok bool
@@ -72,7 +81,7 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 		ok = false
 		now := k.now()
 		for range maxClaimSkips {
-			run, found, err := tx.ClaimCandidate(ctx, now)
+			run, found, more, err := tx.ClaimCandidate(ctx, now)
 			if err != nil || !found {
 				return err
 			}
@@ -118,6 +127,7 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 				return err
 			}
 			lease = gh.Lease{
+				More:  more,
 				RunID: run.ID, SessionID: run.SessionID, Owner: owner, Epoch: run.Epoch, ExpiresAt: run.LeaseExpiresAt,
 				PendingInput: sess.LastInputSeq > sess.ReadWatermark, PrevReadWatermark: sess.ReadWatermark, ReadWatermark: last,
 				CompactionSeq: sess.CompactionSeq,
@@ -228,6 +238,10 @@ type Settle struct {
 	// View is the attempt's view (LoadView): what it staged commits with
 	// the settle. Nil: nothing staged.
 	View *View
+	// OnDone, when set, writes in the settle's transaction when the run
+	// ends done (what the answered turn leaves for memory). Its error
+	// fails the settle and nothing is written.
+	OnDone func(ctx context.Context, tx store.Tx) error
 	// Unanswered says the attempt read input it left for a turn of its
 	// own: a turn resumed after a decision answers what it was asked,
 	// and a message typed while its card waited is answered next. A
@@ -335,6 +349,11 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 		}
 		if err := tx.UpdateRun(ctx, run); err != nil {
 			return err
+		}
+		if run.State == gh.RunDone && s.OnDone != nil {
+			if err := s.OnDone(ctx, tx); err != nil {
+				return err
+			}
 		}
 		out.State = run.State
 		if run.State == gh.RunQueued {

@@ -93,15 +93,17 @@ func (k *Kernel) WakeC() <-chan struct{} { return k.st.WakeC() }
 // WaitForWork blocks until wake is closed (a run may have become claimable,
 // woken from this process or, on Postgres, any replica), poll passes, or ctx
 // ends. The poll is the fallback for what nobody signals: a retry backoff
-// running out, a lease expiring.
-func (k *Kernel) WaitForWork(ctx context.Context, wake <-chan struct{}, poll time.Duration) {
+// running out, a lease expiring. It reports whether it was woken.
+func (k *Kernel) WaitForWork(ctx context.Context, wake <-chan struct{}, poll time.Duration) bool {
 	t := time.NewTimer(poll)
 	defer t.Stop()
 	select {
 	case <-wake:
+		return true
 	case <-t.C:
 	case <-ctx.Done():
 	}
+	return false
 }
 
 // RecordCall writes one model call to the ledger.

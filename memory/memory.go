@@ -212,6 +212,24 @@ func (m *Memory) Remember(ctx context.Context, userKey string, turn Turn) ([]Fac
 	if err := checkUser(userKey); err != nil {
 		return nil, err
 	}
+	var stored []Fact
+	err := m.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		stored, err = m.RememberTx(ctx, tx, userKey, turn)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return stored, nil
+}
+
+// RememberTx is Remember inside the caller's transaction: the turn's
+// settle commits what it remembers (and the queued model pass) with it.
+func (m *Memory) RememberTx(ctx context.Context, tx store.Tx, userKey string, turn Turn) ([]Fact, error) {
+	if err := checkUser(userKey); err != nil {
+		return nil, err
+	}
 	now := m.now()
 	if turn.At.IsZero() {
 		turn.At = now
@@ -219,8 +237,7 @@ func (m *Memory) Remember(ctx context.Context, userKey string, turn Turn) ([]Fac
 	turn.At = turn.At.UTC().Truncate(time.Microsecond)
 	facts := Rules(turn)
 	var stored []Fact
-	err := m.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		stored = stored[:0]
+	err := func() error {
 		for _, f := range facts {
 			f.UserKey, f.Created = userKey, now
 			got, ok, err := tx.PutMemoryFact(ctx, f, indexTerms(f))
@@ -242,7 +259,7 @@ func (m *Memory) Remember(ctx context.Context, userKey string, turn Turn) ([]Fac
 			State: store.MemoryJobQueued, MaxAttempts: m.cfg.JobAttempts, AvailableAt: now, Created: now, Updated: now,
 		})
 		return err
-	})
+	}()
 	if err != nil {
 		return nil, err
 	}

@@ -201,8 +201,10 @@ type Tx interface {
 	// ClaimCandidate locks and returns a claimable run: first a running run
 	// whose lease expired at now (crash recovery goes first), else the
 	// oldest queued run available at now. Rows locked by other transactions
-	// are skipped, so many claimers proceed at once.
-	ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, error)
+	// are skipped, so many claimers proceed at once. more says whether
+	// another run looked claimable too (read with the claim: a worker
+	// that finds none need not ask again before a wake-up).
+	ClaimCandidate(ctx context.Context, now time.Time) (run gh.Run, found, more bool, err error)
 	// LockSession locks and returns a session. Lock order is session, then
 	// run, on every path that takes both, so two writers of one session
 	// cannot deadlock.

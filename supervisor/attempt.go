@@ -13,6 +13,7 @@ import (
 	"github.com/gatehouse/gatehouse/answers"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
 
@@ -140,21 +141,41 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	}
 	out.summary.DurationMs = time.Since(started).Milliseconds()
 	payload, _ := json.Marshal(out.summary)
-	settled, err := s.k.Finish(settleCtx, lease, kernel.Settle{
+	settle := kernel.Settle{
 		Outcome: out.status, Reason: out.reason, NoRetry: out.noRetry, Calls: calls.take(), Unanswered: unanswered, Execution: out.execution,
 		View:   out.view,
 		Events: []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: payload, Key: fmt.Sprintf("run%d-epoch%d-finished", lease.RunID, lease.Epoch)}},
-	})
+	}
+	// The answered turn is remembered in the settle's transaction (each
+	// person's words under their own key; a retried attempt that answers
+	// again remembers the same turn, keyed by person, session and seq,
+	// once): no commit of its own.
+	remembered := false
+	if s.cfg.Memory != nil && len(out.remember) > 0 {
+		settle.OnDone = func(ctx context.Context, tx store.Tx) error {
+			for _, p := range out.remember {
+				if _, err := s.cfg.Memory.RememberTx(ctx, tx, p.userKey, p.turn); err != nil {
+					return err
+				}
+			}
+			remembered = true
+			return nil
+		}
+	}
+	settled, err := s.k.Finish(settleCtx, lease, settle)
+	if err != nil && settle.OnDone != nil && !gh.IsCode(err, gh.CodeStaleEpoch) && !gh.IsCode(err, gh.CodeLeaseLost) {
+		// A memory failure never costs the user the answer: settle
+		// without it, then try memory on its own.
+		log.Warn("settle with memory failed; settling without it", "err", err)
+		settle.OnDone, remembered = nil, false
+		settled, err = s.k.Finish(settleCtx, lease, settle)
+	}
 	if err != nil {
 		log.Warn("settle failed; the run will be taken over when the lease expires", "err", err)
 		return
 	}
 	log.Info("attempt settled", "state", settled.State, "requeued", settled.Requeued, "turns", out.summary.ModelRequests, "took", time.Since(started).Round(time.Millisecond))
-	if s.cfg.Memory != nil && settled.State == gh.RunDone {
-		// After the settle: a memory failure never costs the user the
-		// answer, and a retried attempt that answers again remembers the
-		// same turn (keyed by person, session and seq) once. Each person's
-		// words are remembered under their own key.
+	if s.cfg.Memory != nil && settled.State == gh.RunDone && !remembered {
 		for _, p := range out.remember {
 			if _, err := s.cfg.Memory.Remember(settleCtx, p.userKey, p.turn); err != nil {
 				log.Warn("turn not remembered", "user", p.userKey, "err", err)

@@ -181,6 +181,7 @@ func (s *Supervisor) loop(ctx context.Context) {
 	defer close(s.loopDone)
 	slots := make(chan struct{}, s.cfg.Workers)
 	backoff := s.cfg.Poll
+	woken := false
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -188,7 +189,8 @@ func (s *Supervisor) loop(ctx context.Context) {
 			return
 		}
 		wake := s.k.WakeC()
-		lease, ok, err := s.k.Claim(ctx, s.cfg.Owner)
+		lease, ok, err := s.k.ClaimAfter(ctx, s.cfg.Owner, woken)
+		woken = false
 		if err != nil || !ok {
 			<-slots
 			if ctx.Err() != nil {
@@ -201,7 +203,7 @@ func (s *Supervisor) loop(ctx context.Context) {
 				s.log.Error("claim failed", "err", err, "retry_in", backoff)
 				wait, backoff = backoff, min(backoff*2, 30*time.Second)
 			}
-			s.k.WaitForWork(ctx, wake, wait)
+			woken = s.k.WaitForWork(ctx, wake, wait)
 			continue
 		}
 		backoff = s.cfg.Poll
@@ -211,5 +213,13 @@ func (s *Supervisor) loop(ctx context.Context) {
 			defer func() { <-slots }()
 			s.attempt(lease)
 		}()
+		if lease.More {
+			woken = true // another run is waiting: claim it now
+			continue
+		}
+		// Nothing else looked claimable at the claim: wait for a wake-up
+		// (one that came since wake was taken ends the wait at once) or
+		// the poll, rather than ask again now.
+		woken = s.k.WaitForWork(ctx, wake, s.cfg.Poll)
 	}
 }

@@ -83,6 +83,9 @@ type EnvOptions struct {
 	// Poll is the supervisor's wait between claims without a wake-up.
 	// Defaults to 20 ms.
 	Poll time.Duration
+	// GateSweep is how often the gate sweeper runs. Defaults to 50 ms
+	// (tests of expiry want it quick; serve sweeps every second).
+	GateSweep time.Duration
 	// Tools, when set, are the tool worker's tools instead of post_note.
 	Tools []tools.Tool
 	// GrantableNotes makes post_note offer "Approve for this chat" (see
@@ -138,7 +141,11 @@ func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 		e.Memory = memory.New(st, memory.Config{NoModelPass: !o.ModelPass})
 	}
 	reg := e.models(o.Script)
-	e.Gates = gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: e.Kernel, Store: st, Sweep: 50 * time.Millisecond, Logger: log})
+	sweep := o.GateSweep
+	if sweep <= 0 {
+		sweep = 50 * time.Millisecond
+	}
+	e.Gates = gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: e.Kernel, Store: st, Sweep: sweep, Logger: log})
 	if err := e.Gates.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -152,7 +152,9 @@ func newStack(tb testing.TB, backend string) *stack {
 		ModelPass:   true,
 		// serve's default: a claim without a wake-up once a second.
 		Poll: time.Second,
-		HTTP: &httpapi.Config{},
+		// serve's default: the gate sweeper once a second.
+		GateSweep: time.Second,
+		HTTP:      &httpapi.Config{},
 	})
 	reg, err := models.New(models.Config{Selection: "openai:memory-model", OpenAIAPIKey: "memory-key", OpenAIBaseURL: s.memModel.BaseURL(),
 		RetryBase: time.Millisecond, MaxRetries: 1, Ledger: supervisor.Ledger(s.env.Kernel, nil)})

@@ -215,11 +215,13 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 
 const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at, execution`
 
-func scanRun(row pgx.Row) (gh.Run, error) {
+// scanRun scans runCols, then extra columns into extra.
+func scanRun(row pgx.Row, extra ...any) (gh.Run, error) {
 	var r gh.Run
 	var expires *time.Time
 	var execution string
-	err := row.Scan(&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated, &execution)
+	err := row.Scan(append([]any{&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark,
+		&r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated, &execution}, extra...)...)
 	if expires != nil {
 		r.LeaseExpiresAt = expires.UTC()
 	}
@@ -307,20 +309,31 @@ func (t *tx) LockActiveRun(ctx context.Context, sessionID string) (gh.Run, bool,
 // when another transaction holds it: taking the run first and waiting for
 // the session would invert the session-then-run order of every other
 // writer and deadlock with an edge commit arriving at the same moment.
-func (t *tx) ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, error) {
-	for _, where := range []string{
-		`r.state = 'running' AND r.lease_expires_at <= $1 ORDER BY r.lease_expires_at, r.id`,
-		`r.state = 'queued' AND r.available_at <= $1 ORDER BY r.available_at, r.id`,
-	} {
-		q := `SELECT ` + runCols + ` FROM runs WHERE id = (SELECT r.id FROM runs r JOIN sessions s ON s.id = r.session_id WHERE ` +
-			where + ` LIMIT 1 FOR UPDATE OF r, s SKIP LOCKED)`
-		r, ok, err := t.optionalRun(ctx, "claim candidate", q, now)
-		if err != nil || ok {
-			return r, ok, err
-		}
+//
+// One statement: an expired lease first (a takeover), else the oldest
+// queued run; COALESCE evaluates the second only when the first finds
+// nothing.
+func (t *tx) ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, bool, error) {
+	var more bool
+	r, err := scanRun(t.q.QueryRow(ctx, claimCandidateSQL, now), &more)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return gh.Run{}, false, false, nil
 	}
-	return gh.Run{}, false, nil
+	if err != nil {
+		return gh.Run{}, false, false, dbErr(err, "claim candidate")
+	}
+	return r, true, more, nil
 }
+
+// claimCandidateSQL also says whether another run looks claimable, in the
+// same round trip.
+var claimCandidateSQL = `SELECT ` + runCols + `, EXISTS (SELECT 1 FROM runs o WHERE o.id <> runs.id AND
+		((o.state = 'queued' AND o.available_at <= $1) OR (o.state = 'running' AND o.lease_expires_at <= $1)))
+	FROM runs WHERE id = COALESCE(
+	(SELECT r.id FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.state = 'running' AND r.lease_expires_at <= $1
+		ORDER BY r.lease_expires_at, r.id LIMIT 1 FOR UPDATE OF r, s SKIP LOCKED),
+	(SELECT r.id FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.state = 'queued' AND r.available_at <= $1
+		ORDER BY r.available_at, r.id LIMIT 1 FOR UPDATE OF r, s SKIP LOCKED))`
 
 func nullTime(t time.Time) *time.Time {
 	if t.IsZero() {

@@ -267,7 +267,7 @@ func (t *tx) LockActiveRun(ctx context.Context, sessionID string) (gh.Run, bool,
 	return r, err == nil, dbErr(err, "active run")
 }
 
-func (t *tx) ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, error) {
+func (t *tx) ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, bool, error) {
 	for _, q := range []string{
 		`SELECT ` + runCols + ` FROM runs WHERE state = 'running' AND lease_expires_at <= ? ORDER BY lease_expires_at, id LIMIT 1`,
 		`SELECT ` + runCols + ` FROM runs WHERE state = 'queued' AND available_at <= ? ORDER BY available_at, id LIMIT 1`,
@@ -276,9 +276,15 @@ func (t *tx) ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, e
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
-		return r, err == nil, dbErr(err, "claim candidate")
+		if err != nil {
+			return gh.Run{}, false, false, dbErr(err, "claim candidate")
+		}
+		var more bool
+		err = t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id <> ?2 AND
+			((state = 'queued' AND available_at <= ?1) OR (state = 'running' AND lease_expires_at <= ?1)))`, micros(now), r.ID).Scan(&more)
+		return r, true, more, dbErr(err, "claim candidate: more")
 	}
-	return gh.Run{}, false, nil
+	return gh.Run{}, false, false, nil
 }
 
 func (t *tx) LockSession(ctx context.Context, id string) (gh.Session, error) {

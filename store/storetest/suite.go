@@ -66,6 +66,7 @@ func Run(t *testing.T, h Harness) {
 		{"Grants", testGrants},
 		{"LockSessionRun", testLockSessionRun},
 		{"FencedAppend", testFencedAppend},
+		{"ClaimCandidateSaysMore", testClaimMore},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
@@ -214,6 +215,50 @@ func testFencedAppend(t *testing.T, h Harness) {
 	}
 	if sess, err := f.st.GetSession(f.ctx, "s1"); err != nil || sess.LastSeq != 1 {
 		t.Fatalf("after fenced appends the log holds %d events (%v), want 1", sess.LastSeq, err)
+	}
+}
+
+// A claim says whether another run looked claimable, so a worker that
+// found the last one waits for a wake-up instead of asking again.
+func testClaimMore(t *testing.T, h Harness) {
+	f := newFixture(t, h)
+	now := f.clock.Now()
+	for _, id := range []string{"s1", "s2"} {
+		if _, _, err := f.st.CreateSession(f.ctx, gh.Session{ID: id, Tenant: gh.DefaultTenant, Created: now}); err != nil {
+			t.Fatal(err)
+		}
+		err := f.st.InTx(f.ctx, func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.InsertRun(ctx, gh.Run{SessionID: id, State: gh.RunQueued, MaxAttempts: 3, AvailableAt: now, Created: now, Updated: now})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func() (gh.Run, bool, bool) {
+		var run gh.Run
+		var found, more bool
+		err := f.st.InTx(f.ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			if run, found, more, err = tx.ClaimCandidate(ctx, now); err != nil || !found {
+				return err
+			}
+			run.State, run.Owner, run.LeaseExpiresAt = gh.RunRunning, "w", now.Add(time.Minute)
+			return tx.UpdateRun(ctx, run)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run, found, more
+	}
+	if r, found, more := claim(); !found || !more || r.SessionID != "s1" {
+		t.Fatalf("first claim: %+v found=%v more=%v, want s1 with more", r, found, more)
+	}
+	if r, found, more := claim(); !found || more || r.SessionID != "s2" {
+		t.Fatalf("second claim: %+v found=%v more=%v, want s2 and no more", r, found, more)
+	}
+	if _, found, more := claim(); found || more {
+		t.Fatalf("third claim found=%v more=%v, want nothing", found, more)
 	}
 }
 
