@@ -425,7 +425,7 @@ func (s *Supervisor) prepareRequest(ctx context.Context, lease gh.Lease, p *atte
 // recoverSpooled saves the answer a previous attempt got but could not
 // save, rather than ask the model again; it reports whether there was one.
 func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *attemptPlan, gen string, out *outcome) (gh.AssistantMessage, bool, error) {
-	a, ok := s.unspool(lease.SessionID, gen)
+	a, ok := s.spool.Load(lease.SessionID, gen)
 	if !ok {
 		return a, false, nil
 	}
@@ -433,7 +433,7 @@ func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *atte
 	if err != nil {
 		return a, true, err
 	}
-	s.dropSpool(lease.SessionID, gen)
+	s.spool.Drop(lease.SessionID, gen)
 	p.t.addAssistant(seq, a)
 	out.summary.ModelRequests++
 	out.summary.StopReason = a.StopReason
@@ -510,7 +510,7 @@ func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *attemp
 		if gh.IsCode(err, gh.CodeUnavailable) && ctx.Err() == nil {
 			// The database refused the save: keep the answer in the
 			// spool for the next attempt rather than lose it.
-			if serr := s.spool(lease.SessionID, a); serr != nil {
+			if serr := s.spool.Save(lease.SessionID, a); serr != nil {
 				s.log.Error("answer lost: the database refused it and the spool failed", "session", lease.SessionID, "err", err, "spool_err", serr)
 			} else {
 				s.log.Warn("answer spooled: the database refused it", "session", lease.SessionID, "generation", a.GenerationID, "err", err)

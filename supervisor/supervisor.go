@@ -11,6 +11,7 @@ import (
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/supervisor/spool"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
 
@@ -121,9 +122,10 @@ func (c Config) withDefaults() (Config, error) {
 
 // Supervisor is the worker pool. Start it; Stop drains it.
 type Supervisor struct {
-	cfg Config
-	k   *kernel.Kernel
-	log *slog.Logger
+	cfg   Config
+	k     *kernel.Kernel
+	log   *slog.Logger
+	spool *spool.Spool // answers the database refused, for the next attempt
 
 	stopClaiming context.CancelFunc
 	attemptsCtx  context.Context
@@ -142,7 +144,7 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Supervisor{cfg: cfg, k: cfg.Kernel, log: cfg.Logger}, nil
+	return &Supervisor{cfg: cfg, k: cfg.Kernel, log: cfg.Logger, spool: spool.New(cfg.SpoolDir)}, nil
 }
 
 // Owner is the name this pool claims runs under.

@@ -354,7 +354,7 @@ func (t *tx) TouchChat(ctx context.Context, e store.AddressEntry, since time.Tim
 	b := &pgx.Batch{}
 	b.Queue(touchChatSQL, e.ReplyTo, e.UserID, e.Updated, e.Platform, e.ChatID, e.ThreadID)
 	b.Queue(countHandedOnSQL, e.Platform, e.ChatID, since)
-	br, err := t.conn.batch(ctx, b)
+	br, err := t.conn.Batch(ctx, b)
 	if err != nil {
 		return store.AddressEntry{}, false, 0, dbErr(err, "touch chat")
 	}
@@ -388,7 +388,7 @@ func receiveArgs(e store.ReceiveEntry) []any {
 
 // InsertReceiveAtCommit defers the insert to the COMMIT's pipeline.
 func (t *tx) InsertReceiveAtCommit(ctx context.Context, e store.ReceiveEntry) error {
-	t.conn.atCommit(insertReceiveSQL, receiveArgs(e)...)
+	t.conn.AtCommit(insertReceiveSQL, receiveArgs(e)...)
 	return nil
 }
 

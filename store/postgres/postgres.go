@@ -16,6 +16,8 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/migrations"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/postgres/internal/pgtx"
+	"github.com/gatehouse/gatehouse/store/postgres/internal/pgwake"
 )
 
 // Config configures the Postgres store.
@@ -97,7 +99,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	s := &Store{executor: executor{q: pool, channel: cfg.Channel}, pool: pool, cfg: cfg, stop: cancel, stopped: make(chan struct{})}
-	go s.listen(lctx)
+	go func() {
+		defer close(s.stopped)
+		pgwake.Listen(lctx, pool, cfg.Channel, cfg.Logger, s.wake.Signal)
+	}()
 	return s, nil
 }
 
@@ -127,50 +132,6 @@ func (s *Store) Close() error {
 // WakeC implements store.Store.
 func (s *Store) WakeC() <-chan struct{} { return s.wake.WaitC() }
 
-// listen holds one connection in LISTEN and turns every notification into a
-// local wake-up. It reconnects after a failure, and wakes everyone when it
-// does, since notifications sent meanwhile were missed.
-func (s *Store) listen(ctx context.Context) {
-	defer close(s.stopped)
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := s.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		s.cfg.Logger.Warn("postgres wake-up listener lost; reconnecting", "err", err, "in", backoff)
-		s.wake.Signal()
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
-}
-
-func (s *Store) listenOnce(ctx context.Context) error {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.cfg.Channel}.Sanitize()); err != nil {
-		conn.Conn().Close(ctx)
-		return err
-	}
-	for {
-		_, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
-			// The connection's state is unknown (mid-wait); never hand it
-			// back to the pool.
-			conn.Conn().Close(context.Background())
-			return err
-		}
-		s.wake.Signal()
-	}
-}
-
 // InTx implements store.Store.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	const maxTries = 8
@@ -198,24 +159,22 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(ctx context.Context, tx st
 		return false, dbErr(err, "begin")
 	}
 	defer conn.Release()
-	c := &connTx{conn: conn}
+	c := pgtx.New(conn)
 	t := &tx{executor: executor{q: c, channel: s.cfg.Channel}, conn: c}
 	if err := fn(ctx, t); err != nil {
-		c.rollback()
+		c.Rollback()
 		return false, err
 	}
 	if t.wake && !t.notified {
 		// Postgres delivers it at commit, and only if the commit succeeds.
-		c.atCommit(`SELECT pg_notify($1, '')`, s.cfg.Channel)
+		c.AtCommit(`SELECT pg_notify($1, '')`, s.cfg.Channel)
 	}
-	if err := c.commit(ctx); err != nil {
-		c.rollback()
+	if err := c.Commit(ctx); err != nil {
+		c.Rollback()
 		return false, dbErr(err, "commit")
 	}
 	return t.wake, nil
 }
-
-const rollbackTimeout = 5 * time.Second
 
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError

@@ -11,6 +11,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/postgres/internal/pgtx"
 )
 
 type querier interface {
@@ -33,7 +34,7 @@ type executor struct {
 type tx struct {
 	executor
 	// conn is the transaction's connection.
-	conn *connTx
+	conn *pgtx.Tx
 	// wake asks for a local wake-up after commit; notified says the
 	// statement that queued the run already sent the NOTIFY.
 	wake, notified bool

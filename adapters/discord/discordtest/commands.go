@@ -1,28 +1,16 @@
 package discordtest
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/formbody"
 )
 
 // ---- application commands (slash commands) ----
-
-// discordCommandName is Discord's rule for a command name (CHAT_INPUT
-// names must also be lowercase where a letter has a lowercase form).
-var discordCommandName = regexp.MustCompile(`^[-_\p{L}\p{N}\p{Devanagari}\p{Thai}]{1,32}$`)
-
-// discordMaxGlobalCommands is how many global CHAT_INPUT commands an
-// application may have.
-const discordMaxGlobalCommands = 100
 
 type discordCommand struct {
 	id, version      string
@@ -64,24 +52,11 @@ func (c *discordCommand) usableIn(ch *discordChannel) bool {
 	return c.contexts == nil || slices.Contains(*c.contexts, want)
 }
 
-type discordCommandReq struct {
-	ID                       string           `json:"id"`
-	Type                     *int             `json:"type"`
-	Name                     string           `json:"name"`
-	Description              string           `json:"description"`
-	Options                  *json.RawMessage `json:"options"`
-	DMPermission             *bool            `json:"dm_permission"`
-	DefaultMemberPermissions *json.RawMessage `json:"default_member_permissions"`
-	Contexts                 *[]int           `json:"contexts"`
-	IntegrationTypes         *[]int           `json:"integration_types"`
-	NSFW                     *bool            `json:"nsfw"`
-}
-
 // putCommands answers PUT /applications/{id}/commands: the bulk
 // overwrite of the global commands. Commands keep their id across an
 // overwrite that names them again; commands not named are deleted.
 func (f *DiscordFake) putCommands(w http.ResponseWriter, r *http.Request, appID string) {
-	var reqs []discordCommandReq
+	var reqs []formbody.Command
 	if !f.readJSON(w, r, &reqs) {
 		return
 	}
@@ -97,63 +72,16 @@ func (f *DiscordFake) putCommands(w http.ResponseWriter, r *http.Request, appID 
 		discordJSON(w, http.StatusInternalServerError, map[string]any{"message": "500: Internal Server Error", "code": 0})
 		return
 	}
-	bad := func(path, code, msg string) {
-		f.refuse("%s %s: %s: %s", r.Method, r.URL.Path, path, msg)
-		discordFormError(w, path, code, msg)
-	}
-	if reqs == nil {
-		bad("_root", "MODEL_TYPE_CONVERT", "Must be an array.")
-		return
-	}
-	if len(reqs) > discordMaxGlobalCommands {
-		bad("_root", "BASE_TYPE_BAD_LENGTH", "Must be 100 or fewer in length.")
+	if e := formbody.CheckCommands(reqs); e != nil {
+		f.formRefused(w, r, "", e)
 		return
 	}
 	old := map[string]*discordCommand{}
 	for _, c := range f.commands {
 		old[c.name] = c
 	}
-	seen := map[string]bool{}
 	next := make([]*discordCommand, 0, len(reqs))
-	for i, c := range reqs {
-		p := strconv.Itoa(i)
-		switch {
-		case c.Type != nil && *c.Type != 1:
-			bad(p+".type", "COMMAND_TYPE_UNSUPPORTED", "The fake knows CHAT_INPUT (type 1) commands only.")
-			return
-		case !discordCommandName.MatchString(c.Name):
-			bad(p+".name", "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
-			return
-		case strings.ToLower(c.Name) != c.Name:
-			bad(p+".name", "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid (CHAT_INPUT names are lowercase)")
-			return
-		case utf8.RuneCountInString(c.Description) < 1 || utf8.RuneCountInString(c.Description) > 100:
-			bad(p+".description", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
-			return
-		case c.Options != nil && string(*c.Options) != "null" && string(*c.Options) != "[]":
-			bad(p+".options", "COMMAND_OPTIONS_UNSUPPORTED", "The fake knows commands without options only.")
-			return
-		case seen[c.Name]:
-			bad(p+".name", "APPLICATION_COMMANDS_DUPLICATE_NAME", "Application command names must be unique")
-			return
-		}
-		if c.Contexts != nil {
-			for j, v := range *c.Contexts {
-				if v < 0 || v > 2 {
-					bad(p+".contexts."+strconv.Itoa(j), "BASE_TYPE_CHOICES", "Value must be one of {0, 1, 2}.")
-					return
-				}
-			}
-		}
-		if c.IntegrationTypes != nil {
-			for j, v := range *c.IntegrationTypes {
-				if v < 0 || v > 1 {
-					bad(p+".integration_types."+strconv.Itoa(j), "BASE_TYPE_CHOICES", "Value must be one of {0, 1}.")
-					return
-				}
-			}
-		}
-		seen[c.Name] = true
+	for _, c := range reqs {
 		cmd := &discordCommand{
 			name: c.Name, description: c.Description, dmPermission: c.DMPermission,
 			contexts: c.Contexts, integrationTypes: c.IntegrationTypes,

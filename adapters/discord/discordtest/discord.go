@@ -13,10 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/discord"
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/formbody"
+	"github.com/gatehouse/gatehouse/adapters/internal/platformfake"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
@@ -75,8 +75,7 @@ type DiscordFake struct {
 	commandPuts int
 	failPuts    int // bulk overwrites still to fail with a 500
 	conns       map[*discordConn]struct{}
-	errs        []string
-	rateLimited int
+	refusals    platformfake.Refusals
 	force429    time.Duration
 	buckets     map[string]*discordBucket
 	global      discordBucket
@@ -168,14 +167,8 @@ func (m *discordMsg) show() {
 	}
 }
 
-type discordButton struct {
-	Style    int               `json:"style"`
-	Label    string            `json:"label,omitempty"`
-	CustomID string            `json:"custom_id,omitempty"`
-	URL      string            `json:"url,omitempty"`
-	Emoji    map[string]string `json:"emoji,omitempty"`
-	Disabled bool              `json:"disabled"`
-}
+// discordButton is a message button as the fake keeps it.
+type discordButton = formbody.Button
 
 type discordSession struct {
 	id      string
@@ -274,8 +267,7 @@ type discordBucket struct {
 }
 
 type discordConn struct {
-	ws      *websocket.Conn
-	wmu     sync.Mutex
+	platformfake.WSConn
 	session *discordSession
 	ready   bool
 }
@@ -285,7 +277,6 @@ const (
 	discordIntentDirectMessages = 1 << 12
 	discordIntentMessageContent = 1 << 15
 	discordEpochMS              = 1420070400000
-	discordMaxContent           = 2000
 )
 
 var _ adaptertest.Fake = (*DiscordFake)(nil)
@@ -338,7 +329,7 @@ func (f *DiscordFake) close() {
 	f.mu.Lock()
 	f.closed = true
 	for c := range f.conns {
-		_ = c.ws.Close()
+		_ = c.WS.Close()
 	}
 	for _, ix := range f.interactions {
 		ix.finish()
@@ -359,24 +350,16 @@ func (f *DiscordFake) snowflake() string {
 
 func (f *DiscordFake) refuse(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	f.errs = append(f.errs, msg)
+	f.refusals.Refusef("%s", msg)
 	f.t.Logf("discord fake refused: %s", msg)
 }
 
 // Errors lists what the fake refused, as Discord would have.
 // Rate-limited requests are not errors (see RateLimited).
-func (f *DiscordFake) Errors() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.errs)
-}
+func (f *DiscordFake) Errors() []string { return f.refusals.Errors() }
 
 // RateLimited counts the requests the fake answered with 429.
-func (f *DiscordFake) RateLimited() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.rateLimited
-}
+func (f *DiscordFake) RateLimited() int { return f.refusals.ThrottledCount() }
 
 // RateLimitNext makes the next message create or edit fail with 429
 // and retry_after d, with the bucket headers Discord sends with it.
@@ -554,7 +537,7 @@ func (f *DiscordFake) DropConnection() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.session != nil && f.session.conn != nil {
-		_ = f.session.conn.ws.UnderlyingConn().Close()
+		_ = f.session.conn.WS.UnderlyingConn().Close()
 		f.session.conn = nil
 	}
 }
@@ -812,27 +795,13 @@ func (f *DiscordFake) deliver(c *discordConn, ev *discordEvent) {
 			d["content"], d["embeds"], d["attachments"], d["components"] = "", []any{}, []any{}, []any{}
 		}
 	}
-	if err := c.write(map[string]any{"op": 0, "t": ev.t, "s": ev.seq, "d": d}); err != nil {
+	if err := c.WriteJSON(map[string]any{"op": 0, "t": ev.t, "s": ev.seq, "d": d}); err != nil {
 		f.t.Logf("discord fake: writing %s to the gateway client: %v", ev.t, err)
-		_ = c.ws.Close()
+		_ = c.WS.Close()
 		if ev.session.conn == c {
 			ev.session.conn = nil
 		}
 	}
-}
-
-func (c *discordConn) write(v any) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_ = c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	return c.ws.WriteJSON(v)
-}
-
-func (c *discordConn) closeWith(code int, text string) {
-	c.wmu.Lock()
-	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
-	c.wmu.Unlock()
-	_ = c.ws.Close()
 }
 
 // ---- factory ----
@@ -853,28 +822,6 @@ func DiscordFactory(t adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 }
 
 // NewDiscordLogWriter is an io.Writer into t.Logf that goes quiet when
-// the test ends, so a goroutine logging late cannot panic the test.
-func NewDiscordLogWriter(t adaptertest.TB) io.Writer {
-	w := &discordLogWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return w
-}
-
-type discordLogWriter struct {
-	mu   sync.Mutex
-	t    adaptertest.TB
-	done bool
-}
-
-func (w *discordLogWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
+// the test ends, so a goroutine logging late cannot panic the test: it is
+// adaptertest.LogWriter, under the name Discord's tests know.
+func NewDiscordLogWriter(t adaptertest.TB) io.Writer { return adaptertest.LogWriter(t) }

@@ -4,4 +4,6 @@
 // components). It implements adaptertest.Fake; DiscordFactory hands it,
 // with an adapter aimed at it, to the shared suite adaptertest.Run. Its
 // own tests hold it to Discord's rules with raw HTTP and a raw websocket.
+// The rules for request bodies are in formbody; what the fakes share
+// (refusals, websocket writes) in adapters/internal/platformfake.
 package discordtest

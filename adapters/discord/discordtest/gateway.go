@@ -6,18 +6,17 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/gatehouse/gatehouse/adapters/internal/platformfake"
 )
 
 // ---- gateway ----
 
 func (f *DiscordFake) serveGateway(w http.ResponseWriter, r *http.Request) {
-	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	ws, err := up.Upgrade(w, r, nil)
+	ws, err := platformfake.Upgrade(w, r)
 	if err != nil {
 		return // the upgrader answered the HTTP error
 	}
-	c := &discordConn{ws: ws}
+	c := &discordConn{WSConn: platformfake.WSConn{WS: ws}}
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -41,17 +40,17 @@ func (f *DiscordFake) serveGateway(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.refuse("gateway: API version %q (want 9 or 10)", v)
 		f.mu.Unlock()
-		c.closeWith(4012, "Invalid API version.")
+		c.CloseWith(4012, "Invalid API version.")
 		return
 	}
 	if e := r.URL.Query().Get("encoding"); e != "" && e != "json" {
 		f.mu.Lock()
 		f.refuse("gateway: encoding %q (the fake speaks json)", e)
 		f.mu.Unlock()
-		c.closeWith(4002, "Error while decoding payload.")
+		c.CloseWith(4002, "Error while decoding payload.")
 		return
 	}
-	if err := c.write(map[string]any{"op": 10, "s": nil, "t": nil, "d": map[string]any{"heartbeat_interval": f.cfg.heartbeat.Milliseconds()}}); err != nil {
+	if err := c.WriteJSON(map[string]any{"op": 10, "s": nil, "t": nil, "d": map[string]any{"heartbeat_interval": f.cfg.heartbeat.Milliseconds()}}); err != nil {
 		return
 	}
 	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -68,7 +67,7 @@ func (f *DiscordFake) serveGateway(w http.ResponseWriter, r *http.Request) {
 			f.mu.Lock()
 			f.refuse("gateway: frame is not JSON: %v", err)
 			f.mu.Unlock()
-			c.closeWith(4002, "Error while decoding payload.")
+			c.CloseWith(4002, "Error while decoding payload.")
 			return
 		}
 		if !f.gatewayOp(c, p.Op, p.D) {
@@ -85,7 +84,7 @@ func (f *DiscordFake) gatewayOp(c *discordConn, op int, d json.RawMessage) bool 
 	defer f.mu.Unlock()
 	fail := func(code int, text, why string) bool {
 		f.refuse("gateway: %s", why)
-		c.closeWith(code, text)
+		c.CloseWith(code, text)
 		return false
 	}
 	switch op {
@@ -95,7 +94,7 @@ func (f *DiscordFake) gatewayOp(c *discordConn, op int, d json.RawMessage) bool 
 		if c.session != nil && seq != nil && *seq > c.session.acked && *seq <= c.session.seq {
 			c.session.acked = *seq
 		}
-		return c.write(map[string]any{"op": 11}) == nil
+		return c.WriteJSON(map[string]any{"op": 11}) == nil
 	case 2: // identify
 		if c.session != nil {
 			return fail(4005, "Already authenticated.", "IDENTIFY on an identified connection")
@@ -136,7 +135,7 @@ func (f *DiscordFake) gatewayOp(c *discordConn, op int, d json.RawMessage) bool 
 		if !ok {
 			// Not a refusal of a bad request: Discord answers a session it
 			// no longer has with op 9, and the client identifies anew.
-			return c.write(map[string]any{"op": 9, "d": false}) == nil
+			return c.WriteJSON(map[string]any{"op": 9, "d": false}) == nil
 		}
 		f.resume(c, s, rs.Seq)
 		return true
@@ -160,7 +159,7 @@ func (f *DiscordFake) identify(c *discordConn, intents int) {
 			}
 		}
 		if old.conn != nil && old.conn != c {
-			old.conn.closeWith(4000, "Another session took over.")
+			old.conn.CloseWith(4000, "Another session took over.")
 			old.conn = nil
 		}
 	}
@@ -178,7 +177,7 @@ func (f *DiscordFake) identify(c *discordConn, intents int) {
 		"application":        map[string]any{"id": f.appID, "flags": 0},
 		"shard":              []int{0, 1},
 	}
-	if err := c.write(map[string]any{"op": 0, "t": "READY", "s": s.seq, "d": ready}); err != nil {
+	if err := c.WriteJSON(map[string]any{"op": 0, "t": "READY", "s": s.seq, "d": ready}); err != nil {
 		return
 	}
 	c.ready = true
@@ -190,7 +189,7 @@ func (f *DiscordFake) identify(c *discordConn, intents int) {
 // resume replays what the client missed after seq, then RESUMED.
 func (f *DiscordFake) resume(c *discordConn, s *discordSession, seq int64) {
 	if s.conn != nil && s.conn != c {
-		s.conn.closeWith(4000, "Session resumed elsewhere.")
+		s.conn.CloseWith(4000, "Session resumed elsewhere.")
 	}
 	s.conn, c.session = c, s
 	// The client says what it read: everything up to seq.
@@ -205,5 +204,5 @@ func (f *DiscordFake) resume(c *discordConn, s *discordSession, seq int64) {
 		}
 	}
 	s.seq++
-	_ = c.write(map[string]any{"op": 0, "t": "RESUMED", "s": s.seq, "d": map[string]any{}})
+	_ = c.WriteJSON(map[string]any{"op": 0, "t": "RESUMED", "s": s.seq, "d": map[string]any{}})
 }

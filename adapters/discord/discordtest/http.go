@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/formbody"
 )
 
 // ---- HTTP ----
@@ -139,125 +140,24 @@ func (f *DiscordFake) readJSON(w http.ResponseWriter, r *http.Request, v any) bo
 	return true
 }
 
-type discordComponentReq struct {
-	Type       int                   `json:"type"`
-	Components []discordComponentReq `json:"components"`
-	Style      int                   `json:"style"`
-	Label      *string               `json:"label"`
-	CustomID   *string               `json:"custom_id"`
-	URL        string                `json:"url"`
-	Emoji      map[string]string     `json:"emoji"`
-	Disabled   bool                  `json:"disabled"`
-	SKUID      string                `json:"sku_id"`
-}
-
-type discordMessageReq struct {
-	Content         *string                `json:"content"`
-	Components      *[]discordComponentReq `json:"components"`
-	Embeds          []json.RawMessage      `json:"embeds"`
-	StickerIDs      []string               `json:"sticker_ids"`
-	Flags           int                    `json:"flags"`
-	AllowedMentions *struct {
-		Parse []string `json:"parse"`
-	} `json:"allowed_mentions"`
-	MessageReference *struct {
-		MessageID       string `json:"message_id"`
-		ChannelID       string `json:"channel_id"`
-		FailIfNotExists *bool  `json:"fail_if_not_exists"`
-	} `json:"message_reference"`
-}
-
-// checkComponents validates a message's components as Discord does for
-// messages without the components-v2 flag: up to 5 action rows, each
-// of 1–5 buttons, custom_id 1–100 characters and unique, label at most
-// 80. It returns the rows or writes the 400. f.mu held.
-func (f *DiscordFake) checkComponents(w http.ResponseWriter, r *http.Request, comps []discordComponentReq) ([][]discordButton, bool) {
-	bad := func(path, code, msg string) ([][]discordButton, bool) {
-		f.refuse("%s %s: %s: %s", r.Method, r.URL.Path, path, msg)
-		discordFormError(w, path, code, msg)
-		return nil, false
-	}
-	if len(comps) > 5 {
-		return bad("components", "BASE_TYPE_BAD_LENGTH", "Must be between 0 and 5 in length.")
-	}
-	seen := map[string]bool{}
-	rows := make([][]discordButton, 0, len(comps))
-	for i, row := range comps {
-		p := "components." + strconv.Itoa(i)
-		if row.Type != 1 {
-			return bad(p+".type", "UNION_TYPE_CHOICES", "Value of field \"type\" must be one of (1,).")
-		}
-		if len(row.Components) < 1 || len(row.Components) > 5 {
-			return bad(p+".components", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length.")
-		}
-		var bs []discordButton
-		for j, c := range row.Components {
-			q := p + ".components." + strconv.Itoa(j)
-			if c.Type != 2 {
-				return bad(q+".type", "COMPONENT_TYPE_INVALID", "This component type is not supported here (the fake knows buttons).")
-			}
-			label := ""
-			if c.Label != nil {
-				label = *c.Label
-			}
-			if utf8.RuneCountInString(label) > 80 {
-				return bad(q+".label", "BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length.")
-			}
-			if label == "" && c.Emoji == nil {
-				return bad(q+".label", "BUTTON_COMPONENT_LABEL_OR_EMOJI_REQUIRED", "A button needs a label or an emoji.")
-			}
-			b := discordButton{Style: c.Style, Label: label, URL: c.URL, Emoji: c.Emoji, Disabled: c.Disabled}
-			switch {
-			case c.Style >= 1 && c.Style <= 4:
-				if c.CustomID == nil || *c.CustomID == "" {
-					return bad(q+".custom_id", "BASE_TYPE_REQUIRED", "This field is required")
-				}
-				if utf8.RuneCountInString(*c.CustomID) > 100 {
-					return bad(q+".custom_id", "BASE_TYPE_MAX_LENGTH", "Must be 100 or fewer in length.")
-				}
-				if c.URL != "" {
-					return bad(q+".url", "BUTTON_COMPONENT_URL_NOT_ALLOWED", "A button with a custom_id cannot have a url.")
-				}
-				if seen[*c.CustomID] {
-					return bad(q+".custom_id", "COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id cannot be duplicated")
-				}
-				seen[*c.CustomID] = true
-				b.CustomID = *c.CustomID
-			case c.Style == 5:
-				if c.URL == "" || c.CustomID != nil {
-					return bad(q+".url", "BUTTON_COMPONENT_URL_REQUIRED", "A link button needs a url and no custom_id.")
-				}
-			default:
-				return bad(q+".style", "BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3, 4, 5}.")
-			}
-			bs = append(bs, b)
-		}
-		rows = append(rows, bs)
-	}
-	return rows, true
+// formRefused lists a body formbody refused, its reason after what
+// ("modal: ", or "" for the request's own body), and answers Discord's
+// 50035. f.mu held.
+func (f *DiscordFake) formRefused(w http.ResponseWriter, r *http.Request, what string, e *formbody.Error) {
+	f.refuse("%s %s: %s%s", r.Method, r.URL.Path, what, e.Reason())
+	discordFormError(w, e.Path, e.Code, e.Message)
 }
 
 // checkBody validates content, mentions and components common to
-// creates, edits and interaction responses. f.mu held.
-func (f *DiscordFake) checkBody(w http.ResponseWriter, r *http.Request, req *discordMessageReq) (rows [][]discordButton, ok bool) {
-	if req.Content != nil && utf8.RuneCountInString(*req.Content) > discordMaxContent {
-		f.refuse("%s %s: content is %d characters, over Discord's %d", r.Method, r.URL.Path, utf8.RuneCountInString(*req.Content), discordMaxContent)
-		discordFormError(w, "content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.")
+// creates, edits and interaction responses, writing the 400 when they are
+// refused. f.mu held.
+func (f *DiscordFake) checkBody(w http.ResponseWriter, r *http.Request, req *formbody.Message) ([][]discordButton, bool) {
+	rows, e := formbody.Body(req)
+	if e != nil {
+		f.formRefused(w, r, "", e)
 		return nil, false
 	}
-	if req.AllowedMentions != nil {
-		for i, p := range req.AllowedMentions.Parse {
-			if p != "roles" && p != "users" && p != "everyone" {
-				f.refuse("%s %s: allowed_mentions.parse has %q", r.Method, r.URL.Path, p)
-				discordFormError(w, "allowed_mentions.parse."+strconv.Itoa(i), "BASE_TYPE_CHOICES", "Value must be one of ('roles', 'users', 'everyone').")
-				return nil, false
-			}
-		}
-	}
-	if req.Components != nil {
-		return f.checkComponents(w, r, *req.Components)
-	}
-	return nil, true
+	return rows, true
 }
 
 func (f *DiscordFake) emptyMessage(w http.ResponseWriter, r *http.Request) {
@@ -279,7 +179,7 @@ func discordPings(content string, allowed *[]string) bool {
 }
 
 func (f *DiscordFake) createMessage(w http.ResponseWriter, r *http.Request, channelID string) {
-	var req discordMessageReq
+	var req formbody.Message
 	if !f.readJSON(w, r, &req) {
 		return
 	}
@@ -336,7 +236,7 @@ func (f *DiscordFake) createMessage(w http.ResponseWriter, r *http.Request, chan
 }
 
 func (f *DiscordFake) editMessage(w http.ResponseWriter, r *http.Request, channelID, msgID string) {
-	var req discordMessageReq
+	var req formbody.Message
 	if !f.readJSON(w, r, &req) {
 		return
 	}
@@ -378,7 +278,7 @@ func (f *DiscordFake) editMessage(w http.ResponseWriter, r *http.Request, channe
 
 // applyEdit changes the fields an edit carries (absent or null fields
 // stay) and dispatches MESSAGE_UPDATE. f.mu held.
-func (f *DiscordFake) applyEdit(w http.ResponseWriter, r *http.Request, m *discordMsg, req *discordMessageReq, rows [][]discordButton) bool {
+func (f *DiscordFake) applyEdit(w http.ResponseWriter, r *http.Request, m *discordMsg, req *formbody.Message, rows [][]discordButton) bool {
 	content, newRows := m.content, m.rows
 	if req.Content != nil {
 		content = *req.Content
@@ -407,7 +307,7 @@ func (f *DiscordFake) rateLimit(w http.ResponseWriter, bucket string) bool {
 	now := time.Now()
 	h := w.Header()
 	tooMany := func(retry time.Duration, global bool) bool {
-		f.rateLimited++
+		f.refusals.Throttle(bucket)
 		secs := math.Ceil(retry.Seconds()*1000) / 1000
 		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
 		h.Set("X-RateLimit-Reset-After", strconv.FormatFloat(secs, 'f', 3, 64))
@@ -477,11 +377,11 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 	}
 	var req struct {
 		Type int
-		Data *discordMessageReq
+		Data *formbody.Message
 	}
 	req.Type = raw.Type
 	if raw.Type != 9 && len(raw.Data) > 0 && string(raw.Data) != "null" {
-		req.Data = &discordMessageReq{}
+		req.Data = &formbody.Message{}
 		if err := json.Unmarshal(raw.Data, req.Data); err != nil {
 			f.mu.Lock()
 			f.refuse("interaction callback %s: data: %v", id, err)
@@ -515,8 +415,9 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 			discordFormError(w, "type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid")
 			return
 		}
-		modal, ok := f.checkModal(w, r, raw.Data)
-		if !ok {
+		modal, e := formbody.CheckModal(raw.Data)
+		if e != nil {
+			f.formRefused(w, r, "modal: ", e)
 			return
 		}
 		ix.Modal = modal
@@ -525,7 +426,7 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	var data discordMessageReq
+	var data formbody.Message
 	if req.Data != nil {
 		data = *req.Data
 	}

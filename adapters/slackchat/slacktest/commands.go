@@ -10,12 +10,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest/blockkit"
 )
 
 // ---- slash commands ----
@@ -156,11 +155,7 @@ func (f *SlackFake) postCommand(target, command string, fields [][2]string) (jso
 	if err != nil {
 		return nil, err
 	}
-	ts := time.Now().Unix()
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("User-Agent", "Slackbot 1.0 (+https://api.slack.com/robots)")
-	req.Header.Set("X-Slack-Request-Timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("X-Slack-Signature", SlackSignature(f.SigningSecret, ts, body))
+	req.Header = f.signed("application/x-www-form-urlencoded", body)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		f.mu.Lock()
@@ -216,20 +211,18 @@ func (f *SlackFake) showCommandAnswer(chat, uid, command string, answer json.Raw
 	if msg.Text != nil {
 		text = *msg.Text
 	}
-	var blocks []slackBlock
+	var blocks []blockkit.Block
 	if len(msg.Blocks) > 0 && string(msg.Blocks) != "null" {
 		var problem string
-		if blocks, problem = slackParseBlocks(string(msg.Blocks)); problem != "" {
+		if blocks, problem = blockkit.ParseBlocks(string(msg.Blocks)); problem != "" {
 			return refuse("invalid_blocks", problem)
 		}
 	}
-	switch {
-	case msg.ResponseType != "" && msg.ResponseType != "ephemeral" && msg.ResponseType != "in_channel":
+	if msg.ResponseType != "" && msg.ResponseType != "ephemeral" && msg.ResponseType != "in_channel" {
 		return refuse("invalid_response_type", msg.ResponseType)
-	case strings.TrimSpace(text) == "" && len(blocks) == 0:
-		return refuse("no_text", "")
-	case utf8.RuneCountInString(text) > 40000:
-		return refuse("msg_too_long", strconv.Itoa(utf8.RuneCountInString(text))+" characters")
+	}
+	if code, detail := blockkit.CheckMessage(text, blocks); code != "" {
+		return refuse(code, detail)
 	}
 	m := &slackMsg{ts: f.tsLocked(), text: text, user: f.BotUserID, botID: f.BotID, ours: true, blocks: blocks}
 	m.show(blocks)
@@ -241,13 +234,5 @@ func (f *SlackFake) showCommandAnswer(chat, uid, command string, answer json.Raw
 		c.ephemeral[m.ts] = m
 		f.ephemerals = append(f.ephemerals, slackEphemeral{channel: c.id, user: uid, text: text})
 	}
-	out := adaptertest.Message{ID: m.ts, Text: text}
-	for _, b := range blocks {
-		for _, e := range b.Buttons {
-			if e.Type == "button" {
-				out.Buttons = append(out.Buttons, e.Value)
-			}
-		}
-	}
-	return out, nil
+	return adaptertest.Message{ID: m.ts, Text: text, Buttons: blockkit.Values(blocks)}, nil
 }

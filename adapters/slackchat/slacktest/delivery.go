@@ -1,17 +1,17 @@
 package slacktest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/adapters/internal/platformfake"
 )
 
 // ---- delivery ----
@@ -79,7 +79,7 @@ func (f *SlackFake) liveConnLocked() *slackConn {
 }
 
 func (f *SlackFake) sendEnvelope(c *slackConn, q slackQueued) {
-	if err := c.write(q.msg); err != nil {
+	if err := c.WriteText(q.msg); err != nil {
 		// The socket is going away: the next one gets it.
 		f.mu.Lock()
 		f.queue = append(f.queue, q)
@@ -161,30 +161,17 @@ func (f *SlackFake) post(d *slackDelivery, target string, attempt int, reason st
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, f.opts.ackTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	header := f.signed(ct, body)
+	if attempt > 0 {
+		header.Set("X-Slack-Retry-Num", strconv.Itoa(attempt))
+		header.Set("X-Slack-Retry-Reason", reason)
+	}
+	// An interaction's answer comes after the 200: do not wait for the
+	// handler to finish.
+	status, err := platformfake.Post(ctx, http.DefaultClient, target, body, header, d.kind != "interactive")
 	if err != nil {
 		f.t.Logf("slack fake: %v", err)
 		return
-	}
-	ts := time.Now().Unix()
-	req.Header.Set("Content-Type", ct)
-	req.Header.Set("User-Agent", "Slackbot 1.0 (+https://api.slack.com/robots)")
-	req.Header.Set("X-Slack-Request-Timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("X-Slack-Signature", SlackSignature(f.SigningSecret, ts, body))
-	if attempt > 0 {
-		req.Header.Set("X-Slack-Retry-Num", strconv.Itoa(attempt))
-		req.Header.Set("X-Slack-Retry-Reason", reason)
-	}
-	status := 0
-	resp, err := http.DefaultClient.Do(req)
-	if err == nil {
-		status = resp.StatusCode
-		if d.kind != "interactive" {
-			// An interaction's answer comes after the 200: do not wait
-			// for the handler to finish.
-			_, _ = io.Copy(io.Discard, resp.Body)
-		}
-		_ = resp.Body.Close()
 	}
 	f.mu.Lock()
 	d.statuses = append(d.statuses, status)
@@ -216,14 +203,12 @@ func (f *SlackFake) serveLink(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "invalid ticket", http.StatusUnauthorized)
 		return
 	}
-	// slack-go sends Origin: https://api.slack.com, which the default
-	// check refuses.
-	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	ws, err := up.Upgrade(w, r, nil)
+	// slack-go sends Origin: https://api.slack.com.
+	ws, err := platformfake.Upgrade(w, r)
 	if err != nil {
 		return
 	}
-	c := &slackConn{ws: ws, done: make(chan struct{})}
+	c := &slackConn{WSConn: platformfake.WSConn{WS: ws}, done: make(chan struct{})}
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -238,7 +223,7 @@ func (f *SlackFake) serveLink(w http.ResponseWriter, r *http.Request) {
 		"debug_info":      map[string]any{"host": "fake-applink", "build_number": 1, "approximate_connection_time": 18060},
 		"connection_info": map[string]any{"app_id": f.AppID},
 	})
-	if err := c.write(hello); err != nil {
+	if err := c.WriteText(hello); err != nil {
 		f.wg.Add(-2)
 		_ = ws.Close()
 		return
@@ -269,7 +254,7 @@ func (f *SlackFake) ping(c *slackConn) {
 		case <-c.done:
 			return
 		case <-t.C:
-			_ = c.ws.WriteControl(websocket.PingMessage, []byte("fake-ping"), time.Now().Add(time.Second))
+			_ = c.WS.WriteControl(websocket.PingMessage, []byte("fake-ping"), time.Now().Add(time.Second))
 		}
 	}
 }
@@ -279,7 +264,7 @@ func (f *SlackFake) readAcks(c *slackConn) {
 	defer f.wg.Done()
 	defer func() {
 		close(c.done)
-		_ = c.ws.Close()
+		_ = c.WS.Close()
 		f.mu.Lock()
 		for i, x := range f.conns {
 			if x == c {
@@ -290,7 +275,7 @@ func (f *SlackFake) readAcks(c *slackConn) {
 		f.mu.Unlock()
 	}()
 	for {
-		_, data, err := c.ws.ReadMessage()
+		_, data, err := c.WS.ReadMessage()
 		if err != nil {
 			return
 		}
@@ -319,5 +304,17 @@ func (f *SlackFake) readAcks(c *slackConn) {
 			f.ackLocked(env.d)
 		}
 		f.mu.Unlock()
+	}
+}
+
+// signed are the headers of a request Slack sends to the app: body's
+// content type and its signature.
+func (f *SlackFake) signed(contentType string, body []byte) http.Header {
+	ts := time.Now().Unix()
+	return http.Header{
+		"Content-Type":              {contentType},
+		"User-Agent":                {"Slackbot 1.0 (+https://api.slack.com/robots)"},
+		"X-Slack-Request-Timestamp": {strconv.FormatInt(ts, 10)},
+		"X-Slack-Signature":         {SlackSignature(f.SigningSecret, ts, body)},
 	}
 }

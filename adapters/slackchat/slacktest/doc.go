@@ -4,5 +4,7 @@
 // implements adaptertest.Fake; SlackFactory (Socket Mode) and
 // SlackEventsFactory (Events API) hand it, with an adapter aimed at it,
 // to the shared suite adaptertest.Run. Its own tests hold it to Slack's
-// rules with the slack-go client and raw HTTP.
+// rules with the slack-go client and raw HTTP. Block Kit and modal views
+// are checked by blockkit; what the fakes share (parameters, refusals,
+// websocket writes, webhook posts) is in adapters/internal/platformfake.
 package slacktest

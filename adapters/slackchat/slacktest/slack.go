@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/internal/platformfake"
 	"github.com/gatehouse/gatehouse/adapters/slackchat"
+	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest/blockkit"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
@@ -82,8 +82,7 @@ type SlackFake struct {
 	lastPost   map[string]time.Time
 	eventsURL  string
 	postQueues map[string]*slackPostQueue
-	errs       []string
-	throttled  []string
+	refusals   platformfake.Refusals
 	// commandTriggers are the trigger_ids of the slash commands typed.
 	commandTriggers []string
 }
@@ -156,7 +155,7 @@ type slackMsg struct {
 	ours bool
 	// to is the user an ephemeral message is shown to.
 	to     string
-	blocks []slackBlock
+	blocks []blockkit.Block
 	edited bool
 	// shown are all the buttons the message ever had: a client that has
 	// not caught up with an edit still shows (and presses) old ones.
@@ -164,12 +163,12 @@ type slackMsg struct {
 }
 
 type slackShown struct {
-	btn     slackButton
+	btn     blockkit.Button
 	blockID string
 }
 
 // show remembers the buttons of blocks as shown on m.
-func (m *slackMsg) show(blocks []slackBlock) {
+func (m *slackMsg) show(blocks []blockkit.Block) {
 	for _, b := range blocks {
 		for _, e := range b.Buttons {
 			if e.Type == "button" {
@@ -177,29 +176,6 @@ func (m *slackMsg) show(blocks []slackBlock) {
 			}
 		}
 	}
-}
-
-type slackBlock struct {
-	Type    string        `json:"type"`
-	BlockID string        `json:"block_id,omitempty"`
-	Text    *slackText    `json:"text,omitempty"`
-	Buttons []slackButton `json:"elements,omitempty"`
-	raw     json.RawMessage
-}
-
-type slackText struct {
-	Type  string `json:"type"`
-	Text  string `json:"text"`
-	Emoji *bool  `json:"emoji,omitempty"`
-}
-
-type slackButton struct {
-	Type     string     `json:"type"`
-	ActionID string     `json:"action_id,omitempty"`
-	Text     *slackText `json:"text,omitempty"`
-	Value    string     `json:"value,omitempty"`
-	Style    string     `json:"style,omitempty"`
-	URL      string     `json:"url,omitempty"`
 }
 
 // slackDelivery is one event (or press) and every attempt to deliver it.
@@ -230,17 +206,9 @@ type slackQueued struct {
 }
 
 type slackConn struct {
-	ws       *websocket.Conn
-	wmu      sync.Mutex
+	platformfake.WSConn
 	done     chan struct{}
 	draining bool
-}
-
-func (c *slackConn) write(msg []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_ = c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	return c.ws.WriteMessage(websocket.TextMessage, msg)
 }
 
 type slackWaiter struct {
@@ -360,8 +328,8 @@ func SlackEventsFactory(t adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 	if err != nil {
 		t.Fatalf("slack adapter: %v", err)
 	}
-	w := &slackEvents{Adapter: a, ready: make(chan struct{})}
-	srv := httptest.NewServer(http.HandlerFunc(w.serve))
+	w := &slackEvents{Adapter: a, mount: platformfake.Mount{FirstWait: 2 * time.Second}}
+	srv := httptest.NewServer(&w.mount)
 	t.Cleanup(srv.Close)
 	f.SetEventsURL(srv.URL)
 	return w, f
@@ -375,43 +343,14 @@ func slackSuiteConfig(t adaptertest.TB, cfg slackchat.Config) slackchat.Config {
 
 // slackEvents is an Events API adapter that serves its Handler, with the
 // gateway as sink, while Connect runs. Between Connects it answers 503 and
-// the fake resends.
+// the fake resends; a delivery may beat the first Connect by up to 2 s.
 type slackEvents struct {
 	*slackchat.Adapter
-	mu    sync.Mutex
-	h     http.Handler
-	ready chan struct{} // closed on the first Connect
-	once  sync.Once
+	mount platformfake.Mount
 }
 
 func (w *slackEvents) Connect(ctx context.Context, sink chat.Sink) error {
-	w.mu.Lock()
-	w.h = w.Adapter.Handler(sink)
-	w.mu.Unlock()
-	w.once.Do(func() { close(w.ready) })
-	defer func() {
-		w.mu.Lock()
-		w.h = nil
-		w.mu.Unlock()
-	}()
-	return w.Adapter.Connect(ctx, sink)
-}
-
-func (w *slackEvents) serve(rw http.ResponseWriter, r *http.Request) {
-	// A delivery may beat the gateway's first Connect by a moment.
-	select {
-	case <-w.ready:
-	case <-time.After(2 * time.Second):
-	case <-r.Context().Done():
-	}
-	w.mu.Lock()
-	h := w.h
-	w.mu.Unlock()
-	if h == nil {
-		http.Error(rw, "not connected", http.StatusServiceUnavailable)
-		return
-	}
-	h.ServeHTTP(rw, r)
+	return w.mount.While(w.Adapter.Handler(sink), func() error { return w.Adapter.Connect(ctx, sink) })
 }
 
 // SlackEventsPair starts a fake Slack and an Events API mode adapter whose
@@ -462,7 +401,7 @@ func (f *SlackFake) Close() {
 	f.mu.Unlock()
 	f.cancel()
 	for _, c := range conns {
-		_ = c.ws.Close()
+		_ = c.WS.Close()
 	}
 	f.srv.Close()
 	f.wg.Wait()
@@ -532,22 +471,14 @@ func (f *SlackFake) tsLocked() string {
 }
 
 func (f *SlackFake) refusalLocked(format string, args ...any) {
-	f.errs = append(f.errs, fmt.Sprintf(format, args...))
+	f.refusals.Refusef(format, args...)
 }
 
 // Errors lists the requests the fake refused.
-func (f *SlackFake) Errors() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.errs...)
-}
+func (f *SlackFake) Errors() []string { return f.refusals.Errors() }
 
 // Throttled lists the chat.postMessage calls refused with 429.
-func (f *SlackFake) Throttled() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.throttled...)
-}
+func (f *SlackFake) Throttled() []string { return f.refusals.Throttled() }
 
 // ---- what users do ----
 
@@ -724,7 +655,7 @@ func (f *SlackFake) Press(chat, msgID, data, user string) (string, error) {
 		return "", fmt.Errorf("slack fake: no message of the bot with ts %q in %s", msgID, chat)
 	}
 	// The newest button with this value, current or once shown.
-	var btn *slackButton
+	var btn *blockkit.Button
 	var blockID string
 	for i := range m.shown {
 		if m.shown[i].btn.Value == data {
@@ -738,7 +669,7 @@ func (f *SlackFake) Press(chat, msgID, data, user string) (string, error) {
 	f.seq++
 	trigger := fmt.Sprintf("%d.%d.fake%08d", f.tsBase, f.seq, f.seq)
 	container := map[string]any{"type": "message", "message_ts": m.ts, "channel_id": c.id, "is_ephemeral": m.to != ""}
-	message := map[string]any{"type": "message", "ts": m.ts, "text": m.text, "user": m.user, "bot_id": m.botID, "blocks": rawBlocks(m.blocks)}
+	message := map[string]any{"type": "message", "ts": m.ts, "text": m.text, "user": m.user, "bot_id": m.botID, "blocks": blockkit.Raws(m.blocks)}
 	if m.threadTS != "" {
 		container["thread_ts"] = m.threadTS
 		message["thread_ts"] = m.threadTS
@@ -816,15 +747,7 @@ func (f *SlackFake) Messages(chat string) []adaptertest.Message {
 		if !m.ours {
 			continue
 		}
-		msg := adaptertest.Message{ID: m.ts, Text: m.text, Edited: m.edited}
-		for _, b := range m.blocks {
-			for _, e := range b.Buttons {
-				if e.Type == "button" {
-					msg.Buttons = append(msg.Buttons, e.Value)
-				}
-			}
-		}
-		out = append(out, msg)
+		out = append(out, adaptertest.Message{ID: m.ts, Text: m.text, Edited: m.edited, Buttons: blockkit.Values(m.blocks)})
 	}
 	return out
 }
@@ -899,6 +822,6 @@ func (f *SlackFake) Disconnect() {
 	f.mu.Unlock()
 	msg := []byte(`{"type":"disconnect","reason":"refresh_requested","debug_info":{"host":"fake-applink"}}`)
 	for _, c := range conns {
-		_ = c.write(msg)
+		_ = c.WriteText(msg)
 	}
 }

@@ -7,5 +7,6 @@
 // adaptertest.Fake; TelegramFactory and TelegramWebhookFactory hand it,
 // with an adapter aimed at it, to the shared suite adaptertest.Run. Its
 // own tests hold it to Telegram's rules with the go-telegram/bot client
-// and raw HTTP.
+// and raw HTTP. Telegram's HTML parse mode is in tghtml; what the fakes
+// share (parameters, refusals, webhook posts) in adapters/internal/platformfake.
 package telegramtest

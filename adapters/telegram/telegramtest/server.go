@@ -1,20 +1,16 @@
 package telegramtest
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"mime"
-	"mime/multipart"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/gatehouse/gatehouse/adapters/internal/platformfake"
 )
 
 // ---- state ----
@@ -134,7 +130,29 @@ func (f *TelegramFake) notify() {
 	f.changed = make(chan struct{})
 }
 
+// messageJSON is m as the Bot API returns it, with the replied message
+// nested one level deep, as Telegram does.
 func (f *TelegramFake) messageJSON(c *tgChat, m *tgMessage) map[string]any {
+	j := f.messageCore(c, m)
+	if m.ThreadID != 0 {
+		j["message_thread_id"] = m.ThreadID
+		j["is_topic_message"] = true
+	}
+	if r := c.byID[m.ReplyTo]; m.ReplyTo != 0 && r != nil {
+		// The replied message in full, but for its own reply.
+		j["reply_to_message"] = f.messageCore(c, r)
+	}
+	if len(m.Buttons) > 0 {
+		j["reply_markup"] = map[string]any{"inline_keyboard": m.Buttons}
+	}
+	if m.Edited {
+		j["edit_date"] = time.Now().Unix()
+	}
+	return j
+}
+
+// messageCore is the fields of m a nested reply_to_message carries too.
+func (f *TelegramFake) messageCore(c *tgChat, m *tgMessage) map[string]any {
 	j := map[string]any{"message_id": m.ID, "date": m.date, "chat": f.chatJSON(c), "text": m.Text}
 	if m.fromBot {
 		j["from"] = botUserJSON()
@@ -143,32 +161,6 @@ func (f *TelegramFake) messageJSON(c *tgChat, m *tgMessage) map[string]any {
 	}
 	if len(m.entities) > 0 {
 		j["entities"] = m.entities
-	}
-	if m.ThreadID != 0 {
-		j["message_thread_id"] = m.ThreadID
-		j["is_topic_message"] = true
-	}
-	if m.ReplyTo != 0 {
-		if r := c.byID[m.ReplyTo]; r != nil {
-			// The replied message in full, but for its own reply: Telegram
-			// nests one level only.
-			rj := map[string]any{"message_id": r.ID, "date": r.date, "chat": f.chatJSON(c), "text": r.Text}
-			if r.fromBot {
-				rj["from"] = botUserJSON()
-			} else if r.from != nil {
-				rj["from"] = f.userJSON(r.from, r.isBot)
-			}
-			if len(r.entities) > 0 {
-				rj["entities"] = r.entities
-			}
-			j["reply_to_message"] = rj
-		}
-	}
-	if len(m.Buttons) > 0 {
-		j["reply_markup"] = map[string]any{"inline_keyboard": m.Buttons}
-	}
-	if m.Edited {
-		j["edit_date"] = time.Now().Unix()
 	}
 	return j
 }
@@ -268,14 +260,11 @@ func (f *TelegramFake) reply(w http.ResponseWriter, method string, res any, e *t
 		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": res})
 		return
 	}
-	f.mu.Lock()
-	line := fmt.Sprintf("%s: %d %s", method, e.code, e.desc)
-	if e.code == http.StatusTooManyRequests {
-		f.throttled = append(f.throttled, line)
+	if line := fmt.Sprintf("%s: %d %s", method, e.code, e.desc); e.code == http.StatusTooManyRequests {
+		f.refusals.Throttle(line)
 	} else {
-		f.errs = append(f.errs, line)
+		f.refusals.Refusef("%s", line)
 	}
-	f.mu.Unlock()
 	body := map[string]any{"ok": false, "error_code": e.code, "description": e.desc}
 	if e.retryAfter > 0 {
 		body["parameters"] = map[string]any{"retry_after": e.retryAfter}
@@ -291,67 +280,8 @@ type tgParams map[string]string
 // readTelegramParams reads parameters the ways the Bot API takes them: a
 // query string, and a multipart, url-encoded or JSON body.
 func readTelegramParams(r *http.Request) (tgParams, error) {
-	p := tgParams{}
-	for k, v := range r.URL.Query() {
-		p[k] = v[0]
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 10<<20))
-	if err != nil {
-		return nil, fmt.Errorf("unreadable body: %w", err)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		// getMe and friends: a multipart content type with nothing in it.
-		return p, nil
-	}
-	ct, ctParams, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	switch ct {
-	case "multipart/form-data":
-		mr := multipart.NewReader(bytes.NewReader(body), ctParams["boundary"])
-		for {
-			part, err := mr.NextPart()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("bad multipart body: %w", err)
-			}
-			if part.FileName() != "" {
-				return nil, errors.New("file uploads are not modelled by the fake")
-			}
-			v, err := io.ReadAll(part)
-			if err != nil {
-				return nil, fmt.Errorf("bad multipart body: %w", err)
-			}
-			p[part.FormName()] = string(v)
-		}
-	case "application/x-www-form-urlencoded":
-		vals, err := url.ParseQuery(string(body))
-		if err != nil {
-			return nil, fmt.Errorf("bad form body: %w", err)
-		}
-		for k, v := range vals {
-			p[k] = v[0]
-		}
-	case "application/json":
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(body, &obj); err != nil {
-			return nil, fmt.Errorf("bad JSON body: %w", err)
-		}
-		for k, raw := range obj {
-			var s string
-			switch {
-			case string(raw) == "null":
-				continue
-			case json.Unmarshal(raw, &s) == nil:
-				p[k] = s
-			default:
-				p[k] = string(raw)
-			}
-		}
-	default:
-		return nil, fmt.Errorf("unsupported content type %q", ct)
-	}
-	return p, nil
+	p, err := platformfake.ReadParams(r, platformfake.ParamOptions{MaxBody: 10 << 20, Multipart: true})
+	return tgParams(p), err
 }
 
 func (p tgParams) int(k string) (int64, bool, *tgErr) {

@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/internal/platformfake"
 	"github.com/gatehouse/gatehouse/adapters/telegram"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 )
@@ -165,8 +165,7 @@ type TelegramFake struct {
 	changed    chan struct{} // closed (and replaced) when updates change
 	pollKick   chan struct{} // closed when a newer getUpdates takes over
 	sendLog    []time.Time
-	errs       []string
-	throttled  []string
+	refusals   platformfake.Refusals
 	// commands are the lists setMyCommands set, by "scope|language".
 	commands     map[string][]TelegramCommand
 	commandCalls int
@@ -319,7 +318,7 @@ func NewTelegramAdapter(t adaptertest.TB, opts TelegramOptions) (chat.Adapter, *
 		return a, f
 	}
 	w := &telegramWebhook{}
-	hook := httptest.NewServer(http.HandlerFunc(w.serve))
+	hook := httptest.NewServer(&w.mount)
 	t.Cleanup(hook.Close)
 	cfg.WebhookSecret = TelegramSecret
 	cfg.WebhookURL = hook.URL + "/telegram"
@@ -350,23 +349,11 @@ func TelegramWebhookFactory(t adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 // own. Between Connects the webhook answers 503 and the fake retries.
 type telegramWebhook struct {
 	*telegram.Adapter
-	h atomic.Pointer[http.Handler]
+	mount platformfake.Mount
 }
 
 func (w *telegramWebhook) Connect(ctx context.Context, sink chat.Sink) error {
-	h := w.Adapter.Handler(sink)
-	w.h.Store(&h)
-	defer w.h.Store(nil)
-	return w.Adapter.Connect(ctx, sink)
-}
-
-func (w *telegramWebhook) serve(rw http.ResponseWriter, r *http.Request) {
-	h := w.h.Load()
-	if h == nil {
-		http.Error(rw, "not connected", http.StatusServiceUnavailable)
-		return
-	}
-	(*h).ServeHTTP(rw, r)
+	return w.mount.While(w.Adapter.Handler(sink), func() error { return w.Adapter.Connect(ctx, sink) })
 }
 
 // ---- the suite's handle ----
@@ -646,20 +633,12 @@ func (f *TelegramFake) DenyWithReason(chat, msgID, data, user, reason string) (s
 }
 
 // Errors lists the requests the fake refused, as "method: code description".
-func (f *TelegramFake) Errors() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.errs)
-}
+func (f *TelegramFake) Errors() []string { return f.refusals.Errors() }
 
 // Throttled lists the sends refused with 429 (kept apart from Errors: a
 // 429 is the platform working as meant, and a sender that honours
 // retry_after is correct).
-func (f *TelegramFake) Throttled() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.throttled)
-}
+func (f *TelegramFake) Throttled() []string { return f.refusals.Throttled() }
 
 // SetWebhook points delivery at url with secret, as setWebhook does.
 func (f *TelegramFake) SetWebhook(url, secret string) {

@@ -1,16 +1,16 @@
 package telegramtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gatehouse/gatehouse/adapters/internal/platformfake"
 )
 
 // ---- getUpdates ----
@@ -281,19 +281,11 @@ func (f *TelegramFake) deliverWebhooks(ctx context.Context) {
 				return
 			}
 		}
-		status := 0
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook, bytes.NewReader(next.body))
-		if err == nil {
-			req.Header.Set("Content-Type", "application/json")
-			if secret != "" {
-				req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
-			}
-			if resp, err := client.Do(req); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				status = resp.StatusCode
-			}
+		header := http.Header{"Content-Type": {"application/json"}}
+		if secret != "" {
+			header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
 		}
+		status, _ := platformfake.Post(ctx, client, hook, next.body, header, true)
 		if ctx.Err() != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package supervisor
+package spool
 
 import (
 	"crypto/sha256"
@@ -11,37 +11,41 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 )
 
-// The spool keeps an answer the database refused to save, in a file of the
-// data directory, so the answer the user paid for is not lost with the
-// attempt: the run's next attempt finds it under the same generation and
-// commits it (once: the generation id is its key) instead of asking the
-// model again.
+// Spool keeps answers in one directory. With no directory there is no
+// spool: Save fails, Load finds nothing, Drop does nothing.
+type Spool struct {
+	dir string
+}
+
+// New returns the spool in dir ("" for none). Nothing is created until
+// the first Save.
+func New(dir string) *Spool { return &Spool{dir: dir} }
 
 type spooled struct {
 	SessionID string              `json:"sessionId"`
 	Message   gh.AssistantMessage `json:"message"`
 }
 
-func (s *Supervisor) spoolPath(sessionID, gen string) string {
+func (s *Spool) path(sessionID, gen string) string {
 	h := sha256.Sum256([]byte(sessionID + "\x00" + gen))
-	return filepath.Join(s.cfg.SpoolDir, hex.EncodeToString(h[:12])+".json")
+	return filepath.Join(s.dir, hex.EncodeToString(h[:12])+".json")
 }
 
-// spool writes an answer atomically (a temporary file, then a rename).
-func (s *Supervisor) spool(sessionID string, a gh.AssistantMessage) error {
-	if s.cfg.SpoolDir == "" {
+// Save writes an answer atomically (a temporary file, then a rename).
+func (s *Spool) Save(sessionID string, a gh.AssistantMessage) error {
+	if s.dir == "" {
 		return errors.New("no spool directory")
 	}
 	// A spooled answer is a piece of a conversation: the directory and its
 	// files are the gateway user's alone, also in a spool directory left
 	// wider by an older version.
-	if err := os.MkdirAll(s.cfg.SpoolDir, 0o700); err != nil {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
-	if st, err := os.Stat(s.cfg.SpoolDir); err != nil {
+	if st, err := os.Stat(s.dir); err != nil {
 		return err
 	} else if st.Mode().Perm() != 0o700 {
-		if err := os.Chmod(s.cfg.SpoolDir, 0o700); err != nil {
+		if err := os.Chmod(s.dir, 0o700); err != nil {
 			return err
 		}
 	}
@@ -49,7 +53,7 @@ func (s *Supervisor) spool(sessionID string, a gh.AssistantMessage) error {
 	if err != nil {
 		return err
 	}
-	path := s.spoolPath(sessionID, a.GenerationID)
+	path := s.path(sessionID, a.GenerationID)
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -75,12 +79,12 @@ func (s *Supervisor) spool(sessionID string, a gh.AssistantMessage) error {
 	return os.Rename(tmp, path)
 }
 
-// unspool returns the spooled answer of a generation, if any.
-func (s *Supervisor) unspool(sessionID, gen string) (gh.AssistantMessage, bool) {
-	if s.cfg.SpoolDir == "" {
+// Load returns the spooled answer of a generation, if any.
+func (s *Spool) Load(sessionID, gen string) (gh.AssistantMessage, bool) {
+	if s.dir == "" {
 		return gh.AssistantMessage{}, false
 	}
-	raw, err := os.ReadFile(s.spoolPath(sessionID, gen))
+	raw, err := os.ReadFile(s.path(sessionID, gen))
 	if err != nil {
 		return gh.AssistantMessage{}, false
 	}
@@ -91,9 +95,9 @@ func (s *Supervisor) unspool(sessionID, gen string) (gh.AssistantMessage, bool) 
 	return sp.Message, true
 }
 
-// dropSpool removes a spooled answer once it is committed.
-func (s *Supervisor) dropSpool(sessionID, gen string) {
-	if s.cfg.SpoolDir != "" {
-		_ = os.Remove(s.spoolPath(sessionID, gen))
+// Drop removes a spooled answer once it is committed.
+func (s *Spool) Drop(sessionID, gen string) {
+	if s.dir != "" {
+		_ = os.Remove(s.path(sessionID, gen))
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package supervisor
+package spool
 
 import (
 	"os"
@@ -34,19 +34,19 @@ func permOf(t *testing.T, path string) os.FileMode {
 func TestSpoolFilesArePrivate(t *testing.T) {
 	withUmask(t, 0o022)
 	dir := filepath.Join(t.TempDir(), "data", "spool")
-	s := &Supervisor{cfg: Config{SpoolDir: dir}}
+	s := New(dir)
 	a := gh.AssistantMessage{GenerationID: "g1", Text: "the answer the database refused"}
-	if err := s.spool("s1", a); err != nil {
+	if err := s.Save("s1", a); err != nil {
 		t.Fatal(err)
 	}
 	if m := permOf(t, dir); m != 0o700 {
 		t.Errorf("spool directory mode %v, want 0700", m)
 	}
-	if m := permOf(t, s.spoolPath("s1", "g1")); m != 0o600 {
+	if m := permOf(t, s.path("s1", "g1")); m != 0o600 {
 		t.Errorf("spool file mode %v, want 0600", m)
 	}
-	if got, ok := s.unspool("s1", "g1"); !ok || got.Text != a.Text {
-		t.Fatalf("unspool: %+v %v", got, ok)
+	if got, ok := s.Load("s1", "g1"); !ok || got.Text != a.Text {
+		t.Fatalf("Load: %+v %v", got, ok)
 	}
 }
 
@@ -58,17 +58,17 @@ func TestSpoolTightensAnOlderSpool(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := &Supervisor{cfg: Config{SpoolDir: dir}}
-	if err := os.WriteFile(s.spoolPath("s1", "g1")+".tmp", []byte("half an old answer"), 0o644); err != nil {
+	s := New(dir)
+	if err := os.WriteFile(s.path("s1", "g1")+".tmp", []byte("half an old answer"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.spool("s1", gh.AssistantMessage{GenerationID: "g1", Text: "answer"}); err != nil {
+	if err := s.Save("s1", gh.AssistantMessage{GenerationID: "g1", Text: "answer"}); err != nil {
 		t.Fatal(err)
 	}
 	if m := permOf(t, dir); m != 0o700 {
 		t.Errorf("spool directory mode %v, want 0700", m)
 	}
-	if m := permOf(t, s.spoolPath("s1", "g1")); m != 0o600 {
+	if m := permOf(t, s.path("s1", "g1")); m != 0o600 {
 		t.Errorf("spool file mode %v, want 0600", m)
 	}
 }

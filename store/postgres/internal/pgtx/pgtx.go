@@ -1,29 +1,36 @@
-package postgres
+package pgtx
 
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// connTx is a transaction on one pooled connection that saves round
-// trips: BEGIN travels in one pipeline with the transaction's first
-// statement, and statements deferred to the commit (see atCommit) travel
-// with COMMIT. A transaction that never ran a statement sends nothing.
-type connTx struct {
+// Tx is a transaction on one pooled connection that saves round trips:
+// BEGIN travels in one pipeline with the transaction's first statement,
+// and statements deferred to the commit (see AtCommit) travel with COMMIT.
+// A transaction that never ran a statement sends nothing.
+type Tx struct {
 	conn     *pgxpool.Conn
 	begun    bool
 	deferred *pgx.Batch
 }
 
+// New starts (lazily: nothing is sent yet) a transaction on conn, which
+// the caller releases after Commit or Rollback.
+func New(conn *pgxpool.Conn) *Tx { return &Tx{conn: conn} }
+
+const rollbackTimeout = 5 * time.Second
+
 var errCommitRolledBack = errors.New("commit rolled back: the transaction had failed")
 
-// batch sends b, preceded by BEGIN when the transaction has not begun.
+// Batch sends b, preceded by BEGIN when the transaction has not begun.
 // The caller reads b's results from the returned BatchResults and closes it.
-func (c *connTx) batch(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
+func (c *Tx) Batch(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
 	if c.begun {
 		return c.conn.SendBatch(ctx, b), nil
 	}
@@ -39,13 +46,14 @@ func (c *connTx) batch(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, err
 	return br, nil
 }
 
-func (c *connTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+// Exec runs one statement, with BEGIN in its pipeline when it is the first.
+func (c *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if c.begun {
 		return c.conn.Exec(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
-	br, err := c.batch(ctx, b)
+	br, err := c.Batch(ctx, b)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
@@ -56,7 +64,8 @@ func (c *connTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 	return tag, err
 }
 
-func (c *connTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+// Query runs a query; the first statement sends BEGIN on its own first.
+func (c *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if !c.begun {
 		if _, err := c.conn.Exec(ctx, "begin"); err != nil {
 			return nil, err
@@ -66,30 +75,32 @@ func (c *connTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 	return c.conn.Query(ctx, sql, args...)
 }
 
-func (c *connTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+// QueryRow runs a one-row query, with BEGIN in its pipeline when it is the
+// first.
+func (c *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if c.begun {
 		return c.conn.QueryRow(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
-	br, err := c.batch(ctx, b)
+	br, err := c.Batch(ctx, b)
 	if err != nil {
 		return errRow{err}
 	}
 	return batchRow{row: br.QueryRow(), br: br}
 }
 
-// atCommit defers a statement whose result nobody waits for to the
+// AtCommit defers a statement whose result nobody waits for to the
 // commit's pipeline. Its failure fails the commit.
-func (c *connTx) atCommit(sql string, args ...any) {
+func (c *Tx) AtCommit(sql string, args ...any) {
 	if c.deferred == nil {
 		c.deferred = &pgx.Batch{}
 	}
 	c.deferred.Queue(sql, args...)
 }
 
-// commit sends the deferred statements and COMMIT in one pipeline.
-func (c *connTx) commit(ctx context.Context) error {
+// Commit sends the deferred statements and COMMIT in one pipeline.
+func (c *Tx) Commit(ctx context.Context) error {
 	b := c.deferred
 	if b == nil {
 		if !c.begun {
@@ -99,7 +110,7 @@ func (c *connTx) commit(ctx context.Context) error {
 	}
 	n := b.Len()
 	b.Queue("commit")
-	br, err := c.batch(ctx, b)
+	br, err := c.Batch(ctx, b)
 	if err != nil {
 		return err
 	}
@@ -119,10 +130,10 @@ func (c *connTx) commit(ctx context.Context) error {
 	return err
 }
 
-// rollback ends a transaction that failed. A connection it cannot be
+// Rollback ends a transaction that failed. A connection it cannot be
 // sure of is closed, so the pool does not hand out a connection that is
 // still inside a transaction.
-func (c *connTx) rollback() {
+func (c *Tx) Rollback() {
 	if !c.begun {
 		return
 	}
