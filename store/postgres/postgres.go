@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -98,10 +100,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, gh.Wrap(gh.CodeUnavailable, err, "postgres: migrate")
 	}
 	lctx, cancel := context.WithCancel(context.Background())
-	s := &Store{executor: executor{q: pool, channel: cfg.Channel}, pool: pool, cfg: cfg, stop: cancel, stopped: make(chan struct{})}
+	self := notifyToken()
+	s := &Store{executor: executor{q: pool, channel: cfg.Channel, self: self}, pool: pool, cfg: cfg, stop: cancel, stopped: make(chan struct{})}
 	go func() {
 		defer close(s.stopped)
-		pgwake.Listen(lctx, pool, cfg.Channel, cfg.Logger, s.wake.Signal)
+		pgwake.Listen(lctx, pool, cfg.Channel, self, cfg.Logger, s.wake.Signal)
 	}()
 	return s, nil
 }
@@ -160,14 +163,14 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(ctx context.Context, tx st
 	}
 	defer conn.Release()
 	c := pgtx.New(conn)
-	t := &tx{executor: executor{q: c, channel: s.cfg.Channel}, conn: c}
+	t := &tx{executor: executor{q: c, channel: s.cfg.Channel, self: s.self}, conn: c}
 	if err := fn(ctx, t); err != nil {
 		c.Rollback()
 		return false, err
 	}
 	if t.wake && !t.notified {
 		// Postgres delivers it at commit, and only if the commit succeeds.
-		c.AtCommit(`SELECT pg_notify($1, '')`, s.cfg.Channel)
+		c.AtCommit(`SELECT pg_notify($1, $2)`, s.cfg.Channel, s.self)
 	}
 	if err := c.Commit(ctx); err != nil {
 		c.Rollback()
@@ -227,3 +230,11 @@ func dbErr(err error, what string) error {
 }
 
 var _ = fmt.Sprintf
+
+// notifyToken names this store's NOTIFY payload: random, so replicas
+// never share one.
+func notifyToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

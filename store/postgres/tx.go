@@ -27,6 +27,8 @@ type querier interface {
 type executor struct {
 	q       querier
 	channel string
+	// self is this store's NOTIFY payload: its own listener skips it.
+	self string
 }
 
 // tx implements store.Tx over a pgx transaction: the executor's methods on
@@ -166,7 +168,7 @@ const queueSQL = `, a AS (
 		updated_at = CASE WHEN runs.state = 'awaiting_approval' THEN EXCLUDED.updated_at ELSE runs.updated_at END
 	RETURNING id, (xmax = 0 OR EXISTS (SELECT 1 FROM a WHERE a.state = 'awaiting_approval')) AS woke
 ), n AS (
-	SELECT pg_notify($10, '') FROM r WHERE r.woke
+	SELECT pg_notify($10, $12) FROM r WHERE r.woke
 )
 SELECT e.seq, e.payload, r.id, r.woke, (SELECT count(*) FROM n),
 	CASE WHEN $11 THEN EXISTS (SELECT 1 FROM gates WHERE session_id = $1 AND state = 'pending') ELSE false END
@@ -182,7 +184,7 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	if p.QueueRun {
 		var notified int64
 		err = t.q.QueryRow(ctx, appendSQL+queueSQL,
-			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now, p.MaxAttempts, t.channel, p.CheckGates,
+			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now, p.MaxAttempts, t.channel, p.CheckGates, t.self,
 		).Scan(&res.Event.Seq, &res.Event.Payload, &res.RunID, &res.Woke, &notified, &res.GatePending)
 	} else if f := p.Fence; f != nil {
 		err = t.q.QueryRow(ctx, fencedAppendSQL+` SELECT seq, payload FROM e`,

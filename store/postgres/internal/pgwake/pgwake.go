@@ -10,13 +10,15 @@ import (
 )
 
 // Listen holds one connection of pool in LISTEN on channel and calls wake
-// for every notification. It reconnects after a failure, and calls wake
-// when it does, since notifications sent meanwhile were missed. It returns
-// when ctx ends.
-func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, log *slog.Logger, wake func()) {
+// for every notification but those whose payload is self: this process's
+// own, which woke it locally when it committed (a second wake-up would
+// only send a worker to find nothing). It reconnects after a failure, and
+// calls wake when it does, since notifications sent meanwhile were missed.
+// It returns when ctx ends.
+func Listen(ctx context.Context, pool *pgxpool.Pool, channel, self string, log *slog.Logger, wake func()) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := listenOnce(ctx, pool, channel, wake)
+		err := listenOnce(ctx, pool, channel, self, wake)
 		if ctx.Err() != nil {
 			return
 		}
@@ -31,7 +33,7 @@ func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, log *slog.L
 	}
 }
 
-func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, wake func()) error {
+func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel, self string, wake func()) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -42,12 +44,15 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, wake fu
 		return err
 	}
 	for {
-		_, err := conn.Conn().WaitForNotification(ctx)
+		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {
 			// The connection's state is unknown (mid-wait); never hand it
 			// back to the pool.
 			conn.Conn().Close(context.Background())
 			return err
+		}
+		if self != "" && n.Payload == self {
+			continue
 		}
 		wake()
 	}
