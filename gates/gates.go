@@ -225,14 +225,13 @@ func (r *sqlRegistry) Claim(ctx context.Context, id string, d gh.Decision) (gh.G
 	if err != nil {
 		return gh.Gate{}, false, err
 	}
-	now := Clock(r.now)
-	if err := ValidateDecision(g, d, now); err != nil {
-		return gh.Gate{}, false, err
+	made, _, err := r.claimRead(g, d)
+	if err != nil || g.State != gh.GatePending {
+		// Invalid, or decided already: decided gates never change, and
+		// the read is the answer.
+		return made, false, err
 	}
-	if g.State != gh.GatePending {
-		// Decided gates never change: the read is the answer.
-		return g, false, nil
-	}
+	now := made.DecidedAt
 	// Presses of one gate in this process queue behind the one
 	// compare-and-set in flight rather than each taking a write
 	// transaction to lose it.

@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
@@ -152,22 +153,32 @@ func (k *Kernel) CommitTx(ctx context.Context, tx store.Tx, l gh.Lease, events .
 	if err := k.flush(ctx, tx, l, now); err != nil {
 		return nil, err
 	}
-	note := noteFrom(ctx)
 	out := make([]Committed, 0, len(checked))
 	for _, v := range checked {
-		res, err := k.fencedAppend(ctx, tx, l, store.AppendParams{SessionID: l.SessionID, Kind: v.e.Kind, Payload: v.payload, Key: v.e.Key, Now: now})
+		c, err := k.appendLeased(ctx, tx, l, v.e, v.payload, now)
 		if err != nil {
 			return nil, err
 		}
-		if err := checkRepeat(res, v.payload, v.e.Kind); err != nil {
-			return nil, err
-		}
-		out = append(out, Committed{Event: res.Event, Duplicate: res.Existing})
-		if note != nil && note.view != nil {
-			note.events = append(note.events, res.Event)
-		}
+		out = append(out, c)
 	}
 	return out, nil
+}
+
+// appendLeased appends one validated event under the lease; a repeat of
+// its key must carry the same payload. The attempt's view, when the
+// transaction notes for one, learns the event once it commits.
+func (k *Kernel) appendLeased(ctx context.Context, tx store.Tx, l gh.Lease, e gh.NewEvent, payload json.RawMessage, now time.Time) (Committed, error) {
+	res, err := k.fencedAppend(ctx, tx, l, store.AppendParams{SessionID: l.SessionID, Kind: e.Kind, Payload: payload, Key: e.Key, Now: now})
+	if err != nil {
+		return Committed{}, err
+	}
+	if err := checkRepeat(res, payload, e.Kind); err != nil {
+		return Committed{}, err
+	}
+	if note := noteFrom(ctx); note != nil && note.view != nil {
+		note.events = append(note.events, res.Event)
+	}
+	return Committed{Event: res.Event, Duplicate: res.Existing}, nil
 }
 
 // fencedAppend appends p under the lease, the lease checked in the append

@@ -10,11 +10,9 @@ import (
 
 // Events returns up to limit committed events after seq after.
 func (k *Kernel) Events(ctx context.Context, sessionID string, after int64, limit int) ([]gh.Event, error) {
-	if after < 0 {
-		return nil, gh.Errorf(gh.CodeInvalid, "after must not be negative")
-	}
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
+	limit, err := pageOf(after, limit)
+	if err != nil {
+		return nil, err
 	}
 	evs, err := k.st.Events(ctx, sessionID, after, limit)
 	if err != nil || len(evs) > 0 {
@@ -26,6 +24,18 @@ func (k *Kernel) Events(ctx context.Context, sessionID string, after int64, limi
 		return nil, err
 	}
 	return evs, nil
+}
+
+// pageOf checks a page of events after a seq and returns its limit:
+// at most 1000, and 1000 when not given.
+func pageOf(after int64, limit int) (int, error) {
+	if after < 0 {
+		return 0, gh.Errorf(gh.CodeInvalid, "after must not be negative")
+	}
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	return limit, nil
 }
 
 // Load returns the session's log from its latest compaction to the end,

@@ -138,15 +138,11 @@ func (v *View) Stage(e gh.NewEvent, inTx func(ctx context.Context, tx store.Tx) 
 	v.staged = append(v.staged, stagedWrite{event: e, inTx: inTx, after: after})
 }
 
-// Staged returns the events still waiting for a commit.
-func (v *View) Staged() []gh.NewEvent {
+// hasStaged reports whether writes wait for a commit.
+func (v *View) hasStaged() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	out := make([]gh.NewEvent, 0, len(v.staged))
-	for _, s := range v.staged {
-		out = append(out, s.event)
-	}
-	return out
+	return len(v.staged) > 0
 }
 
 func (v *View) lookup(key string) (gh.Event, bool) {
@@ -257,11 +253,8 @@ func (k *Kernel) flush(ctx context.Context, tx store.Tx, l gh.Lease, now time.Ti
 		if err != nil {
 			return err
 		}
-		res, err := k.fencedAppend(ctx, tx, l, store.AppendParams{SessionID: l.SessionID, Kind: s.event.Kind, Payload: payload, Key: s.event.Key, Now: now})
+		c, err := k.appendLeased(ctx, tx, l, s.event, payload, now)
 		if err != nil {
-			return err
-		}
-		if err := checkRepeat(res, payload, s.event.Kind); err != nil {
 			return err
 		}
 		if s.inTx != nil {
@@ -269,8 +262,7 @@ func (k *Kernel) flush(ctx context.Context, tx store.Tx, l gh.Lease, now time.Ti
 				return err
 			}
 		}
-		note.events = append(note.events, res.Event)
-		note.flushed = append(note.flushed, Committed{Event: res.Event, Duplicate: res.Existing})
+		note.flushed = append(note.flushed, c)
 		if s.after != nil {
 			note.afters = append(note.afters, s.after)
 		}
@@ -283,11 +275,9 @@ func (k *Kernel) flush(ctx context.Context, tx store.Tx, l gh.Lease, now time.Ti
 // session exists, so an empty page needs no second statement to tell it
 // from an unknown session.
 func (k *Kernel) LeasedEvents(ctx context.Context, l gh.Lease, after int64, limit int) ([]gh.Event, error) {
-	if after < 0 {
-		return nil, gh.Errorf(gh.CodeInvalid, "after must not be negative")
-	}
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
+	limit, err := pageOf(after, limit)
+	if err != nil {
+		return nil, err
 	}
 	return k.st.Events(ctx, l.SessionID, after, limit)
 }
@@ -297,7 +287,7 @@ func (k *Kernel) LeasedEvents(ctx context.Context, l gh.Lease, after int64, limi
 // that takes its time shows its call first). Nothing staged: no commit.
 func (k *Kernel) Flush(ctx context.Context, l gh.Lease) error {
 	v := viewFor(ctx, l)
-	if v == nil || len(v.Staged()) == 0 {
+	if v == nil || !v.hasStaged() {
 		return nil
 	}
 	return k.inTx(ctx, func(ctx context.Context, tx store.Tx) error { return k.flush(ctx, tx, l, k.now()) })

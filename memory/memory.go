@@ -209,9 +209,6 @@ func checkUser(userKey string) error {
 // what is kept about its subject is not written). Remembering the same
 // turn (session and seq) again queues no second job.
 func (m *Memory) Remember(ctx context.Context, userKey string, turn Turn) ([]Fact, error) {
-	if err := checkUser(userKey); err != nil {
-		return nil, err
-	}
 	var stored []Fact
 	err := m.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
@@ -235,32 +232,27 @@ func (m *Memory) RememberTx(ctx context.Context, tx store.Tx, userKey string, tu
 		turn.At = now
 	}
 	turn.At = turn.At.UTC().Truncate(time.Microsecond)
-	facts := Rules(turn)
 	var stored []Fact
-	err := func() error {
-		for _, f := range facts {
-			f.UserKey, f.Created = userKey, now
-			got, ok, err := tx.PutMemoryFact(ctx, f, indexTerms(f))
-			if err != nil {
-				return err
-			}
-			if ok {
-				// A later statement of the turn about the same subject
-				// replaced an earlier one.
-				stored = slices.DeleteFunc(stored, func(s Fact) bool { return s.ID == got.ID })
-				stored = append(stored, got)
-			}
+	for _, f := range Rules(turn) {
+		f.UserKey, f.Created = userKey, now
+		got, ok, err := tx.PutMemoryFact(ctx, f, indexTerms(f))
+		if err != nil {
+			return nil, err
 		}
-		if m.cfg.NoModelPass || strings.TrimSpace(turn.UserText) == "" {
-			return nil
+		if ok {
+			// A later statement of the turn about the same subject
+			// replaced an earlier one.
+			stored = slices.DeleteFunc(stored, func(s Fact) bool { return s.ID == got.ID })
+			stored = append(stored, got)
 		}
-		_, _, err := tx.InsertMemoryJob(ctx, store.MemoryJob{
-			UserKey: userKey, SessionID: turn.SessionID, Seq: turn.Seq, At: turn.At, UserText: clip(turn.UserText, maxTurnText),
-			State: store.MemoryJobQueued, MaxAttempts: m.cfg.JobAttempts, AvailableAt: now, Created: now, Updated: now,
-		})
-		return err
-	}()
-	if err != nil {
+	}
+	if m.cfg.NoModelPass || strings.TrimSpace(turn.UserText) == "" {
+		return stored, nil
+	}
+	if _, _, err := tx.InsertMemoryJob(ctx, store.MemoryJob{
+		UserKey: userKey, SessionID: turn.SessionID, Seq: turn.Seq, At: turn.At, UserText: clip(turn.UserText, maxTurnText),
+		State: store.MemoryJobQueued, MaxAttempts: m.cfg.JobAttempts, AvailableAt: now, Created: now, Updated: now,
+	}); err != nil {
 		return nil, err
 	}
 	return stored, nil

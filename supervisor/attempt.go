@@ -929,40 +929,28 @@ func priorCost(l gh.Lease, events []gh.Event) (prior gh.RunFinished, known bool)
 	if l.CompactionSeq != 0 || l.TookOver {
 		return prior, false
 	}
-	finished := map[int64]bool{}
-	var started []int64
+	// In log order, each earlier run.started of the run is followed by its
+	// run.finished before the next one starts.
+	settling := false
 	for _, e := range events {
 		switch e.Kind {
 		case gh.KindRunStarted:
 			var rs gh.RunStarted
 			if json.Unmarshal(e.Payload, &rs) == nil && rs.RunID == l.RunID && e.Key != kernel.RunStartedKey(l.Epoch) {
-				started = append(started, e.Seq)
+				if settling {
+					return gh.RunFinished{}, false
+				}
+				settling = true
 			}
 		case gh.KindRunFinished:
 			var rf gh.RunFinished
 			if json.Unmarshal(e.Payload, &rf) == nil && rf.RunID == l.RunID {
-				prior = rf
-				finished[e.Seq] = true
+				prior, settling = rf, false
 			}
 		}
 	}
-	// Each earlier run.started of the run is followed by a run.finished
-	// before the next run.started.
-	for i, st := range started {
-		next := int64(1 << 62)
-		if i+1 < len(started) {
-			next = started[i+1]
-		}
-		ok := false
-		for seq := range finished {
-			if seq > st && seq < next {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return gh.RunFinished{}, false
-		}
+	if settling {
+		return gh.RunFinished{}, false
 	}
 	return prior, true
 }
