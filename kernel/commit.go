@@ -39,17 +39,25 @@ func (k *Kernel) EdgeCommit(ctx context.Context, in EdgeInput) (Committed, error
 	if err != nil {
 		return Committed{}, err
 	}
-	res, err := k.st.Append(ctx, p)
+	var res store.AppendResult
+	if p.CheckGates {
+		// A message that may find a card pending commits with its notice
+		// in one transaction: the run it wakes cannot commit its claim
+		// between them, so the notice follows the message at once.
+		err = k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			if res, err = tx.Append(ctx, p); err != nil || !res.GatePending || res.Existing {
+				return err
+			}
+			return k.noteWaiting(ctx, tx, res.Event)
+		})
+	} else {
+		// Anything else commits in one statement (on Postgres), for speed.
+		res, err = k.st.Append(ctx, p)
+	}
 	c, err := k.edgeResult(res, p, err)
 	if err == nil && !c.Duplicate {
 		if res.GatePending {
-			// The input committed on its own (on Postgres in one
-			// statement, for speed); its notice follows at once, keyed
-			// by the input. Should that fail, the input stands and is
-			// answered after the decision all the same: only the
-			// courtesy of the notice is lost, so it is not an error of
-			// the input.
-			_ = k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return k.noteWaiting(ctx, tx, c.Event) })
 			k.Notify(in.SessionID) // the notice is not in hand: subscribers read
 		} else {
 			k.publish(in.SessionID, []Committed{c})
