@@ -132,6 +132,7 @@ type Supervisor struct {
 	cancelAll    context.CancelCauseFunc
 	wg           sync.WaitGroup
 	loopDone     chan struct{}
+	health       health
 }
 
 // errDraining cancels attempts that were still running when a drain ran
@@ -144,7 +145,8 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Supervisor{cfg: cfg, k: cfg.Kernel, log: cfg.Logger, spool: spool.New(cfg.SpoolDir)}, nil
+	return &Supervisor{cfg: cfg, k: cfg.Kernel, log: cfg.Logger, spool: spool.New(cfg.SpoolDir),
+		health: health{resume: make(chan struct{}, 1)}}, nil
 }
 
 // Owner is the name this pool claims runs under.
@@ -184,9 +186,25 @@ func (s *Supervisor) loop(ctx context.Context) {
 	slots := make(chan struct{}, s.cfg.Workers)
 	backoff := s.cfg.Poll
 	woken := false
+	// The ticker keeps the heartbeat while every worker is busy or claims
+	// are paused: a busy pool is alive.
+	alive := time.NewTicker(s.cfg.Poll)
+	defer alive.Stop()
 	for {
+		s.health.tick(time.Now())
+		if s.health.paused.Load() {
+			select {
+			case <-s.health.resume:
+			case <-alive.C:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
 		select {
 		case slots <- struct{}{}:
+		case <-alive.C:
+			continue
 		case <-ctx.Done():
 			return
 		}
@@ -210,9 +228,11 @@ func (s *Supervisor) loop(ctx context.Context) {
 		}
 		backoff = s.cfg.Poll
 		s.wg.Add(1)
+		s.health.running.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer func() { <-slots }()
+			defer s.health.running.Add(-1)
 			s.attempt(lease)
 		}()
 		if lease.More {
