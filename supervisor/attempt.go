@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/supervisor/transcript"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
 
@@ -34,12 +35,12 @@ type outcome struct {
 	summary gh.RunFinished
 	// remember is the answered turn, each person's part, handed to memory
 	// after the settle.
-	remember []personTurn
+	remember []transcript.PersonTurn
 	// execution is what the last model request resolved and ran with.
 	execution *gh.Execution
 	// t, inputs and promptSeq describe the turn in progress, so an end
 	// forced from outside (the time limit) can still answer its inputs.
-	t         *transcript
+	t         *transcript.Transcript
 	inputs    []int64
 	promptSeq int64
 	// unanswered: the turn left input it read for a turn of its own.
@@ -154,7 +155,7 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	if s.cfg.Memory != nil && len(out.remember) > 0 {
 		settle.OnDone = func(ctx context.Context, tx store.Tx) error {
 			for _, p := range out.remember {
-				if _, err := s.cfg.Memory.RememberTx(ctx, tx, p.userKey, p.turn); err != nil {
+				if _, err := s.cfg.Memory.RememberTx(ctx, tx, p.UserKey, p.Turn); err != nil {
 					return err
 				}
 			}
@@ -177,8 +178,8 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 	log.Info("attempt settled", "state", settled.State, "requeued", settled.Requeued, "turns", out.summary.ModelRequests, "took", time.Since(started).Round(time.Millisecond))
 	if s.cfg.Memory != nil && settled.State == gh.RunDone && !remembered {
 		for _, p := range out.remember {
-			if _, err := s.cfg.Memory.Remember(settleCtx, p.userKey, p.turn); err != nil {
-				log.Warn("turn not remembered", "user", p.userKey, "err", err)
+			if _, err := s.cfg.Memory.Remember(settleCtx, p.UserKey, p.Turn); err != nil {
+				log.Warn("turn not remembered", "user", p.UserKey, "err", err)
 			}
 		}
 	}
@@ -228,7 +229,7 @@ func (s *Supervisor) renew(ctx context.Context, cancel context.CancelCauseFunc, 
 type attemptPlan struct {
 	// t is the log from the latest compaction, cut at the watermark: input
 	// that arrived after the claim waits for the settle to re-queue it.
-	t       *transcript
+	t       *transcript.Transcript
 	pending []int64
 	missing []gh.ToolCall
 	// owed: a turn whose tool results are all in but whose model never
@@ -277,7 +278,7 @@ func (s *Supervisor) work(ctx context.Context, lease gh.Lease) (out outcome, err
 	// A predecessor died mid-batch, or the batch waited for a decision
 	// that has come.
 	if len(p.missing) > 0 {
-		if done, err := s.runTools(ctx, lease, p.t, p.t.newestAssistant(), p.missing, p.inputs, p.promptSeq, &out); done || err != nil {
+		if done, err := s.runTools(ctx, lease, p.t, p.t.NewestAssistant(), p.missing, p.inputs, p.promptSeq, &out); done || err != nil {
 			return out, err
 		}
 	}
@@ -296,11 +297,11 @@ func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*attemptPla
 	for len(events) > 0 && events[len(events)-1].Seq > lease.ReadWatermark {
 		events = events[:len(events)-1]
 	}
-	t := decode(events, s.log)
-	p := &attemptPlan{t: t, pending: t.unanswered(), missing: t.missingResults(), cursor: lease.ReadWatermark,
+	t := transcript.Decode(events, s.log)
+	p := &attemptPlan{t: t, pending: t.Unanswered(), missing: t.MissingResults(), cursor: lease.ReadWatermark,
 		view: view, prior: prior, priorKnown: priorKnown}
-	continuing := t.awaitsAnswer()
-	a := t.newestAssistant()
+	continuing := t.AwaitsAnswer()
+	a := t.NewestAssistant()
 	goesOn := (len(p.missing) > 0 || continuing) && a != nil
 	if goesOn && len(p.pending) > 0 {
 		// The turn that asked for these calls goes on and answers what
@@ -309,7 +310,7 @@ func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*attemptPla
 		// model does not see it now, and it is answered in a turn of
 		// its own once this one settles (kernel.Settle.Unanswered).
 		p.held = p.pending
-		t.hold(p.held)
+		t.Hold(p.held)
 		p.pending = nil
 	}
 	p.owed = len(p.pending) > 0 || len(p.missing) > 0 || continuing
@@ -322,7 +323,7 @@ func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*attemptPla
 	}
 	p.inputs = p.pending
 	if goesOn {
-		p.promptSeq, p.inputs = promptOf(a.GenerationID), append([]int64(nil), a.InputSeqs...)
+		p.promptSeq, p.inputs = transcript.PromptOf(a.GenerationID), append([]int64(nil), a.InputSeqs...)
 	} else if len(p.pending) > 0 {
 		p.promptSeq = p.pending[len(p.pending)-1]
 	}
@@ -332,9 +333,9 @@ func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*attemptPla
 // modelLoop asks the model and runs the tools it calls until the turn is
 // answered or has to stop.
 func (s *Supervisor) modelLoop(ctx context.Context, lease gh.Lease, p *attemptPlan, out *outcome) error {
-	// Unread input is presented last (transcript.messages does it).
+	// Unread input is presented last (transcript.Messages does it).
 	notes, recalled := s.turnNotes(ctx, p.t, p.inputs)
-	userKey := p.t.latestInput(p.inputs).UserKey()
+	userKey := p.t.LatestInput(p.inputs).UserKey()
 	if ci := callInfoFrom(ctx); ci != nil {
 		ci.userKey = userKey
 	}
@@ -419,7 +420,7 @@ func (s *Supervisor) prepareRequest(ctx context.Context, lease gh.Lease, p *atte
 	// This turn's notes only: they are built for the turn and never
 	// stored, so an earlier turn's notes cannot pile up.
 	msgs := append([]models.Message{{Role: models.RoleSystem, Text: s.basePrompt() + "\n\n" + toolworker.FenceInstruction}}, notes...)
-	return append(msgs, p.t.messages()...), false, nil
+	return append(msgs, p.t.Messages()...), false, nil
 }
 
 // recoverSpooled saves the answer a previous attempt got but could not
@@ -434,7 +435,7 @@ func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *atte
 		return a, true, err
 	}
 	s.spool.Drop(lease.SessionID, gen)
-	p.t.addAssistant(seq, a)
+	p.t.AddAssistant(seq, a)
 	out.summary.ModelRequests++
 	out.summary.StopReason = a.StopReason
 	return a, true, nil
@@ -445,7 +446,7 @@ func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *atte
 // attempt's outcome.
 func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *attemptPlan, gen string, msgs []models.Message, recalled []gh.RecalledMemory, out *outcome) (gh.AssistantMessage, bool, error) {
 	specs := s.cfg.Tools.Specs()
-	resp, notices, err := s.cfg.Models.Call(ctx, p.chain, models.Request{Messages: msgs, Tools: specs, Thinking: p.t.thinking(p.inputs)}, func(delta string) {
+	resp, notices, err := s.cfg.Models.Call(ctx, p.chain, models.Request{Messages: msgs, Tools: specs, Thinking: p.t.Thinking(p.inputs)}, func(delta string) {
 		s.k.PublishPartial(kernel.Partial{SessionID: lease.SessionID, GenerationID: gen, Text: delta})
 	})
 	if ctx.Err() != nil {
@@ -469,7 +470,7 @@ func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *attemptPlan, ge
 		chain = s.cfg.Models.Selection() // the configured one
 	}
 	out.execution = executionOf(resp, chain, len(specs))
-	out.summary.Context = gh.ContextSize{Messages: len(msgs), Tokens: max(resp.Usage.InputTokens, estimateTokens(msgs))}
+	out.summary.Context = gh.ContextSize{Messages: len(msgs), Tokens: max(resp.Usage.InputTokens, transcript.EstimateTokens(msgs))}
 	a := gh.AssistantMessage{
 		GenerationID: gen, Text: resp.Text, InputSeqs: dedupe(p.inputs), StopReason: resp.StopReason,
 		Usage: resp.Usage, Provider: resp.Provider, Model: resp.Model,
@@ -489,7 +490,7 @@ func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *attemp
 	} else {
 		// The final answer gets the safeguards of what was asked (one
 		// paragraph, JSON copied byte for byte); the same on a retry.
-		a.Text = answers.Apply(p.t.inputText(p.inputs), a.Text)
+		a.Text = answers.Apply(p.t.InputText(p.inputs), a.Text)
 	}
 	if v := kernel.ViewOf(ctx, lease); v != nil && len(a.ToolCalls) > 0 {
 		// An answer that asks for tools commits with what its tools
@@ -501,7 +502,7 @@ func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *attemp
 			return true, gh.Wrap(gh.CodeInternal, err, "encode %s", gh.KindAssistantMessage)
 		}
 		v.Stage(gh.NewEvent{Kind: gh.KindAssistantMessage, Payload: raw, Key: a.GenerationID}, nil, nil)
-		p.t.addAssistant(0, a)
+		p.t.AddAssistant(0, a)
 		out.summary.StopReason = a.StopReason
 		return false, nil
 	}
@@ -518,14 +519,14 @@ func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *attemp
 		}
 		return true, err
 	}
-	p.t.addAssistant(seq, a)
+	p.t.AddAssistant(seq, a)
 	out.summary.StopReason = a.StopReason
 	if len(a.ToolCalls) > 0 {
 		return false, nil
 	}
-	out.remember = p.t.turnForMemory(a, s.cfg.Now())
+	out.remember = p.t.TurnForMemory(a, s.cfg.Now())
 	for i := range out.remember {
-		out.remember[i].turn.SessionID = lease.SessionID
+		out.remember[i].Turn.SessionID = lease.SessionID
 	}
 	return true, nil
 }
@@ -533,7 +534,7 @@ func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *attemp
 // endTurn answers the turn's inputs with a message of the gateway's own
 // instead of the model's (a limit reached, an effect's outcome unknown): it
 // consumes the inputs, so the turn is over and not retried.
-func (s *Supervisor) endTurn(ctx context.Context, lease gh.Lease, t *transcript, promptSeq int64, inputs []int64, text, code string) error {
+func (s *Supervisor) endTurn(ctx context.Context, lease gh.Lease, t *transcript.Transcript, promptSeq int64, inputs []int64, text, code string) error {
 	gen, err := s.generation(ctx, lease.SessionID, t, promptSeq)
 	if err != nil {
 		return err
@@ -543,7 +544,7 @@ func (s *Supervisor) endTurn(ctx context.Context, lease gh.Lease, t *transcript,
 	if err != nil {
 		return err
 	}
-	t.addAssistant(seq, a)
+	t.AddAssistant(seq, a)
 	return nil
 }
 
@@ -581,8 +582,8 @@ func (s *Supervisor) overBudget(ctx context.Context, lease gh.Lease, userKey str
 // turnNotes are the system notes of this turn: the environment (the tools
 // at hand), what memory holds that bears on the question (only facts whose
 // evidence clears the floor), and a pin on the latest message.
-func (s *Supervisor) turnNotes(ctx context.Context, t *transcript, inputs []int64) ([]models.Message, []gh.RecalledMemory) {
-	latest := t.latestInput(inputs)
+func (s *Supervisor) turnNotes(ctx context.Context, t *transcript.Transcript, inputs []int64) ([]models.Message, []gh.RecalledMemory) {
+	latest := t.LatestInput(inputs)
 	var notes []models.Message
 	var names []string
 	for _, spec := range s.cfg.Tools.Specs() {
@@ -618,32 +619,29 @@ func (s *Supervisor) turnNotes(ctx context.Context, t *transcript, inputs []int6
 // selection resolves the model chain from the newest pending input's own
 // selection, else the configured one. Only the newest counts: an older
 // input with a bad selection must not fail every later turn.
-func (s *Supervisor) selection(t *transcript, pending []int64) (models.Chain, error) {
+func (s *Supervisor) selection(t *transcript.Transcript, pending []int64) (models.Chain, error) {
 	if len(pending) == 0 {
 		// A turn that goes on (after an approval, or a batch a crash
 		// cut) keeps the model its inputs chose: the inputs its last
 		// answer presented.
-		pending = t.goingOn()
+		pending = t.GoingOn()
 	}
 	if len(pending) == 0 {
 		return nil, nil
 	}
-	newest := pending[len(pending)-1]
-	for _, e := range t.entries {
-		if e.user != nil && e.seq == newest && e.user.Selection != "" {
-			return models.ParseSelection(e.user.Selection)
-		}
+	if sel := t.Selection(pending[len(pending)-1]); sel != "" {
+		return models.ParseSelection(sel)
 	}
 	return nil, nil // nil chain: the registry's configured selection
 }
 
 // runTools hands one batch, calls of the assistant message a, to the tool
-// worker, made for the person whose message led to them (transcript.askerOf).
+// worker, made for the person whose message led to them (transcript.AskerOf).
 // It reports done when the turn cannot go on now: a call waits for a person
 // (the attempt settles awaiting approval, holding nothing), or an effect's
 // outcome is unknown (the user is told, and the model is not asked again).
-func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript, a *gh.AssistantMessage, calls []gh.ToolCall, inputs []int64, promptSeq int64, out *outcome) (bool, error) {
-	res, err := s.cfg.Tools.RunBatch(ctx, lease, t.askerOf(a), calls)
+func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript.Transcript, a *gh.AssistantMessage, calls []gh.ToolCall, inputs []int64, promptSeq int64, out *outcome) (bool, error) {
+	res, err := s.cfg.Tools.RunBatch(ctx, lease, t.AskerOf(a), calls)
 	if err != nil {
 		if ctx.Err() != nil {
 			return true, context.Cause(ctx)
@@ -651,7 +649,7 @@ func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript
 		return true, err
 	}
 	for _, r := range res.Results {
-		t.addResult(r.Seq, r.Result)
+		t.AddResult(r.Seq, r.Result)
 	}
 	out.summary.ToolTimings = append(out.summary.ToolTimings, res.Timings...)
 	switch {
@@ -672,7 +670,7 @@ func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript
 // injectGuides reads input committed after cursor; guide input joins the
 // running turn (recorded as read first), queue input waits for the settle
 // to re-queue the session.
-func (s *Supervisor) injectGuides(ctx context.Context, lease gh.Lease, t *transcript, cursor int64) (int64, []int64, error) {
+func (s *Supervisor) injectGuides(ctx context.Context, lease gh.Lease, t *transcript.Transcript, cursor int64) (int64, []int64, error) {
 	v := kernel.ViewOf(ctx, lease)
 	if v != nil && v.Quiet() {
 		// Nothing but this attempt's own commits since it last looked.
@@ -700,7 +698,7 @@ func (s *Supervisor) injectGuides(ctx context.Context, lease gh.Lease, t *transc
 			// Queue input waits: stop here so it stays above the watermark.
 			break
 		}
-		t.addUser(e.Seq, u)
+		t.AddUser(e.Seq, u)
 		guides = append(guides, e.Seq)
 		read = e.Seq
 	}
@@ -760,7 +758,7 @@ func (s *Supervisor) downgradeGuides(ctx context.Context, lease gh.Lease, p *att
 // retry may cure is settled as failed and retried; on the last attempt, or
 // when retrying cannot help, the user gets a ⚠️ message with a hint —
 // never an answer made up over the gap.
-func (s *Supervisor) fail(ctx context.Context, lease gh.Lease, t *transcript, inputs []int64, err error, out outcome) (outcome, error) {
+func (s *Supervisor) fail(ctx context.Context, lease gh.Lease, t *transcript.Transcript, inputs []int64, err error, out outcome) (outcome, error) {
 	code := models.ErrorCode(err)
 	retryable := code == models.CodeTimeout || code == models.CodeRateLimited || code == models.CodeServerError ||
 		code == models.CodeUnreachable || code == models.CodeBadResponse
@@ -855,9 +853,9 @@ func (s *Supervisor) basePrompt() string {
 // the loaded log gives the ordinal; answers a compaction summarised away (or
 // an unreadable row) are not counted, so then the store is asked whether
 // the name is taken before it is used.
-func (s *Supervisor) generation(ctx context.Context, sessionID string, t *transcript, promptSeq int64) (string, error) {
-	gen := t.generation(promptSeq)
-	if !t.compacted && t.skipped == 0 {
+func (s *Supervisor) generation(ctx context.Context, sessionID string, t *transcript.Transcript, promptSeq int64) (string, error) {
+	gen := t.Generation(promptSeq)
+	if !t.Compacted() && t.Skipped() == 0 {
 		// The whole log is loaded and read: the count is exact, and the
 		// store need not be asked.
 		return gen, nil

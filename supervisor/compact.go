@@ -7,6 +7,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/supervisor/transcript"
 )
 
 const compactionPrompt = "Summarise the conversation below for your own later reference: who the user is, " +
@@ -18,22 +19,21 @@ const compactionPrompt = "Summarise the conversation below for your own later re
 // compaction event naming the first entry kept verbatim, and later loads
 // start there, so a long conversation stays within the window and a turn's
 // cost does not grow with the session's age.
-func (s *Supervisor) maybeCompact(ctx context.Context, lease gh.Lease, t *transcript, chain models.Chain, sum *gh.RunFinished) error {
-	msgs := t.messages()
+func (s *Supervisor) maybeCompact(ctx context.Context, lease gh.Lease, t *transcript.Transcript, chain models.Chain, sum *gh.RunFinished) error {
+	msgs := t.Messages()
 	limit := int(float64(s.cfg.ContextWindow) * s.cfg.CompactionShare)
-	if estimateTokens(msgs) <= limit {
+	if transcript.EstimateTokens(msgs) <= limit {
 		return nil
 	}
-	cut := s.compactionCut(t)
+	cut := t.CompactionCut(s.cfg.KeepRecent)
 	if cut <= 0 {
 		return nil
 	}
 	var b strings.Builder
-	if t.summary != "" {
-		fmt.Fprintf(&b, "Earlier summary:\n%s\n\n", t.summary)
+	if t.Summary() != "" {
+		fmt.Fprintf(&b, "Earlier summary:\n%s\n\n", t.Summary())
 	}
-	old := &transcript{entries: t.entries[:cut], results: t.results, answered: t.answered}
-	for _, m := range old.messages() {
+	for _, m := range t.Head(cut).Messages() {
 		fmt.Fprintf(&b, "%s: %s\n", m.Role, m.Text)
 		for _, c := range m.ToolCalls {
 			fmt.Fprintf(&b, "  (called %s %s)\n", c.Name, c.Arguments)
@@ -51,33 +51,11 @@ func (s *Supervisor) maybeCompact(ctx context.Context, lease gh.Lease, t *transc
 	}
 	sum.Tokens.InputTokens += resp.Usage.InputTokens
 	sum.Tokens.OutputTokens += resp.Usage.OutputTokens
-	firstKept := t.entries[cut].seq
+	firstKept := t.FirstKept(cut)
 	c := gh.Compaction{Summary: resp.Text, FirstKept: firstKept, Summarized: cut}
 	if _, err := s.commit(ctx, lease, gh.KindCompaction, fmt.Sprintf("compaction-from-%d", firstKept), c); err != nil {
 		return err
 	}
-	t.summary = resp.Text
-	t.entries = append([]entry(nil), t.entries[cut:]...)
+	t.Compact(resp.Text, cut)
 	return nil
-}
-
-// compactionCut picks how many leading entries to summarise: all but at
-// least KeepRecent, cut just before an answered user message so that a
-// tool call is never separated from its result and unanswered input is
-// never summarised away. 0 means nothing can be cut.
-func (s *Supervisor) compactionCut(t *transcript) int {
-	limit := len(t.entries) - s.cfg.KeepRecent
-	for i, e := range t.entries[:max(limit, 0)] {
-		if e.user != nil && !t.answered[e.seq] {
-			limit = i
-			break
-		}
-	}
-	for i := limit; i > 0; i-- {
-		e := t.entries[i]
-		if e.user != nil && t.answered[e.seq] {
-			return i
-		}
-	}
-	return 0
 }

@@ -8,5 +8,9 @@
 // guide input injected at turn boundaries, compaction when the context
 // grows), and the settle with the attempt's run.finished account.
 //
+// Reading the log is supervisor/transcript's: the events decoded into the
+// model's messages and the facts a turn is decided by, with no I/O. The
+// supervisor commits, then records what it committed there.
+//
 // It never knows a platform: it commits events, and surfaces follow the log.
 package supervisor

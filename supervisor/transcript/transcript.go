@@ -1,4 +1,4 @@
-package supervisor
+package transcript
 
 import (
 	"encoding/json"
@@ -23,9 +23,11 @@ type entry struct {
 	tool *gh.ToolResult
 }
 
-// transcript is the decoded log of one attempt: the conversation, and the
-// facts that decide whether a turn is owed.
-type transcript struct {
+// Transcript is the decoded log of one attempt: the conversation, and the
+// facts that decide whether a turn is owed. It is built by Decode and
+// grows as the attempt commits (the Add methods); it is not safe for
+// concurrent use.
+type Transcript struct {
 	summary string
 	// compacted says the log was loaded from a compaction: answers before
 	// it are not in entries.
@@ -44,11 +46,11 @@ func failed(a *gh.AssistantMessage) bool {
 	return a.StopReason == gh.StopError || a.StopReason == gh.StopAborted
 }
 
-// decode turns events into a transcript. An unreadable payload is skipped
+// Decode turns events into a transcript. An unreadable payload is skipped
 // with a diagnostic instead of failing the run: one bad row must not make
 // a session unanswerable.
-func decode(events []gh.Event, log *slog.Logger) *transcript {
-	t := &transcript{results: map[string]gh.ToolResult{}, answered: map[int64]bool{}}
+func Decode(events []gh.Event, log *slog.Logger) *Transcript {
+	t := &Transcript{results: map[string]gh.ToolResult{}, answered: map[int64]bool{}}
 	bad := func(e gh.Event, err error) {
 		t.skipped++
 		log.Warn("skipping unreadable event", "session", e.SessionID, "seq", e.Seq, "kind", e.Kind, "err", err)
@@ -98,8 +100,8 @@ func decode(events []gh.Event, log *slog.Logger) *transcript {
 	return t
 }
 
-// unanswered lists the inputs no completed assistant message lists.
-func (t *transcript) unanswered() []int64 {
+// Unanswered lists the inputs no completed assistant message lists.
+func (t *Transcript) Unanswered() []int64 {
 	var out []int64
 	for _, e := range t.entries {
 		if e.user != nil && !t.answered[e.seq] {
@@ -109,8 +111,8 @@ func (t *transcript) unanswered() []int64 {
 	return out
 }
 
-// newestAssistant returns the last assistant message that is not a failure.
-func (t *transcript) newestAssistant() *gh.AssistantMessage {
+// NewestAssistant returns the last assistant message that is not a failure.
+func (t *Transcript) NewestAssistant() *gh.AssistantMessage {
 	for i := len(t.entries) - 1; i >= 0; i-- {
 		if a := t.entries[i].asst; a != nil && !failed(a) {
 			return a
@@ -119,10 +121,10 @@ func (t *transcript) newestAssistant() *gh.AssistantMessage {
 	return nil
 }
 
-// awaitsAnswer reports whether the last assistant message asked for tools
+// AwaitsAnswer reports whether the last assistant message asked for tools
 // whose results are all in, with no answer after them: the model owes the
 // turn its next request.
-func (t *transcript) awaitsAnswer() bool {
+func (t *Transcript) AwaitsAnswer() bool {
 	for i := len(t.entries) - 1; i >= 0; i-- {
 		a := t.entries[i].asst
 		if a == nil {
@@ -141,11 +143,11 @@ func (t *transcript) awaitsAnswer() bool {
 	return false
 }
 
-// missingResults lists the newest assistant message's calls without a
+// MissingResults lists the newest assistant message's calls without a
 // result: a previous process committed the calls and died before their
 // results.
-func (t *transcript) missingResults() []gh.ToolCall {
-	a := t.newestAssistant()
+func (t *Transcript) MissingResults() []gh.ToolCall {
+	a := t.NewestAssistant()
 	if a == nil {
 		return nil
 	}
@@ -158,8 +160,8 @@ func (t *transcript) missingResults() []gh.ToolCall {
 	return out
 }
 
-// addResult records a result committed during the attempt.
-func (t *transcript) addResult(seq int64, r gh.ToolResult) {
+// AddResult records a result committed during the attempt.
+func (t *Transcript) AddResult(seq int64, r gh.ToolResult) {
 	if _, dup := t.results[r.ToolCallID]; dup {
 		return
 	}
@@ -167,8 +169,8 @@ func (t *transcript) addResult(seq int64, r gh.ToolResult) {
 	t.entries = append(t.entries, entry{seq: seq, tool: &r})
 }
 
-// addAssistant records an answer committed during the attempt.
-func (t *transcript) addAssistant(seq int64, a gh.AssistantMessage) {
+// AddAssistant records an answer committed during the attempt.
+func (t *Transcript) AddAssistant(seq int64, a gh.AssistantMessage) {
 	if !failed(&a) {
 		for _, s := range a.InputSeqs {
 			t.answered[s] = true
@@ -177,15 +179,78 @@ func (t *transcript) addAssistant(seq int64, a gh.AssistantMessage) {
 	t.entries = append(t.entries, entry{seq: seq, asst: &a})
 }
 
-// hold takes the inputs at seqs out of the attempt's view: read, but left
-// for a turn of their own (attemptPlan.held). The log keeps them.
-func (t *transcript) hold(seqs []int64) {
+// Hold takes the inputs at seqs out of the attempt's view: read, but left
+// for a turn of their own (the supervisor's attemptPlan.held). The log
+// keeps them.
+func (t *Transcript) Hold(seqs []int64) {
 	t.entries = slices.DeleteFunc(t.entries, func(e entry) bool { return e.user != nil && slices.Contains(seqs, e.seq) })
 }
 
-// addUser records input read during the attempt (guide injection).
-func (t *transcript) addUser(seq int64, u gh.UserMessage) {
+// AddUser records input read during the attempt (guide injection).
+func (t *Transcript) AddUser(seq int64, u gh.UserMessage) {
 	t.entries = append(t.entries, entry{seq: seq, user: &u})
+}
+
+// Summary is the summary of the compaction the log was loaded from (or
+// the attempt made), empty without one.
+func (t *Transcript) Summary() string { return t.summary }
+
+// Compacted reports whether the log was loaded from a compaction: answers
+// before it are not in the transcript, so counts taken from it (Generation)
+// may fall short.
+func (t *Transcript) Compacted() bool { return t.compacted }
+
+// Skipped counts the unreadable payloads Decode skipped (each logged once).
+func (t *Transcript) Skipped() int { return t.skipped }
+
+// Selection is the model selection the input at seq chose, empty when it
+// chose none or is not in the transcript.
+func (t *Transcript) Selection(seq int64) string {
+	for _, e := range t.entries {
+		if e.user != nil && e.seq == seq && e.user.Selection != "" {
+			return e.user.Selection
+		}
+	}
+	return ""
+}
+
+// CompactionCut picks how many leading entries a compaction may summarise:
+// all but at least keepRecent, cut just before an answered user message so
+// that a tool call is never separated from its result and unanswered input
+// is never summarised away. 0 means nothing can be cut.
+func (t *Transcript) CompactionCut(keepRecent int) int {
+	limit := len(t.entries) - keepRecent
+	for i, e := range t.entries[:max(limit, 0)] {
+		if e.user != nil && !t.answered[e.seq] {
+			limit = i
+			break
+		}
+	}
+	for i := limit; i > 0; i-- {
+		e := t.entries[i]
+		if e.user != nil && t.answered[e.seq] {
+			return i
+		}
+	}
+	return 0
+}
+
+// Head is the first cut entries as a transcript of their own, without the
+// summary, for the model that summarises them. It shares the receiver's
+// results and answers; do not add to it.
+func (t *Transcript) Head(cut int) *Transcript {
+	return &Transcript{entries: t.entries[:cut], results: t.results, answered: t.answered}
+}
+
+// FirstKept is the seq of the entry at cut: the first a compaction at cut
+// keeps verbatim.
+func (t *Transcript) FirstKept(cut int) int64 { return t.entries[cut].seq }
+
+// Compact replaces the first cut entries with summary, once the compaction
+// that says so is committed.
+func (t *Transcript) Compact(summary string, cut int) {
+	t.summary = summary
+	t.entries = append([]entry(nil), t.entries[cut:]...)
 }
 
 // userText renders a user message with its attachments for a model.
@@ -201,13 +266,13 @@ func userText(u *gh.UserMessage) string {
 	return b.String()
 }
 
-// messages builds the model's view. Each assistant message with tool calls
+// Messages builds the model's view. Each assistant message with tool calls
 // is followed at once by its results (a call without one gets an error
 // result, so the pairing providers require always holds); input that sits
 // inside a tool batch in seq order comes after the batch; unanswered input
 // is presented last, in seq order, so the model treats it as the prompt
 // rather than as already answered.
-func (t *transcript) messages() []models.Message {
+func (t *Transcript) Messages() []models.Message {
 	var out []models.Message
 	if t.summary != "" {
 		out = append(out, models.Message{Role: models.RoleSystem, Text: "Summary of the earlier conversation:\n" + t.summary})
@@ -249,10 +314,10 @@ func (t *transcript) messages() []models.Message {
 	return out
 }
 
-// generation names an answer u<promptSeq>-a<ordinal>, derived from the log
+// Generation names an answer u<promptSeq>-a<ordinal>, derived from the log
 // so that a retried attempt derives the same name and the kernel returns
 // the committed answer instead of appending a second one.
-func (t *transcript) generation(promptSeq int64) string {
+func (t *Transcript) Generation(promptSeq int64) string {
 	prefix := "u" + strconv.FormatInt(promptSeq, 10) + "-a"
 	n := 0
 	for _, e := range t.entries {
@@ -263,8 +328,8 @@ func (t *transcript) generation(promptSeq int64) string {
 	return prefix + strconv.Itoa(n+1)
 }
 
-// promptOf returns the prompt seq of a generation id, or 0.
-func promptOf(generationID string) int64 {
+// PromptOf returns the prompt seq of a generation id, or 0.
+func PromptOf(generationID string) int64 {
 	rest, ok := strings.CutPrefix(generationID, "u")
 	if !ok {
 		return 0
@@ -274,9 +339,9 @@ func promptOf(generationID string) int64 {
 	return n
 }
 
-// estimateTokens is a cheap size estimate (about four characters a token)
+// EstimateTokens is a cheap size estimate (about four characters a token)
 // used to decide on compaction before a provider reports real usage.
-func estimateTokens(msgs []models.Message) int {
+func EstimateTokens(msgs []models.Message) int {
 	n := 0
 	for _, m := range msgs {
 		n += len(m.Text)/4 + 4
@@ -290,23 +355,23 @@ func estimateTokens(msgs []models.Message) int {
 	return n
 }
 
-// goingOn lists, in seq order, the inputs the newest assistant message
+// GoingOn lists, in seq order, the inputs the newest assistant message
 // presented: the inputs of a turn that goes on from it.
-func (t *transcript) goingOn() []int64 {
-	a := t.newestAssistant()
+func (t *Transcript) GoingOn() []int64 {
+	a := t.NewestAssistant()
 	if a == nil {
 		return nil
 	}
 	return slices.Sorted(slices.Values(a.InputSeqs))
 }
 
-// thinking is the reasoning level the turn asks for: the newest of its
+// Thinking is the reasoning level the turn asks for: the newest of its
 // inputs that chose one decides, so that a guide which says nothing of it
 // does not switch thinking off halfway through a tool loop, and a turn
 // resumed after an approval asks as it asked before the pause. An
 // unreadable level (committed by a surface that did not check it) counts
 // as none: one bad input must not fail its turns.
-func (t *transcript) thinking(inputs []int64) string {
+func (t *Transcript) Thinking(inputs []int64) string {
 	level, at := "", int64(0)
 	for _, e := range t.entries {
 		u := e.user
@@ -318,19 +383,21 @@ func (t *transcript) thinking(inputs []int64) string {
 	return level
 }
 
-// personTurn is one person's part of an answered turn, for memory.
-type personTurn struct {
-	userKey string
-	turn    memory.Turn
+// PersonTurn is one person's part of an answered turn, for memory.
+type PersonTurn struct {
+	// UserKey is the person, as memory keys their facts.
+	UserKey string
+	// Turn is what they said in the turn, sourced at their latest input.
+	Turn memory.Turn
 }
 
-// turnForMemory is the answered turn as memory reads it: for each person
+// TurnForMemory is the answered turn as memory reads it: for each person
 // whose input the answer lists, what that person said, to be remembered
 // under their own key, sourced at their latest input of the turn. Only the
 // people's own words go: never the answer, a tool result or an attached
 // document's text.
-func (t *transcript) turnForMemory(a gh.AssistantMessage, at time.Time) []personTurn {
-	var out []personTurn
+func (t *Transcript) TurnForMemory(a gh.AssistantMessage, at time.Time) []PersonTurn {
+	var out []PersonTurn
 	index := map[string]int{}
 	for _, e := range t.entries {
 		if e.user == nil || !slices.Contains(a.InputSeqs, e.seq) {
@@ -340,20 +407,20 @@ func (t *transcript) turnForMemory(a gh.AssistantMessage, at time.Time) []person
 		i, ok := index[key]
 		if !ok {
 			i, index[key] = len(out), len(out)
-			out = append(out, personTurn{userKey: key, turn: memory.Turn{At: at}})
+			out = append(out, PersonTurn{UserKey: key, Turn: memory.Turn{At: at}})
 		}
 		p := &out[i]
-		if p.turn.UserText != "" {
-			p.turn.UserText += "\n"
+		if p.Turn.UserText != "" {
+			p.Turn.UserText += "\n"
 		}
-		p.turn.UserText += e.user.Text
-		p.turn.Seq = max(p.turn.Seq, e.seq)
+		p.Turn.UserText += e.user.Text
+		p.Turn.Seq = max(p.Turn.Seq, e.seq)
 	}
 	return out
 }
 
-// inputText is what the person said in the given inputs, in order.
-func (t *transcript) inputText(seqs []int64) string {
+// InputText is what the person said in the given inputs, in order.
+func (t *Transcript) InputText(seqs []int64) string {
 	var said []string
 	for _, e := range t.entries {
 		if e.user != nil && slices.Contains(seqs, e.seq) {
@@ -363,8 +430,8 @@ func (t *transcript) inputText(seqs []int64) string {
 	return strings.Join(said, "\n")
 }
 
-// latestInput is the newest of the given inputs.
-func (t *transcript) latestInput(seqs []int64) *gh.UserMessage {
+// LatestInput is the newest of the given inputs.
+func (t *Transcript) LatestInput(seqs []int64) *gh.UserMessage {
 	var latest *gh.UserMessage
 	for _, e := range t.entries {
 		if e.user != nil && slices.Contains(seqs, e.seq) {
@@ -374,14 +441,14 @@ func (t *transcript) latestInput(seqs []int64) *gh.UserMessage {
 	return latest
 }
 
-// askerOf is who the calls of the assistant message a are made for. The
+// AskerOf is who the calls of the assistant message a are made for. The
 // person is the one whose message led to the calls: the newest input a
 // presented (in a turn answering several people, the latest of them, the
 // one the model read last when it asked), else the newest input loaded.
 // Tainted says whether the turn has read outside text since that message.
 // Both are derived from the log, so a batch resumed after an approval or a
 // crash is made for the same person with the same taint.
-func (t *transcript) askerOf(a *gh.AssistantMessage) toolworker.Asker {
+func (t *Transcript) AskerOf(a *gh.AssistantMessage) toolworker.Asker {
 	var from *entry
 	for i := range t.entries {
 		e := &t.entries[i]
@@ -393,7 +460,7 @@ func (t *transcript) askerOf(a *gh.AssistantMessage) toolworker.Asker {
 		}
 	}
 	if from == nil && a != nil {
-		return t.askerOf(nil)
+		return t.AskerOf(nil)
 	}
 	if from == nil {
 		return toolworker.Asker{Tainted: t.tainted(0, nil)}
@@ -411,7 +478,7 @@ func (t *transcript) askerOf(a *gh.AssistantMessage) toolworker.Asker {
 // requesters are the user keys of everyone whose message the assistant
 // message a answers (each may decide a gate its calls open), in the order
 // they spoke; user alone when a presented none of the inputs loaded.
-func (t *transcript) requesters(a *gh.AssistantMessage, user string) []string {
+func (t *Transcript) requesters(a *gh.AssistantMessage, user string) []string {
 	var out []string
 	for _, e := range t.entries {
 		if e.user != nil && a != nil && slices.Contains(a.InputSeqs, e.seq) && !slices.Contains(out, e.user.UserKey()) {
@@ -429,7 +496,7 @@ func (t *transcript) requesters(a *gh.AssistantMessage, user string) []string {
 // result committed after it (by seq, as the log orders it, however this
 // attempt read it) that is outside text. A turn here runs from a person's
 // message: a person speaking again starts afresh.
-func (t *transcript) tainted(since int64, u *gh.UserMessage) bool {
+func (t *Transcript) tainted(since int64, u *gh.UserMessage) bool {
 	if u != nil {
 		for _, at := range u.Attachments {
 			if strings.TrimSpace(at.Text) != "" {
