@@ -38,9 +38,10 @@ type Store struct {
 	// promoted.
 	*reader
 	*writer
-	w, r *sql.DB
-	wake store.Broadcast
-	path string
+	w, r  *sql.DB
+	wake  store.Broadcast
+	path  string
+	group group // transactions sharing a commit
 }
 
 var _ store.Store = (*Store)(nil)
@@ -163,35 +164,6 @@ func (s *Store) Close() error {
 
 // WakeC implements store.Store.
 func (s *Store) WakeC() <-chan struct{} { return s.wake.WaitC() }
-
-// InTx implements store.Store. The single writer connection serialises
-// transactions, so there is nothing to retry.
-func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
-	sqlTx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return gh.Wrap(gh.CodeUnavailable, err, "sqlite: begin")
-	}
-	t := &tx{writer: writer{reader{q: sqlTx}}}
-	if err := fn(ctx, t); err != nil {
-		_ = sqlTx.Rollback()
-		return err
-	}
-	// Statements deferred to the commit, as Postgres sends them with it:
-	// what they write is not seen inside the transaction on either.
-	for _, d := range t.atCommit {
-		if err := d(ctx); err != nil {
-			_ = sqlTx.Rollback()
-			return err
-		}
-	}
-	if err := sqlTx.Commit(); err != nil {
-		return gh.Wrap(gh.CodeUnavailable, err, "sqlite: commit")
-	}
-	if t.wake {
-		s.wake.Signal()
-	}
-	return nil
-}
 
 // Writes of several statements run on the Store in a transaction of their
 // own; the single-statement ones come from the embedded writer.
