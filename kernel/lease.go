@@ -13,7 +13,9 @@ import (
 
 // RunStartedKey is the idempotency key of the run.started of the claim
 // that raised the session's epoch to epoch.
-func RunStartedKey(epoch int64) string { return "runstart:" + strconv.FormatInt(epoch, 10) }
+func RunStartedKey(epoch int64) string { return runStartedPrefix + strconv.FormatInt(epoch, 10) }
+
+const runStartedPrefix = "runstart:"
 
 // fence locks the lease's run and checks that the lease still owns it. It
 // runs in the same transaction as the write it guards, so a takeover
@@ -92,40 +94,28 @@ func (k *Kernel) ClaimAfter(ctx context.Context, owner string, woken bool) (gh.L
 				}
 				continue
 			}
-			sess, err := tx.BumpEpoch(ctx, run.SessionID, now)
-			if err != nil {
-				return err
-			}
 			if tookOver && run.Reason == "" {
 				run.Reason = fmt.Sprintf("attempt %d lost its lease", run.Attempts)
 			}
-			run.State, run.Owner, run.Epoch = gh.RunRunning, owner, sess.Epoch
+			run.Owner = owner
 			run.Attempts++
+			run.LeaseExpiresAt = now.Add(k.cfg.LeaseTTL)
 			// run.started marks where the attempt begins, in the claim's
-			// commit; its key (the session's epoch, bumped by every claim)
-			// makes it one per claim.
+			// commit; its key (the session's epoch, raised by this
+			// claim) makes it one per claim. The claim records the read
+			// watermark at it in the same commit: the attempt reads up
+			// to here before it calls a model.
 			payload, err := json.Marshal(gh.RunStarted{RunID: run.ID, Attempt: run.Attempts, TookOver: tookOver, Reason: run.Reason})
 			if err != nil {
 				return gh.Wrap(gh.CodeInternal, err, "encode run.started")
 			}
-			res, err := tx.Append(ctx, store.AppendParams{SessionID: run.SessionID, Kind: gh.KindRunStarted, Payload: payload,
-				Key: RunStartedKey(sess.Epoch), Now: now})
+			st, err := tx.StartRun(ctx, store.StartRunParams{Run: run, Payload: payload, KeyPrefix: runStartedPrefix, Now: now})
 			if err != nil {
 				return err
 			}
-			started = res.Event
-			// The claim records the read watermark in the same commit:
-			// the attempt reads up to here (its run.started) before it
-			// calls a model.
-			last := max(sess.LastSeq, res.Event.Seq)
-			run.ReadWatermark = last
-			if err := tx.SetReadWatermark(ctx, run.SessionID, last, now); err != nil {
-				return err
-			}
-			run.LeaseExpiresAt, run.Updated = now.Add(k.cfg.LeaseTTL), now
-			if err := tx.UpdateRun(ctx, run); err != nil {
-				return err
-			}
+			sess, last := st.Session, st.Started.Seq
+			started = st.Started
+			run.State, run.Epoch, run.ReadWatermark, run.Updated = gh.RunRunning, sess.Epoch, last, now
 			lease = gh.Lease{
 				More:  more,
 				RunID: run.ID, SessionID: run.SessionID, Owner: owner, Epoch: run.Epoch, ExpiresAt: run.LeaseExpiresAt,

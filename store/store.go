@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
@@ -46,6 +47,51 @@ type Fence struct {
 	RunID int64
 	Epoch int64
 	Owner string
+}
+
+// StartRunParams begins an attempt of a claimed run (Tx.StartRun): the
+// session's epoch is raised (fencing every earlier lease), the attempt's
+// run.started event is appended under the key KeyPrefix followed by the
+// new epoch, the session's read watermark moves to that event, and the
+// run becomes running under the new epoch with Run's Attempts, Owner,
+// Reason and LeaseExpiresAt.
+type StartRunParams struct {
+	Run       gh.Run
+	Payload   json.RawMessage
+	KeyPrefix string
+	Now       time.Time
+}
+
+// StartedRun is what StartRun did. Session has its new Epoch; its other
+// fields (LastSeq, LastInputSeq, ReadWatermark, CompactionSeq) are as they
+// were before the run.started event.
+type StartedRun struct {
+	Session gh.Session
+	Started gh.Event
+}
+
+// StartRunSteps is StartRun as the Tx's single steps, for a backend
+// whose round trips cost nothing (SQLite, in process).
+func StartRunSteps(ctx context.Context, tx Tx, p StartRunParams) (StartedRun, error) {
+	sess, err := tx.BumpEpoch(ctx, p.Run.SessionID, p.Now)
+	if err != nil {
+		return StartedRun{}, err
+	}
+	res, err := tx.Append(ctx, AppendParams{SessionID: p.Run.SessionID, Kind: gh.KindRunStarted, Payload: p.Payload,
+		Key: p.KeyPrefix + strconv.FormatInt(sess.Epoch, 10), Now: p.Now})
+	if err != nil {
+		return StartedRun{}, err
+	}
+	last := max(sess.LastSeq, res.Event.Seq)
+	if err := tx.SetReadWatermark(ctx, p.Run.SessionID, last, p.Now); err != nil {
+		return StartedRun{}, err
+	}
+	r := p.Run
+	r.State, r.Epoch, r.ReadWatermark, r.Updated = gh.RunRunning, sess.Epoch, last, p.Now
+	if err := tx.UpdateRun(ctx, r); err != nil {
+		return StartedRun{}, err
+	}
+	return StartedRun{Session: sess, Started: res.Event}, nil
 }
 
 // AppendResult says what Append did.
@@ -225,6 +271,9 @@ type Tx interface {
 	InsertRun(ctx context.Context, r gh.Run) (gh.Run, error)
 	// BumpEpoch increments and returns the session with its new epoch.
 	BumpEpoch(ctx context.Context, sessionID string, now time.Time) (gh.Session, error)
+	// StartRun begins an attempt of a run this transaction claimed (see
+	// StartRunParams), on Postgres in one statement.
+	StartRun(ctx context.Context, p StartRunParams) (StartedRun, error)
 	// SetReadWatermark raises the session's read watermark to seq (never
 	// lowers it).
 	SetReadWatermark(ctx context.Context, sessionID string, seq int64, now time.Time) error

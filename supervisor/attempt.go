@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,9 @@ type outcome struct {
 	// view is the attempt's view of the log; what it staged commits
 	// with the settle.
 	view *kernel.View
+	// answer is the final answer staged in view, until the settle
+	// commits it.
+	answer *gh.AssistantMessage
 	// prior is what the run's earlier attempts cost, when the log says
 	// so exactly (priorKnown); otherwise the ledger is read.
 	prior      gh.RunFinished
@@ -90,12 +94,16 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 		log.Warn("attempt abandoned: lease lost", "err", err)
 		return
 	case errors.Is(cause, errDraining):
+		s.spoolAnswer(log, lease, out.answer, cause)
 		if rerr := s.k.Release(settleCtx, lease); rerr != nil {
 			log.Warn("could not release the run while draining; it will be taken over when the lease expires", "err", rerr)
 		} else {
 			log.Info("run released for another worker: draining")
 		}
 		return
+	case errors.Is(cause, errTurnTimeout) && out.answer != nil && err == nil:
+		// The limit struck after the turn had its answer: it settles
+		// answered.
 	case errors.Is(cause, errTurnTimeout):
 		// (out.view travels on: what the turn staged settles with it.)
 		msg := fmt.Sprintf("⏱ This turn ran longer than its time limit (%s) and was stopped. Ask again, perhaps in smaller steps.", s.cfg.TurnTimeout)
@@ -170,6 +178,18 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 		log.Warn("settle with memory failed; settling without it", "err", err)
 		settle.OnDone, remembered = nil, false
 		settled, err = s.k.Finish(settleCtx, lease, settle)
+	}
+	if err != nil && out.answer != nil && gh.IsCode(err, gh.CodeUnavailable) {
+		// The database refused the answer with the settle: keep it in
+		// the spool for the next attempt rather than lose it, and settle
+		// without it as a failed attempt, retried after the backoff.
+		s.spoolAnswer(log, lease, out.answer, err)
+		out.summary.Status, out.summary.Error = "failed", "the answer could not be saved: "+err.Error()
+		payload, _ := json.Marshal(out.summary)
+		settle.Outcome, settle.Reason, settle.View, settle.OnDone = gh.OutcomeFailed, out.summary.Error, nil, nil
+		settle.Events = []gh.NewEvent{{Kind: gh.KindRunFinished, Payload: payload, Key: settle.Events[0].Key}}
+		settled, err = s.k.Finish(settleCtx, lease, settle)
+		remembered = true // nothing to remember: the turn is not answered yet
 	}
 	if err != nil {
 		log.Warn("settle failed; the run will be taken over when the lease expires", "err", err)
@@ -492,11 +512,13 @@ func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *attemp
 		// paragraph, JSON copied byte for byte); the same on a retry.
 		a.Text = answers.Apply(p.t.InputText(p.inputs), a.Text)
 	}
-	if v := kernel.ViewOf(ctx, lease); v != nil && len(a.ToolCalls) > 0 {
+	if v := kernel.ViewOf(ctx, lease); v != nil {
 		// An answer that asks for tools commits with what its tools
 		// commit first (a result, a started receipt, a gate with the
 		// settle that waits for it): it is only worth keeping with them.
-		// Its ledger rows stay pending for the same commit or the settle.
+		// The final answer commits with the settle, which follows at
+		// once: one commit for both. Its ledger rows stay pending for
+		// the same commit or the settle.
 		raw, err := json.Marshal(a)
 		if err != nil {
 			return true, gh.Wrap(gh.CodeInternal, err, "encode %s", gh.KindAssistantMessage)
@@ -504,18 +526,21 @@ func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *attemp
 		v.Stage(gh.NewEvent{Kind: gh.KindAssistantMessage, Payload: raw, Key: a.GenerationID}, nil, nil)
 		p.t.AddAssistant(0, a)
 		out.summary.StopReason = a.StopReason
-		return false, nil
+		if len(a.ToolCalls) > 0 {
+			return false, nil
+		}
+		// Held until the settle commits: spooled if it cannot.
+		out.answer = &a
+		out.remember = p.t.TurnForMemory(a, s.cfg.Now())
+		for i := range out.remember {
+			out.remember[i].Turn.SessionID = lease.SessionID
+		}
+		return true, nil
 	}
 	seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, a.GenerationID, a)
 	if err != nil {
 		if gh.IsCode(err, gh.CodeUnavailable) && ctx.Err() == nil {
-			// The database refused the save: keep the answer in the
-			// spool for the next attempt rather than lose it.
-			if serr := s.spool.Save(lease.SessionID, a); serr != nil {
-				s.log.Error("answer lost: the database refused it and the spool failed", "session", lease.SessionID, "err", err, "spool_err", serr)
-			} else {
-				s.log.Warn("answer spooled: the database refused it", "session", lease.SessionID, "generation", a.GenerationID, "err", err)
-			}
+			s.spoolAnswer(s.log.With("session", lease.SessionID), lease, &a, err)
 		}
 		return true, err
 	}
@@ -529,6 +554,19 @@ func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *attemp
 		out.remember[i].Turn.SessionID = lease.SessionID
 	}
 	return true, nil
+}
+
+// spoolAnswer keeps an answer the database did not take (why) for the
+// run's next attempt, rather than ask the model again.
+func (s *Supervisor) spoolAnswer(log *slog.Logger, lease gh.Lease, a *gh.AssistantMessage, why error) {
+	if a == nil {
+		return
+	}
+	if err := s.spool.Save(lease.SessionID, *a); err != nil {
+		log.Error("answer lost: the database did not take it and the spool failed", "err", why, "spool_err", err)
+		return
+	}
+	log.Warn("answer spooled: the database did not take it", "generation", a.GenerationID, "err", why)
 }
 
 // endTurn answers the turn's inputs with a message of the gateway's own

@@ -37,6 +37,9 @@ type benchStack struct {
 	st   *storetest.CountingStore
 	k    *kernel.Kernel
 	bare func(ctx context.Context, session string, seq int64) error
+
+	mu   sync.Mutex
+	subs map[string]*kernel.Subscription // a client's stream, held across its turns
 }
 
 func openBench(b *testing.B, backend string) *benchStack {
@@ -96,8 +99,19 @@ func (s *benchStack) start(b *testing.B, workers int) {
 // turn sends one input and waits until its run settled.
 func (s *benchStack) turn(b *testing.B, session string) {
 	ctx := context.Background()
-	sub := s.k.Subscribe(session)
-	defer sub.Close()
+	// The client keeps its session's stream open across turns, as the web
+	// chat keeps its SSE stream.
+	s.mu.Lock()
+	sub, ok := s.subs[session]
+	if !ok {
+		if s.subs == nil {
+			s.subs = map[string]*kernel.Subscription{}
+		}
+		sub = s.k.Subscribe(session)
+		s.subs[session] = sub
+		b.Cleanup(sub.Close)
+	}
+	s.mu.Unlock()
 	p, _ := json.Marshal(gh.UserMessage{Text: "hi", Delivery: gh.DeliveryQueue, Selection: "instant:zero"})
 	c, err := s.k.EdgeCommit(ctx, kernel.EdgeInput{SessionID: session, Event: gh.NewEvent{Kind: gh.KindUserMessage, Payload: p}})
 	if err != nil {
@@ -106,7 +120,7 @@ func (s *benchStack) turn(b *testing.B, session string) {
 	// The client follows the feed as the SSE stream does: the settle's
 	// run.finished arrives with its signal, so waiting reads nothing
 	// (the store is read only when the feed cannot say).
-	read := true
+	read := false
 	for {
 		if read {
 			r, err := s.k.Run(ctx, c.RunID)

@@ -34,6 +34,12 @@ type Config struct {
 	Memory *memory.Memory
 	// Workers bounds how many attempts run at once. Defaults to 4.
 	Workers int
+	// Claimers is how many claims may be in flight at once. A claim is
+	// a transaction; with one claimer, turns start no faster than
+	// claims commit one after another, and a busy replica's workers
+	// wait on it. Each claimer polls on its own when idle. Defaults to
+	// 2 (never more than Workers).
+	Claimers int
 	// Owner names this worker pool in leases. Defaults to host-pid-random.
 	Owner string
 	// Poll is the fallback wait between claims when no wake-up comes.
@@ -84,6 +90,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Workers <= 0 {
 		c.Workers = 4
 	}
+	if c.Claimers <= 0 {
+		c.Claimers = 2
+	}
+	c.Claimers = min(c.Claimers, c.Workers)
 	if c.Owner == "" {
 		c.Owner = kernel.NewOwner()
 	}
@@ -158,7 +168,13 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.stopClaiming = stop
 	s.attemptsCtx, s.cancelAll = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.loopDone = make(chan struct{})
-	go s.loop(claimCtx)
+	// The claimers share the worker slots.
+	slots := make(chan struct{}, s.cfg.Workers)
+	var loops sync.WaitGroup
+	for range s.cfg.Claimers {
+		loops.Go(func() { s.loop(claimCtx, slots) })
+	}
+	go func() { loops.Wait(); close(s.loopDone) }()
 	s.log.Info("supervisor started", "owner", s.cfg.Owner, "workers", s.cfg.Workers)
 	return nil
 }
@@ -180,10 +196,8 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	}
 }
 
-// loop claims runs while a worker slot is free.
-func (s *Supervisor) loop(ctx context.Context) {
-	defer close(s.loopDone)
-	slots := make(chan struct{}, s.cfg.Workers)
+// loop claims runs while a worker slot is free; Claimers of them run.
+func (s *Supervisor) loop(ctx context.Context, slots chan struct{}) {
 	backoff := s.cfg.Poll
 	woken := false
 	// The ticker keeps the heartbeat while every worker is busy or claims

@@ -425,3 +425,9 @@ func (t *reader) RunCost(ctx context.Context, runID int64) (gh.Usage, float64, e
 		Scan(&u.InputTokens, &u.OutputTokens, &cost)
 	return u, cost, dbErr(err, "read run cost")
 }
+
+// StartRun implements store.Tx with the single steps: in process, a
+// statement costs no round trip.
+func (t *tx) StartRun(ctx context.Context, p store.StartRunParams) (store.StartedRun, error) {
+	return store.StartRunSteps(ctx, t, p)
+}

@@ -187,3 +187,9 @@ func (w *writeTx) UpdateMemoryJob(ctx context.Context, j store.MemoryJob) error 
 	w.mark(err)
 	return err
 }
+
+func (w *writeTx) StartRun(ctx context.Context, p store.StartRunParams) (store.StartedRun, error) {
+	out, err := w.Tx.StartRun(ctx, p)
+	w.mark(err)
+	return out, err
+}
