@@ -41,16 +41,23 @@ func (k *Kernel) EdgeCommit(ctx context.Context, in EdgeInput) (Committed, error
 	}
 	var res store.AppendResult
 	if p.CheckGates {
-		// A message that may find a card pending commits with its notice
-		// in one transaction: the run it wakes cannot commit its claim
-		// between them, so the notice follows the message at once.
-		err = k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-			var err error
-			if res, err = tx.Append(ctx, p); err != nil || !res.GatePending || res.Existing {
-				return err
-			}
-			return k.noteWaiting(ctx, tx, res.Event)
-		})
+		// First as anything else, in one statement (on Postgres), unless
+		// a card is pending; then a message that finds one commits with
+		// its notice in one transaction: the run it wakes cannot commit
+		// its claim between them, so the notice follows the message at
+		// once.
+		alone := p
+		alone.CheckGates, alone.UnlessGatePending = false, true
+		res, err = k.st.Append(ctx, alone)
+		if err == nil && res.GatePending {
+			err = k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+				var err error
+				if res, err = tx.Append(ctx, p); err != nil || !res.GatePending || res.Existing {
+					return err
+				}
+				return k.noteWaiting(ctx, tx, res.Event)
+			})
+		}
 	} else {
 		// Anything else commits in one statement (on Postgres), for speed.
 		res, err = k.st.Append(ctx, p)

@@ -32,6 +32,13 @@ type AppendParams struct {
 	// AppendResult.GatePending. A new append only; a repeat of the key
 	// reports false.
 	CheckGates bool
+	// UnlessGatePending (with QueueRun) appends only when the session
+	// has no gate pending, checked in the append (on Postgres in the same
+	// statement). When one is pending nothing is written and
+	// AppendResult.GatePending is set, so the caller can commit the input
+	// with what a pending gate calls for (kernel.EdgeCommit); a repeat of
+	// the key still returns the committed event.
+	UnlessGatePending bool
 	// Fence, when set, makes the append conditional on a lease, checked
 	// in the append's own statement (no read before it): the session's
 	// epoch is the lease's, and its run is running under the lease's
@@ -104,8 +111,8 @@ type AppendResult struct {
 	RunID int64
 	// Woke is true when the append made a run claimable that was not.
 	Woke bool
-	// GatePending is true when CheckGates was asked and the session has
-	// a gate still pending.
+	// GatePending is true when CheckGates or UnlessGatePending was asked
+	// and the session has a gate still pending.
 	GatePending bool
 	// Fenced is true when a fenced append (AppendParams.Fence) wrote
 	// nothing; Event is then empty.

@@ -151,6 +151,11 @@ var fencedAppendSQL = strings.Replace(appendSQL, `AND NOT EXISTS (SELECT 1 FROM 
 		AND EXISTS (SELECT 1 FROM runs WHERE runs.id = $9 AND runs.session_id = $1 AND runs.epoch = $10 AND runs.owner = $11
 			AND runs.state = 'running' AND runs.lease_expires_at > $8)`, 1)
 
+// unlessGateSQL is appendSQL that appends nothing while the session has
+// a gate pending (AppendParams.UnlessGatePending).
+var unlessGateSQL = strings.Replace(appendSQL, `AND NOT EXISTS (SELECT 1 FROM dup)`, `AND NOT EXISTS (SELECT 1 FROM dup)
+		AND NOT EXISTS (SELECT 1 FROM gates WHERE gates.session_id = $1 AND gates.state = 'pending')`, 1)
+
 // queueSQL extends appendSQL: make sure the session has an active run, move
 // one awaiting approval back to queued, and NOTIFY when a run became
 // claimable. The no-op update of a queued or running run returns its id.
@@ -183,7 +188,11 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	var err error
 	if p.QueueRun {
 		var notified int64
-		err = t.q.QueryRow(ctx, appendSQL+queueSQL,
+		sql := appendSQL
+		if p.UnlessGatePending {
+			sql = unlessGateSQL
+		}
+		err = t.q.QueryRow(ctx, sql+queueSQL,
 			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now, p.MaxAttempts, t.channel, p.CheckGates, t.self,
 		).Scan(&res.Event.Seq, &res.Event.Payload, &res.RunID, &res.Woke, &notified, &res.GatePending)
 	} else if f := p.Fence; f != nil {
@@ -199,10 +208,20 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 		).Scan(&res.Event.Seq, &res.Event.Payload)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		// Nothing appended: the key was taken, or no such session.
+		// Nothing appended: the key was taken, or a gate is pending, or
+		// no such session.
 		if p.Key != "" {
 			if e, ok, err := t.EventByKey(ctx, p.SessionID, p.Key); err != nil || ok {
 				return store.AppendResult{Event: e, Existing: ok}, err
+			}
+		}
+		if p.UnlessGatePending {
+			var pending bool
+			if err := t.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM gates WHERE session_id = $1 AND state = 'pending')`, p.SessionID).Scan(&pending); err != nil {
+				return store.AppendResult{}, dbErr(err, "check pending gates")
+			}
+			if pending {
+				return store.AppendResult{GatePending: true}, nil
 			}
 		}
 		return store.AppendResult{}, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", p.SessionID)

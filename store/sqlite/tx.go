@@ -153,6 +153,18 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	if p.Key != "" {
 		key = p.Key
 	}
+	if p.UnlessGatePending {
+		var pending bool
+		if err := t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM gates WHERE session_id = ? AND state = 'pending')`, p.SessionID).Scan(&pending); err != nil {
+			return store.AppendResult{}, dbErr(err, "check pending gates")
+		}
+		if pending {
+			if e, ok, err := t.EventByKey(ctx, p.SessionID, p.Key); p.Key != "" && (err != nil || ok) {
+				return store.AppendResult{Event: e, Existing: ok}, err
+			}
+			return store.AppendResult{GatePending: true}, nil
+		}
+	}
 	// The insert takes its seq from the session row and skips a taken key
 	// in one statement; the single writer connection makes it race-free.
 	var seq int64

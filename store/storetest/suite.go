@@ -67,6 +67,7 @@ func Run(t *testing.T, h Harness) {
 		{"LockSessionRun", testLockSessionRun},
 		{"FencedAppend", testFencedAppend},
 		{"ClaimCandidateSaysMore", testClaimMore},
+		{"AppendUnlessGatePending", testUnlessGatePending},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
@@ -311,5 +312,42 @@ func testLockSessionRun(t *testing.T, h Harness) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An input appended "unless a gate is pending" is written while none is
+// and not at all while one is — but a repeat of its key still finds it.
+func testUnlessGatePending(t *testing.T, h Harness) {
+	f := newFixture(t, h)
+	now := f.clock.Now()
+	if _, _, err := f.st.CreateSession(f.ctx, gh.Session{ID: "s1", Tenant: gh.DefaultTenant, Title: "t", Created: now}); err != nil {
+		t.Fatal(err)
+	}
+	input := func(key string) store.AppendResult {
+		t.Helper()
+		res, err := f.st.Append(f.ctx, store.AppendParams{SessionID: "s1", Kind: gh.KindUserMessage, Payload: json.RawMessage(`{"text":"hi"}`),
+			Key: key, Now: now, Input: true, QueueRun: true, MaxAttempts: 3, UnlessGatePending: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := input("m1"); res.GatePending || res.Event.Seq != 1 || res.RunID == 0 {
+		t.Fatalf("no gate pending: %+v", res)
+	}
+	g := gh.Gate{ID: "g1", SessionID: "s1", RunID: 1, ToolCallID: "tc1", Tool: "email_send", Arguments: json.RawMessage(`{}`),
+		ArgsHash: "h", Kind: gh.GateKindApproval, Options: []string{"a"}, ExpiresAt: now.Add(time.Minute), Created: now}
+	if ok, err := f.st.InsertGate(f.ctx, g); err != nil || !ok {
+		t.Fatalf("insert gate: %v %v", ok, err)
+	}
+	if res := input("m2"); !res.GatePending || res.Event.Seq != 0 || res.Existing {
+		t.Fatalf("gate pending: %+v", res)
+	}
+	if res := input("m1"); !res.Existing || res.Event.Seq != 1 {
+		t.Fatalf("repeat of a committed key under a pending gate: %+v", res)
+	}
+	evs, err := f.st.Events(f.ctx, "s1", 0, 10)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("log %+v %v: the refused input was written", evs, err)
 	}
 }
