@@ -151,66 +151,68 @@ func (k *Kernel) CommitWithCalls(ctx context.Context, l gh.Lease, calls []gh.Led
 // CommitTx is Commit inside a caller's transaction (an effect receipt and a
 // tool result commit together).
 func (k *Kernel) CommitTx(ctx context.Context, tx store.Tx, l gh.Lease, events ...gh.NewEvent) ([]Committed, error) {
-	type valid struct {
-		e       gh.NewEvent
-		payload json.RawMessage
-	}
-	checked := make([]valid, 0, len(events))
+	checked := make([]leasedWrite, 0, len(events))
 	for _, e := range events {
 		_, payload, err := k.validateEvent(e, false)
 		if err != nil {
 			return nil, err
 		}
-		checked = append(checked, valid{e, payload})
+		checked = append(checked, leasedWrite{e, payload})
 	}
-	now := k.now()
-	// What the attempt staged commits first, in this transaction.
-	if err := k.flush(ctx, tx, l, now); err != nil {
+	// What the attempt staged commits first, in this transaction, with
+	// these events in one batch.
+	return k.flush(ctx, tx, l, k.now(), checked)
+}
+
+// leasedWrite is one validated event of a leased commit.
+type leasedWrite struct {
+	e       gh.NewEvent
+	payload json.RawMessage
+}
+
+// appendLeased appends validated events under the lease, in order, in one
+// batch (one round trip on Postgres); a repeat of a key must carry the
+// same payload. The attempt's view, when the transaction notes for one,
+// learns the events once they commit.
+func (k *Kernel) appendLeased(ctx context.Context, tx store.Tx, l gh.Lease, ws []leasedWrite, now time.Time) ([]Committed, error) {
+	if len(ws) == 0 {
+		return nil, nil
+	}
+	fence := &store.Fence{RunID: l.RunID, Epoch: l.Epoch, Owner: l.Owner}
+	ps := make([]store.AppendParams, len(ws))
+	for i, w := range ws {
+		ps[i] = store.AppendParams{SessionID: l.SessionID, Kind: w.e.Kind, Payload: w.payload, Key: w.e.Key, Now: now, Fence: fence}
+	}
+	results, err := tx.AppendAll(ctx, ps)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]Committed, 0, len(checked))
-	for _, v := range checked {
-		c, err := k.appendLeased(ctx, tx, l, v.e, v.payload, now)
-		if err != nil {
+	note := noteFrom(ctx)
+	out := make([]Committed, len(ws))
+	for i, res := range results {
+		if res.Fenced {
+			// Nothing appended: the full fence says why. A lease that no
+			// longer holds is the error; one that holds leaves a taken
+			// key (or an unknown session), which the plain append
+			// reports.
+			if _, _, err := k.fence(ctx, tx, l, now); err != nil {
+				return nil, err
+			}
+			p := ps[i]
+			p.Fence = nil
+			if res, err = tx.Append(ctx, p); err != nil {
+				return nil, err
+			}
+		}
+		if err := checkRepeat(res, ws[i].payload, ws[i].e.Kind); err != nil {
 			return nil, err
 		}
-		out = append(out, c)
+		if note != nil && note.view != nil {
+			note.events = append(note.events, res.Event)
+		}
+		out[i] = Committed{Event: res.Event, Duplicate: res.Existing}
 	}
 	return out, nil
-}
-
-// appendLeased appends one validated event under the lease; a repeat of
-// its key must carry the same payload. The attempt's view, when the
-// transaction notes for one, learns the event once it commits.
-func (k *Kernel) appendLeased(ctx context.Context, tx store.Tx, l gh.Lease, e gh.NewEvent, payload json.RawMessage, now time.Time) (Committed, error) {
-	res, err := k.fencedAppend(ctx, tx, l, store.AppendParams{SessionID: l.SessionID, Kind: e.Kind, Payload: payload, Key: e.Key, Now: now})
-	if err != nil {
-		return Committed{}, err
-	}
-	if err := checkRepeat(res, payload, e.Kind); err != nil {
-		return Committed{}, err
-	}
-	if note := noteFrom(ctx); note != nil && note.view != nil {
-		note.events = append(note.events, res.Event)
-	}
-	return Committed{Event: res.Event, Duplicate: res.Existing}, nil
-}
-
-// fencedAppend appends p under the lease, the lease checked in the append
-// itself. When nothing was appended, the full fence says why: a lease
-// that no longer holds is its error; one that holds leaves a taken key
-// (or an unknown session), which the plain append reports.
-func (k *Kernel) fencedAppend(ctx context.Context, tx store.Tx, l gh.Lease, p store.AppendParams) (store.AppendResult, error) {
-	p.Fence = &store.Fence{RunID: l.RunID, Epoch: l.Epoch, Owner: l.Owner}
-	res, err := tx.Append(ctx, p)
-	if err != nil || !res.Fenced {
-		return res, err
-	}
-	if _, _, err := k.fence(ctx, tx, l, p.Now); err != nil {
-		return store.AppendResult{}, err
-	}
-	p.Fence = nil
-	return tx.Append(ctx, p)
 }
 
 func (k *Kernel) addCalls(ctx context.Context, tx store.Tx, calls []gh.LedgerRow) error {

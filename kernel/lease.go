@@ -280,7 +280,7 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 				return err
 			}
 		}
-		if err := k.flush(ctx, tx, l, now); err != nil {
+		if _, err := k.flush(ctx, tx, l, now, nil); err != nil {
 			return err
 		}
 		if err := k.addCalls(ctx, tx, s.Calls); err != nil {
@@ -337,7 +337,14 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 				requeueNew = owed
 			}
 		}
-		if err := tx.UpdateRun(ctx, run); err != nil {
+		// Sent with the commit, unless a new run follows in this
+		// transaction: only one run of a session may be active, so this
+		// one must have ended first.
+		update := tx.UpdateRunAtCommit
+		if requeueNew {
+			update = tx.UpdateRun
+		}
+		if err := update(ctx, run); err != nil {
 			return err
 		}
 		if run.State == gh.RunDone && s.OnDone != nil {

@@ -237,38 +237,43 @@ func (k *Kernel) inTx(ctx context.Context, fn func(ctx context.Context, tx store
 }
 
 // flush writes the attempt's staged writes in tx, ahead of the commit
-// that carries them, once per transaction.
-func (k *Kernel) flush(ctx context.Context, tx store.Tx, l gh.Lease, now time.Time) error {
+// that carries them, once per transaction, in one batch with then (the
+// commit's own events, whose results it returns).
+func (k *Kernel) flush(ctx context.Context, tx store.Tx, l gh.Lease, now time.Time, then []leasedWrite) ([]Committed, error) {
 	note := noteFrom(ctx)
 	v := viewFor(ctx, l)
 	if note == nil || v == nil || note.view != nil {
-		return nil
+		return k.appendLeased(ctx, tx, l, then, now)
 	}
 	note.view = v
 	v.mu.Lock()
 	staged := append([]stagedWrite(nil), v.staged...)
 	v.mu.Unlock()
+	ws := make([]leasedWrite, 0, len(staged)+len(then))
 	for _, s := range staged {
 		_, payload, err := k.validateEvent(s.event, false)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		c, err := k.appendLeased(ctx, tx, l, s.event, payload, now)
-		if err != nil {
-			return err
-		}
+		ws = append(ws, leasedWrite{s.event, payload})
+	}
+	committed, err := k.appendLeased(ctx, tx, l, append(ws, then...), now)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range staged {
 		if s.inTx != nil {
 			if err := s.inTx(ctx, tx); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		note.flushed = append(note.flushed, c)
+		note.flushed = append(note.flushed, committed[i])
 		if s.after != nil {
 			note.afters = append(note.afters, s.after)
 		}
 	}
 	note.nFlushed = len(staged)
-	return nil
+	return committed[len(staged):], nil
 }
 
 // LeasedEvents is Events for the session of a lease the caller holds: the
@@ -290,5 +295,8 @@ func (k *Kernel) Flush(ctx context.Context, l gh.Lease) error {
 	if v == nil || !v.hasStaged() {
 		return nil
 	}
-	return k.inTx(ctx, func(ctx context.Context, tx store.Tx) error { return k.flush(ctx, tx, l, k.now()) })
+	return k.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		_, err := k.flush(ctx, tx, l, k.now(), nil)
+		return err
+	})
 }

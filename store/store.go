@@ -274,10 +274,18 @@ type Tx interface {
 	// epoch, lease expiry, read watermark, cancel flag, reason, available
 	// time, updated time).
 	UpdateRun(ctx context.Context, r gh.Run) error
+	// UpdateRunAtCommit is UpdateRun sent with the commit (on Postgres,
+	// no round trip of its own): the transaction does not see the change,
+	// so nothing after it in the transaction may depend on it.
+	UpdateRunAtCommit(ctx context.Context, r gh.Run) error
 	// InsertRun inserts a run and returns it with its id.
 	InsertRun(ctx context.Context, r gh.Run) (gh.Run, error)
 	// BumpEpoch increments and returns the session with its new epoch.
 	BumpEpoch(ctx context.Context, sessionID string, now time.Time) (gh.Session, error)
+	// AppendAll is Append for each of ps in order (without QueueRun),
+	// each with its own result; on Postgres all in one round trip. An
+	// error is the transaction's.
+	AppendAll(ctx context.Context, ps []AppendParams) ([]AppendResult, error)
 	// StartRun begins an attempt of a run this transaction claimed (see
 	// StartRunParams), on Postgres in one statement.
 	StartRun(ctx context.Context, p StartRunParams) (StartedRun, error)

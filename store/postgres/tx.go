@@ -364,12 +364,24 @@ func nullTime(t time.Time) *time.Time {
 	return &t
 }
 
+const updateRunSQL = `UPDATE runs SET state = $1, attempts = $2, owner = $3, epoch = $4, lease_expires_at = $5, read_watermark = $6,
+	cancel_requested = $7, reason = $8, available_at = $9, updated_at = $10, execution = $12 WHERE id = $11`
+
+func updateRunArgs(r gh.Run) []any {
+	return []any{string(r.State), r.Attempts, r.Owner, r.Epoch, nullTime(r.LeaseExpiresAt), r.ReadWatermark, r.CancelRequested, r.Reason,
+		r.AvailableAt, r.Updated, r.ID, store.EncodeExecution(r.Execution)}
+}
+
 func (t *tx) UpdateRun(ctx context.Context, r gh.Run) error {
-	_, err := t.q.Exec(ctx, `UPDATE runs SET state = $1, attempts = $2, owner = $3, epoch = $4, lease_expires_at = $5, read_watermark = $6,
-			cancel_requested = $7, reason = $8, available_at = $9, updated_at = $10, execution = $12 WHERE id = $11`,
-		string(r.State), r.Attempts, r.Owner, r.Epoch, nullTime(r.LeaseExpiresAt), r.ReadWatermark, r.CancelRequested, r.Reason,
-		r.AvailableAt, r.Updated, r.ID, store.EncodeExecution(r.Execution))
+	_, err := t.q.Exec(ctx, updateRunSQL, updateRunArgs(r)...)
 	return dbErr(err, "update run")
+}
+
+// UpdateRunAtCommit implements store.Tx: sent with COMMIT, no round trip
+// of its own.
+func (t *tx) UpdateRunAtCommit(_ context.Context, r gh.Run) error {
+	t.conn.AtCommit(updateRunSQL, updateRunArgs(r)...)
+	return nil
 }
 
 func (t *tx) InsertRun(ctx context.Context, r gh.Run) (gh.Run, error) {

@@ -350,6 +350,12 @@ func (t *tx) UpdateRun(ctx context.Context, r gh.Run) error {
 	return dbErr(err, "update run")
 }
 
+// UpdateRunAtCommit implements store.Tx: run just before COMMIT.
+func (t *tx) UpdateRunAtCommit(_ context.Context, r gh.Run) error {
+	t.atCommit = append(t.atCommit, func(ctx context.Context) error { return t.UpdateRun(ctx, r) })
+	return nil
+}
+
 func (t *tx) InsertRun(ctx context.Context, r gh.Run) (gh.Run, error) {
 	err := t.q.QueryRowContext(ctx, `INSERT INTO runs (session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark,
 			cancel_requested, reason, available_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
@@ -442,4 +448,17 @@ func (t *reader) RunCost(ctx context.Context, runID int64) (gh.Usage, float64, e
 // statement costs no round trip.
 func (t *tx) StartRun(ctx context.Context, p store.StartRunParams) (store.StartedRun, error) {
 	return store.StartRunSteps(ctx, t, p)
+}
+
+// AppendAll implements store.Tx: one append after another, in process.
+func (t *tx) AppendAll(ctx context.Context, ps []store.AppendParams) ([]store.AppendResult, error) {
+	out := make([]store.AppendResult, 0, len(ps))
+	for _, p := range ps {
+		res, err := t.Append(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
 }

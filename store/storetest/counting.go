@@ -193,3 +193,15 @@ func (w *writeTx) StartRun(ctx context.Context, p store.StartRunParams) (store.S
 	w.mark(err)
 	return out, err
 }
+
+func (w *writeTx) AppendAll(ctx context.Context, ps []store.AppendParams) ([]store.AppendResult, error) {
+	out, err := w.Tx.AppendAll(ctx, ps)
+	w.mark(err)
+	return out, err
+}
+
+func (w *writeTx) UpdateRunAtCommit(ctx context.Context, r gh.Run) error {
+	err := w.Tx.UpdateRunAtCommit(ctx, r)
+	w.mark(err)
+	return err
+}
