@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 )
@@ -13,6 +14,7 @@ type health struct {
 	running atomic.Int64 // attempts in flight
 	paused  atomic.Bool  // claims stopped for a reload
 	resume  chan struct{}
+	more    chan struct{} // a claim saw a backlog: a secondary claimer may start
 }
 
 func (h *health) tick(now time.Time) { h.beat.Store(now.UnixNano()) }
@@ -52,3 +54,33 @@ func (s *Supervisor) Resume() {
 
 // Paused says whether claims are paused.
 func (s *Supervisor) Paused() bool { return s.health.paused.Load() }
+
+// waitForWork is Kernel.WaitForWork for up to d, the heartbeat kept every
+// Poll: a claim loop backing off from a database that is down is alive.
+func (s *Supervisor) waitForWork(ctx context.Context, wake <-chan struct{}, d time.Duration) bool {
+	for until := time.Now().Add(d); ; {
+		left := time.Until(until)
+		if left <= 0 || ctx.Err() != nil {
+			return false
+		}
+		if s.k.WaitForWork(ctx, wake, min(left, s.cfg.Poll)) {
+			return true
+		}
+		s.health.tick(time.Now())
+	}
+}
+
+// idle waits before the claimer's next claim: the primary for a wake-up
+// or d, the others for a claim that saw a backlog. It reports whether work
+// was signalled.
+func (s *Supervisor) idle(ctx context.Context, primary bool, wake <-chan struct{}, d time.Duration) bool {
+	if primary {
+		return s.waitForWork(ctx, wake, d)
+	}
+	select {
+	case <-s.health.more:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

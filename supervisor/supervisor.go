@@ -156,7 +156,7 @@ func New(cfg Config) (*Supervisor, error) {
 		return nil, err
 	}
 	return &Supervisor{cfg: cfg, k: cfg.Kernel, log: cfg.Logger, spool: spool.New(cfg.SpoolDir),
-		health: health{resume: make(chan struct{}, 1)}}, nil
+		health: health{resume: make(chan struct{}, 1), more: make(chan struct{}, 1)}}, nil
 }
 
 // Owner is the name this pool claims runs under.
@@ -171,8 +171,8 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	// The claimers share the worker slots.
 	slots := make(chan struct{}, s.cfg.Workers)
 	var loops sync.WaitGroup
-	for range s.cfg.Claimers {
-		loops.Go(func() { s.loop(claimCtx, slots) })
+	for i := range s.cfg.Claimers {
+		loops.Go(func() { s.loop(claimCtx, slots, i == 0) })
 	}
 	go func() { loops.Wait(); close(s.loopDone) }()
 	s.log.Info("supervisor started", "owner", s.cfg.Owner, "workers", s.cfg.Workers)
@@ -196,8 +196,11 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	}
 }
 
-// loop claims runs while a worker slot is free; Claimers of them run.
-func (s *Supervisor) loop(ctx context.Context, slots chan struct{}) {
+// loop claims runs while a worker slot is free; Claimers of them run. The
+// primary one answers wake-ups and polls; the others claim only while a
+// claim saw more runs waiting (a backlog), so one wake-up does not send
+// every claimer to the database for a single run.
+func (s *Supervisor) loop(ctx context.Context, slots chan struct{}, primary bool) {
 	backoff := s.cfg.Poll
 	woken := false
 	// The ticker keeps the heartbeat while every worker is busy or claims
@@ -205,7 +208,11 @@ func (s *Supervisor) loop(ctx context.Context, slots chan struct{}) {
 	alive := time.NewTicker(s.cfg.Poll)
 	defer alive.Stop()
 	for {
-		s.health.tick(time.Now())
+		if primary {
+			// The heartbeat is the primary's: it is the one that must
+			// answer wake-ups.
+			s.health.tick(time.Now())
+		}
 		if s.health.paused.Load() {
 			select {
 			case <-s.health.resume:
@@ -237,7 +244,7 @@ func (s *Supervisor) loop(ctx context.Context, slots chan struct{}) {
 				s.log.Error("claim failed", "err", err, "retry_in", backoff)
 				wait, backoff = backoff, min(backoff*2, 30*time.Second)
 			}
-			woken = s.k.WaitForWork(ctx, wake, wait)
+			woken = s.idle(ctx, primary, wake, wait)
 			continue
 		}
 		backoff = s.cfg.Poll
@@ -250,12 +257,18 @@ func (s *Supervisor) loop(ctx context.Context, slots chan struct{}) {
 			s.attempt(lease)
 		}()
 		if lease.More {
-			woken = true // another run is waiting: claim it now
+			// Another run is waiting: claim it now, and let another
+			// claimer start on the one after it.
+			select {
+			case s.health.more <- struct{}{}:
+			default:
+			}
+			woken = true
 			continue
 		}
 		// Nothing else looked claimable at the claim: wait for a wake-up
 		// (one that came since wake was taken ends the wait at once) or
 		// the poll, rather than ask again now.
-		woken = s.k.WaitForWork(ctx, wake, s.cfg.Poll)
+		woken = s.idle(ctx, primary, wake, s.cfg.Poll)
 	}
 }

@@ -726,6 +726,15 @@ func (t refusingTx) Append(ctx context.Context, p store.AppendParams) (store.App
 	return t.Tx.Append(ctx, p)
 }
 
+func (t refusingTx) AppendAll(ctx context.Context, ps []store.AppendParams) ([]store.AppendResult, error) {
+	for _, p := range ps {
+		if p.Kind == gh.KindAssistantMessage && t.s.refuse.Add(-1) >= 0 {
+			return nil, gh.Errorf(gh.CodeUnavailable, "database refused the write")
+		}
+	}
+	return t.Tx.AppendAll(ctx, ps)
+}
+
 // An answer the database refused goes to the spool and is committed from
 // there, once, when the store is back — the model is not asked again.
 func TestRefusedAnswerIsSpooledAndCommittedOnce(t *testing.T) {
