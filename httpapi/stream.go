@@ -77,7 +77,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
 	defer heartbeat.Stop()
-	poll := time.NewTicker(s.cfg.Poll)
+	// Other replicas' commits come as signals too while the session is
+	// followed; the poll is then only a safety net.
+	every := s.cfg.Poll
+	if release, err := s.k.Follow(ctx, id); err == nil {
+		defer release()
+		every = 15 * s.cfg.Poll
+	} else if ctx.Err() == nil {
+		s.log.Debug("stream not followed across replicas; polling", "session", id, "err", err)
+	}
+	poll := time.NewTicker(every)
 	defer poll.Stop()
 	// readAll sends everything committed after the cursor, from the store.
 	readAll := func() bool {

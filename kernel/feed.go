@@ -1,9 +1,11 @@
 package kernel
 
 import (
+	"context"
 	"sync"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/store"
 )
 
 // Partial is a piece of a model answer still streaming: shown live, never
@@ -162,6 +164,22 @@ func (k *Kernel) SubscribeCommits(sessionID string) *Subscription {
 // grows in this process (the gateway's outbox follower). It carries no
 // partials.
 func (k *Kernel) SubscribeAll() *Subscription { return k.feed.add(allSessions, false) }
+
+// Follow makes other processes' commits to the session reach this one's
+// subscribers (Subscribe) without a read, until release: on Postgres,
+// through NOTIFY while the session is followed; on SQLite every commit is
+// this process's own. An error (a store that cannot relay, or one that
+// failed to record the follow) means subscribers must poll to see other
+// processes' commits.
+func (k *Kernel) Follow(ctx context.Context, sessionID string) (release func(), err error) {
+	if r, ok := k.st.(store.Relay); ok {
+		return r.Follow(ctx, sessionID)
+	}
+	if k.st.Dialect() == "sqlite" {
+		return func() {}, nil
+	}
+	return nil, gh.Errorf(gh.CodeUnavailable, "the %s store does not relay other processes' commits", k.st.Dialect())
+}
 
 // Notify tells subscribers that the session's log grew. The kernel calls it
 // after its own commits; call it after a transaction of yours that

@@ -85,7 +85,18 @@ type Kernel struct {
 // New returns a kernel over st.
 func New(st store.Store, cfg Config) *Kernel {
 	cfg = cfg.withDefaults()
-	return &Kernel{st: st, cfg: cfg, tenants: newTenants(cfg.SessionCache)}
+	k := &Kernel{st: st, cfg: cfg, tenants: newTenants(cfg.SessionCache)}
+	if r, ok := st.(store.Relay); ok {
+		// Other replicas' commits reach this one's subscribers as its own
+		// do: with their events when they fit, else as a signal to read.
+		r.OnRemote(func(sessionID string, events []gh.Event, complete bool) {
+			if !complete {
+				events = nil
+			}
+			k.feed.notify(sessionID, events)
+		})
+	}
+	return k
 }
 
 // InTx runs fn in one transaction of the kernel's store, for composing a

@@ -47,7 +47,7 @@ func (t *tx) AppendAll(ctx context.Context, ps []store.AppendParams) ([]store.Ap
 	var missing []int
 	for i, p := range ps {
 		res := store.AppendResult{Event: gh.Event{SessionID: p.SessionID, Kind: p.Kind, Key: p.Key, CreatedAt: p.Now.UTC()}}
-		err := br.QueryRow().Scan(&res.Event.Seq, &res.Event.Payload)
+		err := br.QueryRow().Scan(&res.Event.Seq, (*[]byte)(&res.Event.Payload))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows) && p.Fence != nil:
 			res = store.AppendResult{Fenced: true}
@@ -56,6 +56,8 @@ func (t *tx) AppendAll(ctx context.Context, ps []store.AppendParams) ([]store.Ap
 		case err != nil:
 			br.Close()
 			return nil, dbErr(err, "append event")
+		default:
+			t.relayed.add(res.Event)
 		}
 		out[i] = res
 	}

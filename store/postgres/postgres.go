@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +19,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/migrations"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/postgres/internal/pgrelay"
 	"github.com/gatehouse/gatehouse/store/postgres/internal/pgtx"
 	"github.com/gatehouse/gatehouse/store/postgres/internal/pgwake"
 )
@@ -30,7 +32,8 @@ type Config struct {
 	// MaxConns bounds the connection pool. Defaults to 40.
 	MaxConns int32
 	// Channel is the LISTEN/NOTIFY channel for wake-ups. Defaults to
-	// "gatehouse_wake"; replicas of one deployment must share it.
+	// "gatehouse_wake"; replicas of one deployment must share it. Commits
+	// relayed to other replicas' streams use Channel + "_ev".
 	Channel string
 	// Logger receives reconnect warnings of the listener. Defaults to
 	// slog.Default().
@@ -54,6 +57,7 @@ type Store struct {
 	pool    *pgxpool.Pool
 	cfg     Config
 	wake    store.Broadcast
+	relay   *pgrelay.Relay
 	stop    context.CancelFunc
 	stopped chan struct{}
 }
@@ -101,12 +105,41 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	self := notifyToken()
-	s := &Store{executor: executor{q: pool, channel: cfg.Channel, self: self}, pool: pool, cfg: cfg, stop: cancel, stopped: make(chan struct{})}
-	go func() {
-		defer close(s.stopped)
-		pgwake.Listen(lctx, pool, cfg.Channel, self, cfg.Logger, s.wake.Signal)
-	}()
+	events := cfg.Channel + "_ev"
+	s := &Store{executor: executor{q: pool, channel: cfg.Channel, events: events, self: self}, pool: pool, cfg: cfg,
+		relay: pgrelay.New(pool, self, cfg.Logger), stop: cancel, stopped: make(chan struct{})}
+	var loops sync.WaitGroup
+	loops.Go(func() { s.relay.Run(lctx) })
+	loops.Go(func() {
+		pgwake.Listen(lctx, pool, []string{cfg.Channel, events}, cfg.Logger, func(channel, payload string) {
+			switch {
+			case channel == events:
+				s.relay.Deliver(payload)
+			case payload != self:
+				// Not this process's own: that woke it locally when it
+				// committed, and a second wake-up would only send a
+				// worker to find nothing.
+				s.wake.Signal()
+			}
+		}, func() {
+			s.wake.Signal()
+			s.relay.Lost()
+		})
+	})
+	go func() { loops.Wait(); close(s.stopped) }()
 	return s, nil
+}
+
+// Follow implements store.Relay: other replicas' commits to the session
+// are NOTIFYed here while a stream of this replica follows it.
+func (s *Store) Follow(ctx context.Context, sessionID string) (func(), error) {
+	release, err := s.relay.Follow(ctx, sessionID)
+	return release, dbErr(err, "follow session")
+}
+
+// OnRemote implements store.Relay.
+func (s *Store) OnRemote(h func(sessionID string, events []gh.Event, complete bool)) {
+	s.relay.OnRemote(h)
 }
 
 // Dialect implements store.Store.
@@ -171,6 +204,10 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(ctx context.Context, tx st
 	if t.wake && !t.notified {
 		// Postgres delivers it at commit, and only if the commit succeeds.
 		c.AtCommit(`SELECT pg_notify($1, $2)`, s.cfg.Channel, s.self)
+	}
+	for _, session := range t.relayed.order {
+		// Sent only when another replica follows the session.
+		c.AtCommit(pgrelay.NotifySQL, s.events, pgrelay.Payload(s.self, session, t.relayed.events[session]), session, s.self)
 	}
 	if err := c.Commit(ctx); err != nil {
 		c.Rollback()

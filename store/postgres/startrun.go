@@ -42,7 +42,7 @@ func (t *tx) StartRun(ctx context.Context, p store.StartRunParams) (store.Starte
 	err := t.q.QueryRow(ctx, startRunSQL, p.Run.SessionID, p.Now, string(gh.KindRunStarted), string(p.Payload), p.KeyPrefix,
 		p.Run.Attempts, p.Run.Owner, nullTime(p.Run.LeaseExpiresAt), p.Run.Reason, p.Run.ID).Scan(
 		&sess.ID, &sess.Tenant, &sess.Title, &sess.LastSeq, &sess.LastInputSeq, &sess.ReadWatermark, &sess.CompactionSeq, &sess.Epoch, &sess.Created,
-		&ev.Seq, &ev.Payload, &ev.Key, &runs)
+		&ev.Seq, (*[]byte)(&ev.Payload), &ev.Key, &runs)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return out, gh.Errorf(gh.CodeUnknownSession, "unknown session %q", p.Run.SessionID)
 	}
@@ -54,5 +54,6 @@ func (t *tx) StartRun(ctx context.Context, p store.StartRunParams) (store.Starte
 	}
 	sess.Created, sess.Updated = sess.Created.UTC(), p.Now.UTC()
 	ev.SessionID, ev.Kind, ev.CreatedAt = p.Run.SessionID, gh.KindRunStarted, p.Now.UTC()
+	t.relayed.add(*ev)
 	return out, nil
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/postgres/internal/pgrelay"
 	"github.com/gatehouse/gatehouse/store/postgres/internal/pgtx"
 )
 
@@ -27,6 +29,7 @@ type querier interface {
 type executor struct {
 	q       querier
 	channel string
+	events  string // the channel of commits relayed to other replicas
 	// self is this store's NOTIFY payload: its own listener skips it.
 	self string
 }
@@ -40,6 +43,25 @@ type tx struct {
 	// wake asks for a local wake-up after commit; notified says the
 	// statement that queued the run already sent the NOTIFY.
 	wake, notified bool
+	// relayed is what the transaction appended, by session, for the
+	// other replicas' streams (pgrelay).
+	relayed relayed
+}
+
+// relayed collects a transaction's appended events by session, in order.
+type relayed struct {
+	order  []string
+	events map[string][]gh.Event
+}
+
+func (r *relayed) add(e gh.Event) {
+	if r.events == nil {
+		r.events = map[string][]gh.Event{}
+	}
+	if _, ok := r.events[e.SessionID]; !ok {
+		r.order = append(r.order, e.SessionID)
+	}
+	r.events[e.SessionID] = append(r.events[e.SessionID], e)
 }
 
 var _ store.Tx = (*tx)(nil)
@@ -161,7 +183,7 @@ var unlessGateSQL = strings.Replace(appendSQL, `AND NOT EXISTS (SELECT 1 FROM du
 // claimable. The no-op update of a queued or running run returns its id.
 // With $11 it also says whether the session has a gate pending
 // (AppendParams.CheckGates), in the same round trip.
-const queueSQL = `, a AS (
+var queueSQL = `, a AS (
 	SELECT state FROM runs WHERE session_id = $1 AND state IN ('queued', 'running', 'awaiting_approval')
 ), r AS (
 	INSERT INTO runs (session_id, state, max_attempts, available_at, created_at, updated_at)
@@ -174,10 +196,20 @@ const queueSQL = `, a AS (
 	RETURNING id, (xmax = 0 OR EXISTS (SELECT 1 FROM a WHERE a.state = 'awaiting_approval')) AS woke
 ), n AS (
 	SELECT pg_notify($10, $12) FROM r WHERE r.woke
+), ev AS (
+	SELECT json_build_object('o', $12::text, 's', $1::text, 'e', json_build_array(json_build_object(
+		'sessionId', $1::text, 'seq', e.seq, 'kind', $3::text, 'payload', e.payload, 'key', $5::text, 'createdAt', $8::timestamptz)))::text AS full
+	FROM e
+), rn AS (
+	SELECT pg_notify($13, CASE WHEN octet_length(ev.full) < ` + relayMax + ` THEN ev.full ELSE json_build_object('o', $12::text, 's', $1::text)::text END)
+	FROM ev WHERE EXISTS (SELECT 1 FROM stream_followers f WHERE f.session_id = $1 AND f.replica <> $12 AND f.expires_at > now())
 )
-SELECT e.seq, e.payload, r.id, r.woke, (SELECT count(*) FROM n),
+SELECT e.seq, e.payload, r.id, r.woke, (SELECT count(*) FROM n), (SELECT count(*) FROM rn),
 	CASE WHEN $11 THEN EXISTS (SELECT 1 FROM gates WHERE session_id = $1 AND state = 'pending') ELSE false END
 FROM e, r`
+
+// relayMax is pgrelay.MaxPayload for the SQL that builds its payload.
+var relayMax = strconv.Itoa(pgrelay.MaxPayload)
 
 func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
 	var key *string
@@ -187,25 +219,25 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	res := store.AppendResult{Event: gh.Event{SessionID: p.SessionID, Kind: p.Kind, Key: p.Key, CreatedAt: p.Now.UTC()}}
 	var err error
 	if p.QueueRun {
-		var notified int64
+		var notified, relayed int64
 		sql := appendSQL
 		if p.UnlessGatePending {
 			sql = unlessGateSQL
 		}
 		err = t.q.QueryRow(ctx, sql+queueSQL,
-			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now, p.MaxAttempts, t.channel, p.CheckGates, t.self,
-		).Scan(&res.Event.Seq, &res.Event.Payload, &res.RunID, &res.Woke, &notified, &res.GatePending)
+			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now, p.MaxAttempts, t.channel, p.CheckGates, t.self, t.events,
+		).Scan(&res.Event.Seq, (*[]byte)(&res.Event.Payload), &res.RunID, &res.Woke, &notified, &relayed, &res.GatePending)
 	} else if f := p.Fence; f != nil {
 		err = t.q.QueryRow(ctx, fencedAppendSQL+` SELECT seq, payload FROM e`,
 			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now, f.RunID, f.Epoch, f.Owner,
-		).Scan(&res.Event.Seq, &res.Event.Payload)
+		).Scan(&res.Event.Seq, (*[]byte)(&res.Event.Payload))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.AppendResult{Fenced: true}, nil
 		}
 	} else {
 		err = t.q.QueryRow(ctx, appendSQL+` SELECT seq, payload FROM e`,
 			p.SessionID, p.Tenant, string(p.Kind), string(p.Payload), key, p.Input, p.Kind == gh.KindCompaction, p.Now,
-		).Scan(&res.Event.Seq, &res.Event.Payload)
+		).Scan(&res.Event.Seq, (*[]byte)(&res.Event.Payload))
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Nothing appended: the key was taken, or a gate is pending, or
@@ -231,6 +263,10 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	}
 	if res.Woke {
 		t.wake, t.notified = true, true
+	}
+	if !p.QueueRun {
+		// (A queued input's statement relays it itself.)
+		t.relayed.add(res.Event)
 	}
 	return res, nil
 }

@@ -9,21 +9,19 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Listen holds one connection of pool in LISTEN on channel and calls wake
-// for every notification but those whose payload is self: this process's
-// own, which woke it locally when it committed (a second wake-up would
-// only send a worker to find nothing). It reconnects after a failure, and
-// calls wake when it does, since notifications sent meanwhile were missed.
-// It returns when ctx ends.
-func Listen(ctx context.Context, pool *pgxpool.Pool, channel, self string, log *slog.Logger, wake func()) {
+// Listen holds one connection of pool in LISTEN on channels and calls
+// notify for every notification, with its channel and payload. It
+// reconnects after a failure, and calls lost when it does, since
+// notifications sent meanwhile were missed. It returns when ctx ends.
+func Listen(ctx context.Context, pool *pgxpool.Pool, channels []string, log *slog.Logger, notify func(channel, payload string), lost func()) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := listenOnce(ctx, pool, channel, self, wake)
+		err := listenOnce(ctx, pool, channels, notify)
 		if ctx.Err() != nil {
 			return
 		}
 		log.Warn("postgres wake-up listener lost; reconnecting", "err", err, "in", backoff)
-		wake()
+		lost()
 		select {
 		case <-ctx.Done():
 			return
@@ -33,15 +31,17 @@ func Listen(ctx context.Context, pool *pgxpool.Pool, channel, self string, log *
 	}
 }
 
-func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel, self string, wake func()) error {
+func listenOnce(ctx context.Context, pool *pgxpool.Pool, channels []string, notify func(channel, payload string)) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		conn.Conn().Close(ctx)
-		return err
+	for _, ch := range channels {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			conn.Conn().Close(ctx)
+			return err
+		}
 	}
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
@@ -51,9 +51,6 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel, self string, w
 			conn.Conn().Close(context.Background())
 			return err
 		}
-		if self != "" && n.Payload == self {
-			continue
-		}
-		wake()
+		notify(n.Channel, n.Payload)
 	}
 }
