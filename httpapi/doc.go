@@ -8,5 +8,6 @@
 // (with its queued run, in one transaction) before it is acknowledged, and
 // the stream projects committed events, never runtime state. Mechanisms
 // that need nothing of the server are subpackages: connlimit (connection
-// caps, deadlines), reqbody, apiauth and sse (the stream's frames).
+// caps, deadlines), reqbody, apiauth, sse (the stream's frames) and probes
+// (/healthz, /livez, /readyz).
 package httpapi

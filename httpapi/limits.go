@@ -3,13 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
-	"time"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/httpapi/connlimit"
+	"github.com/gatehouse/gatehouse/httpapi/probes"
 )
 
 // Limits of one connection and of the listeners, wired from Config into
@@ -68,15 +67,8 @@ func (s *Server) hookBody(next http.Handler) http.Handler {
 // rather than waiting for a slot.
 func (s *Server) overCap(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Connection", "close")
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		switch r.URL.Path {
-		case "/healthz":
-			s.healthz(w, r)
-			return
-		case "/readyz":
-			s.readyz(w, r)
-			return
-		}
+	if s.probes.Answer(w, r) {
+		return
 	}
 	s.refuse(w, &s.capRefused, "connection cap reached: refusing requests over it with 503",
 		gh.Errorf(gh.CodeUnavailable, "this server holds its limit of %d open connections; retry later", s.cfg.MaxConns))
@@ -110,25 +102,8 @@ func (s *Server) fitToFileLimit(limit uint64) {
 	s.cfg.MaxConns, s.cfg.ProbeReserve = maxConns, reserve
 }
 
-// probeServer serves only the probes (and metrics) on ProbeAddr, with
-// server-wide timeouts: nothing there is long-lived.
+// probeServer serves only the probes (and metrics) on ProbeAddr.
 func (s *Server) probeServer() *http.Server {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /readyz", s.readyz)
-	if s.cfg.Metrics != nil {
-		mux.Handle("GET /metrics", s.cfg.Metrics)
-	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, gh.Errorf(gh.CodeNotFound, "the probe listener serves only /healthz, /readyz and /metrics"))
-	})
-	return &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: min(10*time.Second, s.cfg.ReadTimeout),
-		ReadTimeout:       s.cfg.ReadTimeout,
-		WriteTimeout:      s.cfg.WriteTimeout,
-		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
-	}
+	return s.probes.Server(probes.ServerConfig{Metrics: s.cfg.Metrics, ReadTimeout: s.cfg.ReadTimeout,
+		WriteTimeout: s.cfg.WriteTimeout, IdleTimeout: s.cfg.IdleTimeout, Logger: s.cfg.Logger})
 }

@@ -9,27 +9,35 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/httpapi/connlimit"
+	"github.com/gatehouse/gatehouse/httpapi/probes"
 	"github.com/gatehouse/gatehouse/httpapi/reqbody"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )
 
 // Pinger reports whether a dependency answers; the store is one.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
+type Pinger = probes.Pinger
+
+// Workers is what /livez reads of the worker pool (probes.Workers);
+// *supervisor.Supervisor is one.
+type Workers = probes.Workers
 
 // Config configures the HTTP server.
 type Config struct {
 	// Addr is the listen address. Defaults to 127.0.0.1:8080.
 	Addr string
-	// Ready lists what /readyz checks (the store, later Redis).
+	// Ready lists what /readyz checks (the store, Redis).
 	Ready []Pinger
+	// Workers is the worker pool whose claim loop /livez checks.
+	// Defaults to nil: /livez checks the HTTP server only.
+	Workers Workers
+	// LiveStaleAfter is how old the claim loop's heartbeat may be before
+	// /livez fails. Defaults to 5 × Workers.Poll().
+	LiveStaleAfter time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 
@@ -69,7 +77,7 @@ type Config struct {
 	MaxHeaderBytes int
 	// MaxConns caps the open connections of the main listener. A
 	// connection over it (up to ProbeReserve more) is answered once and
-	// closed: /healthz and /readyz normally, anything else 503 unavailable
+	// closed: probes (/healthz, /livez, /readyz) normally, anything else 503 unavailable
 	// with Retry-After; beyond the reserve a connection is closed at once.
 	// Lowered at Start when the process's open-file limit (less
 	// FileHeadroom) cannot hold it. Defaults to 16384.
@@ -86,16 +94,17 @@ type Config struct {
 	// spool files, model and platform connections). Defaults to 256.
 	FileHeadroom int
 	// ProbeAddr, when set, is a second listener serving only /healthz,
-	// /readyz and /metrics, with its own small connection cap: probes
+	// /livez, /readyz and /metrics, with its own small connection cap: probes
 	// (a kubelet's) keep answering however full the main listener is.
 	// Defaults to empty: probes only on Addr (and its reserve).
 	ProbeAddr string
 	// Heartbeat is how often an idle SSE stream sends a ": ping" comment,
 	// so proxies keep it open and clients notice a dead one. Defaults to 15s.
 	Heartbeat time.Duration
-	// Poll is how often an SSE stream re-reads the log without a signal:
-	// commits made by another replica are not signalled in this process.
-	// Defaults to 2s.
+	// Poll is how often an SSE stream re-reads the log without a signal
+	// when the store cannot relay other replicas' commits to it
+	// (kernel.Follow failed). A followed stream reads only every
+	// 15 × Poll, in case a signal was lost. Defaults to 2s.
 	Poll time.Duration
 	// Tenant is the tenant whose sessions the API serves. Defaults to
 	// gatehouse.DefaultTenant.
@@ -197,13 +206,13 @@ func (c Config) withDefaults() Config {
 
 // Server is the HTTP surface. Start it, Stop it to drain.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	k        *kernel.Kernel
-	srv      *http.Server
-	ln       net.Listener
-	draining atomic.Bool
-	done     chan error
+	cfg    Config
+	log    *slog.Logger
+	k      *kernel.Kernel
+	srv    *http.Server
+	ln     net.Listener
+	probes *probes.Probes
+	done   chan error
 
 	// probe is the optional probe-only server on ProbeAddr.
 	probe   *http.Server
@@ -230,9 +239,10 @@ func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, log: cfg.Logger, k: cfg.Kernel, streams: map[*int]context.CancelFunc{},
 		body: reqbody.Limits{MaxBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout}}
+	s.probes = probes.New(probes.Config{Ready: cfg.Ready, Workers: cfg.Workers, StaleAfter: cfg.LiveStaleAfter, Logger: cfg.Logger,
+		WriteError: func(w http.ResponseWriter, r *http.Request, err error) { writeError(w, r, s.log, err) }})
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /readyz", s.readyz)
+	s.probes.Handle(mux)
 	if s.k != nil {
 		s.routeV1(mux)
 	}
@@ -385,7 +395,7 @@ func (s *Server) Done() <-chan error { return s.done }
 // streams end (clients reconnect elsewhere with Last-Event-ID), new
 // connections are refused, and requests in flight finish until ctx ends.
 func (s *Server) Stop(ctx context.Context) error {
-	s.draining.Store(true)
+	s.probes.Drain()
 	s.mu.Lock()
 	s.stopping = true
 	for _, cancel := range s.streams {
@@ -425,26 +435,6 @@ func (s *Server) trackStream(parent context.Context) (ctx context.Context, relea
 		s.mu.Unlock()
 		cancel()
 	}, nil
-}
-
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if s.draining.Load() {
-		writeError(w, r, s.log, gh.Errorf(gh.CodeUnavailable, "draining"))
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-	defer cancel()
-	for _, p := range s.cfg.Ready {
-		if err := p.Ping(ctx); err != nil {
-			writeError(w, r, s.log, err)
-			return
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // info tells a client what this gateway runs: its version and model, and

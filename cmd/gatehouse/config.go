@@ -51,6 +51,22 @@ type Config struct {
 	// DrainTimeout bounds the drain on SIGTERM. Defaults to 30s.
 	DrainTimeout time.Duration
 
+	// GuardInterval is the time between the guard's /livez probes of its
+	// child. Defaults to 5s.
+	GuardInterval time.Duration
+	// GuardFailures is how many probes in a row must fail before the
+	// guard kills and restarts the child. Defaults to 3.
+	GuardFailures int
+	// GuardStartGrace is how long a new child has to answer /livez for
+	// the first time. Defaults to 60s.
+	GuardStartGrace time.Duration
+	// GuardBackoff and GuardMaxBackoff: the wait before a restart doubles
+	// from the first up to the second. Default to 1s and 1m.
+	GuardBackoff, GuardMaxBackoff time.Duration
+	// ReloadMaxWait bounds how long a reload waits for running turns
+	// before it restarts the child anyway. Defaults to 2m.
+	ReloadMaxWait time.Duration
+
 	// APIToken guards /v1 with a bearer token. Defaults to empty: the
 	// server then refuses to listen on anything but loopback.
 	APIToken string
@@ -71,8 +87,8 @@ type Config struct {
 	HTTPMaxConns int
 	// HTTPMaxStreams caps open SSE streams. Defaults to 8192.
 	HTTPMaxStreams int
-	// ProbeAddr is an extra listener for /healthz, /readyz and /metrics
-	// only. Defaults to empty: probes on Addr only.
+	// ProbeAddr is an extra listener for /healthz, /livez, /readyz and
+	// /metrics only. Defaults to empty: probes on Addr only.
 	ProbeAddr string
 
 	// Model is the model selection, provider:model[,fallback…]. Defaults
@@ -254,6 +270,12 @@ var settings = append([]setting{
 	{"GATEHOUSE_RETRY_BACKOFF", "retry_backoff", "1s", "delay before retrying a failed attempt, times the attempt number", duration(func(c *Config) *time.Duration { return &c.RetryBackoff })},
 	{"GATEHOUSE_MAX_PAYLOAD_BYTES", "max_payload_bytes", "1048576", "largest event payload accepted", integer(func(c *Config) *int { return &c.MaxPayloadBytes })},
 	{"GATEHOUSE_DRAIN_TIMEOUT", "drain_timeout", "30s", "how long SIGTERM waits for work in flight before stopping", duration(func(c *Config) *time.Duration { return &c.DrainTimeout })},
+	{"GATEHOUSE_GUARD_INTERVAL", "guard_interval", "5s", "gatehouse guard: time between two /livez probes of the gateway it runs", duration(func(c *Config) *time.Duration { return &c.GuardInterval })},
+	{"GATEHOUSE_GUARD_FAILURES", "guard_failures", "3", "gatehouse guard: /livez probes in a row that must fail (no answer in an interval, or 503) before the gateway is killed and restarted", integer(func(c *Config) *int { return &c.GuardFailures })},
+	{"GATEHOUSE_GUARD_START_GRACE", "guard_start_grace", "60s", "gatehouse guard: time a newly started gateway has to answer /livez for the first time", duration(func(c *Config) *time.Duration { return &c.GuardStartGrace })},
+	{"GATEHOUSE_GUARD_BACKOFF", "guard_backoff", "1s", "gatehouse guard: wait before restarting a gateway that exited or stopped answering; doubles with each restart in a row", duration(func(c *Config) *time.Duration { return &c.GuardBackoff })},
+	{"GATEHOUSE_GUARD_MAX_BACKOFF", "guard_max_backoff", "1m", "gatehouse guard: the longest wait before a restart (a gateway that ran longer starts the sequence over)", duration(func(c *Config) *time.Duration { return &c.GuardMaxBackoff })},
+	{"GATEHOUSE_RELOAD_MAX_WAIT", "reload_max_wait", "2m", "gatehouse reload: how long the guard waits for running turns (claims paused) before restarting the gateway anyway; its drain then hands them back", duration(func(c *Config) *time.Duration { return &c.ReloadMaxWait })},
 	{"GATEHOUSE_API_TOKEN", "api_token", "", "bearer token for /v1; without one the server only listens on loopback", str(func(c *Config) *string { return &c.APIToken })},
 	{"GATEHOUSE_MAX_BODY_BYTES", "max_body_bytes", "1048576", "largest HTTP request body accepted", integer(func(c *Config) *int { return &c.MaxBodyBytes })},
 	{"GATEHOUSE_HTTP_READ_TIMEOUT", "http_read_timeout", "30s", "time a client has to send a request's headers and body (API and webhooks); later gets 400", duration(func(c *Config) *time.Duration { return &c.HTTPReadTimeout })},
@@ -262,7 +284,7 @@ var settings = append([]setting{
 	{"GATEHOUSE_HTTP_MAX_HEADER_BYTES", "http_max_header_bytes", "65536", "largest request header block; larger gets 431", integer(func(c *Config) *int { return &c.HTTPMaxHeaderBytes })},
 	{"GATEHOUSE_HTTP_MAX_CONNS", "http_max_conns", "16384", "open HTTP connections; over it requests get 503 (probes still answer); lowered at start to fit the open-file limit", integer(func(c *Config) *int { return &c.HTTPMaxConns })},
 	{"GATEHOUSE_HTTP_MAX_STREAMS", "http_max_streams", "8192", "open SSE streams; over it a new stream gets 503 with Retry-After", integer(func(c *Config) *int { return &c.HTTPMaxStreams })},
-	{"GATEHOUSE_PROBE_ADDR", "probe_addr", "", "extra listen address serving only /healthz, /readyz and /metrics (for Kubernetes probes); empty serves them on GATEHOUSE_ADDR only", str(func(c *Config) *string { return &c.ProbeAddr })},
+	{"GATEHOUSE_PROBE_ADDR", "probe_addr", "", "extra listen address serving only /healthz, /livez, /readyz and /metrics (for Kubernetes probes); empty serves them on GATEHOUSE_ADDR only", str(func(c *Config) *string { return &c.ProbeAddr })},
 	{"GATEHOUSE_MODEL", "model", "", "model selection provider:model, with fallbacks after commas (openai:gpt-4.1-mini,anthropic:claude-sonnet-4-5)", str(func(c *Config) *string { return &c.Model })},
 	{"OPENAI_API_KEY", "openai_api_key", "", "key for the OpenAI-compatible provider (may be empty for a local server)", str(func(c *Config) *string { return &c.OpenAIAPIKey })},
 	{"OPENAI_BASE_URL", "openai_base_url", "https://api.openai.com/v1", "OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, gateways)", str(func(c *Config) *string { return &c.OpenAIBaseURL })},

@@ -29,10 +29,13 @@ const usage = `gatehouse — a chat gateway for LLM agents with human approval g
 
 Usage:
   gatehouse serve   [--config FILE]   run the gateway (HTTP, workers)
+  gatehouse guard   [--config FILE]   run serve as a child; restart it if it exits or /livez fails
+  gatehouse reload  [--config FILE]   ask the guard to restart serve once no turn runs (or SIGHUP it)
   gatehouse migrate [--config FILE]   apply database migrations and exit
   gatehouse pair approve CODE         let in the person a pairing code was sent to
   gatehouse pair list                 pending pairing codes and the people let in
   gatehouse pair revoke PLATFORM USER let a person out again
+  gatehouse probe [URL]               exit 0 when URL (default: this gateway's /healthz) answers 2xx
   gatehouse version                   print the version
 
 Run "gatehouse serve --help" for every setting and its default.
@@ -52,6 +55,12 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		return 0
 	case "pair":
 		return runPair(args[1:], stdout, stderr, getenv)
+	case "guard":
+		return runGuard(args[1:], stdout, stderr, getenv)
+	case "reload":
+		return runReload(args[1:], stdout, stderr, getenv)
+	case "probe":
+		return runProbe(context.Background(), args[1:], stdout, stderr, getenv)
 	case "serve", "migrate":
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)

@@ -50,6 +50,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
+	// SIGUSR1 pauses claims (a guard's reload waits for the running turns
+	// to end), SIGUSR2 resumes them. Caught from the start: the default
+	// action would end the process.
+	pauses := make(chan os.Signal, 2)
+	signal.Notify(pauses, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(pauses)
 
 	// The data directory holds the database, the spool and (by default)
 	// the workspace: every conversation. Only the gateway's user may enter.
@@ -102,6 +108,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	pauseCtx, stopPauses := context.WithCancel(ctx)
+	defer stopPauses()
+	go pauseOnSignal(pauseCtx, pauses, sup, log)
 
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -110,7 +119,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	apiCfg := httpapi.Config{
-		Addr: cfg.Addr, Ready: ready, Logger: log, Gates: gateSvc, Memory: mem, People: people.NewAdmin(st, nil),
+		Addr: cfg.Addr, Ready: ready, Workers: sup, LiveStaleAfter: liveStaleAfter(sup.Poll()), Logger: log, Gates: gateSvc, Memory: mem, People: people.NewAdmin(st, nil),
 		Kernel: k, Store: st, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
 		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(), CheckSelection: reg.Validate,
 		Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}),
@@ -197,6 +206,32 @@ func newModels(cfg Config, ledger func(context.Context, models.LedgerRow)) (*mod
 		ScriptFile: cfg.ScriptFile, RequestTimeout: cfg.ModelTimeout, MaxRetries: cfg.ModelRetries,
 		Prices: prices, Ledger: ledger, ThinkingModels: thinking,
 	})
+}
+
+// liveStaleAfter is how old the claim loop's heartbeat may be before
+// /livez fails: the loop goes round at least once a poll, even while it
+// backs off from a store that refuses claims (a database that is down must
+// not read as a dead process), so a few polls, plus time for one claim
+// that is slow to answer.
+func liveStaleAfter(poll time.Duration) time.Duration { return 5*poll + 10*time.Second }
+
+// pauseOnSignal pauses the workers' claims on SIGUSR1 and resumes them on
+// SIGUSR2, until ctx ends.
+func pauseOnSignal(ctx context.Context, sigs <-chan os.Signal, sup *supervisor.Supervisor, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case sig := <-sigs:
+			if sig == syscall.SIGUSR1 {
+				sup.Pause()
+				log.Info("claims paused; running turns go on", "running", sup.Running())
+			} else {
+				sup.Resume()
+				log.Info("claims resumed")
+			}
+		}
+	}
 }
 
 // redisPinger lets /readyz check Redis.
