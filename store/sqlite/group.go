@@ -52,7 +52,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	} else if _, err := g.tx.ExecContext(context.WithoutCancel(ctx), "SAVEPOINT member"); err != nil {
 		return g.fail(gh.Wrap(gh.CodeUnavailable, err, "sqlite: savepoint"))
 	}
-	t := &tx{writer: writer{reader{q: g.tx}}}
+	t := &tx{writer: writer{reader{q: inTx{tx: g.tx, c: s.wc}}}}
 	err := fn(ctx, t)
 	// Statements deferred to the commit, as Postgres sends them with it:
 	// what they write is not seen inside the transaction on either.
@@ -118,6 +118,8 @@ func (g *group) commit(s *Store) {
 	}
 	members, wake := g.members, g.wake
 	g.tx, g.members, g.wake = nil, nil, false
+	// The connection is free until the next transaction begins.
+	s.wc.prepareLater(context.Background())
 	g.mu.Unlock()
 	for _, m := range members {
 		m <- err

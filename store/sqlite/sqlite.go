@@ -38,10 +38,12 @@ type Store struct {
 	// promoted.
 	*reader
 	*writer
-	w, r  *sql.DB
-	wake  store.Broadcast
-	path  string
-	group group // transactions sharing a commit
+	w, r *sql.DB
+	// wc and rc keep the statements of each pool prepared.
+	wc, rc *stmtCache
+	wake   store.Broadcast
+	path   string
+	group  group // transactions sharing a commit
 }
 
 var _ store.Store = (*Store)(nil)
@@ -103,7 +105,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	r.SetMaxOpenConns(cfg.ReadConns)
 	r.SetMaxIdleConns(cfg.ReadConns)
-	return &Store{reader: &reader{q: r}, writer: &writer{reader{q: w}}, w: w, r: r, path: cfg.Path}, nil
+	rc, wc := newStmtCache(r), newStmtCache(w)
+	return &Store{reader: &reader{q: pooled{rc}}, writer: &writer{reader{q: pooled{wc}}}, w: w, r: r, rc: rc, wc: wc, path: cfg.Path}, nil
 }
 
 // privateFiles makes the database file, and the -wal and -shm files an
@@ -159,6 +162,8 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close implements store.Store.
 func (s *Store) Close() error {
+	s.rc.close()
+	s.wc.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
