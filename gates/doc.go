@@ -10,7 +10,9 @@
 //     compare-and-set (the embedded default); package gates/redisgates does it
 //     with one Lua script on a Redis hash, so that many replicas and many
 //     presses of one gate cost Redis round trips instead of database
-//     writes, and makes SQL agree before it reports a winner.
+//     writes. The SQL compare-and-set is the decision: a Redis claim is a
+//     proposal, and no press (winner or not) is told a decision SQL does
+//     not hold, so losing Redis loses nothing anyone was told.
 //   - a [Service] makes sure every decision reaches the log: gate.decided
 //     (idempotency key "gate:"+id) is committed with an edge commit, which
 //     queues the session's run, together with store MarkGateLogged in one

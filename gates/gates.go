@@ -21,10 +21,11 @@ type Registry interface {
 	// reach its server: gh CodeUnavailable, and nothing is decided.
 	//
 	// A decision that does not fit the gate (see [ValidateDecision]) is a
-	// CodeInvalid error and decides nothing. When an error comes after the
-	// decision was made (the registry decided but could not make SQL
-	// agree), the gate and won describe the decision made; the next press
-	// or the sweeper of a [Service] repairs SQL and the log.
+	// CodeInvalid error and decides nothing. The SQL compare-and-set is the
+	// decision: with a nil error SQL holds the gate returned. With an error
+	// the gate is the zero gate; a registry that decided in a copy of its
+	// own (Redis) and could not make SQL agree keeps that claim only as a
+	// proposal, which the next press carries into SQL, or SQL overrules.
 	Claim(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error)
 }
 
@@ -35,8 +36,10 @@ type Registry interface {
 // as Now) commits with gate.decided, and SQL's answer is the truth.
 type DeferredClaimer interface {
 	// ClaimDeferred is Claim, except that SQL may still say pending when
-	// it returns a decided gate: the caller must compare-and-set the
-	// decision in SQL before it reports the winner.
+	// it returns a decided gate: it returns a proposal, and the caller
+	// must compare-and-set it in SQL before it reports any decision (the
+	// winner's or the one a later press hears); SQL's answer is the
+	// decision.
 	ClaimDeferred(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error)
 }
 

@@ -108,9 +108,12 @@ func NewService(cfg Config) *Service {
 //
 // It returns the gate as decided and whether this press decided it. A
 // client cannot ask for expired (CodeInvalid): only the clock expires a
-// gate. With a nil error the decision is in the log. When the decision
-// was made but could not be logged, the error comes with the gate and won
-// of the claim; the next press or the sweeper logs it.
+// gate. With a nil error the decision is in the log. The SQL
+// compare-and-set is the decision, and a registry's (Redis's) only a
+// proposal: with an error, the gate is decided only when SQL holds that
+// decision (made, not yet logged: the next press or the sweeper logs it);
+// otherwise it is the zero gate and the press must not be reported as
+// deciding anything.
 func (s *Service) Decide(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {
 	if d.State == gh.GateExpired {
 		return gh.Gate{}, false, gh.Errorf(gh.CodeInvalid, "a gate expires by its timeout; a press cannot expire it")
@@ -129,7 +132,7 @@ func (s *Service) DecideRead(ctx context.Context, g gh.Gate, d gh.Decision) (gh.
 		return s.decide(ctx, g.ID, d)
 	}
 	claimed, won, err := sr.claimRead(g, d)
-	return s.settle(ctx, g.ID, claimed, won, true, err)
+	return s.settle(ctx, g.ID, claimed, won, err)
 }
 
 func (s *Service) decide(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {
@@ -137,17 +140,16 @@ func (s *Service) decide(ctx context.Context, id string, d gh.Decision) (gh.Gate
 		return gh.Gate{}, false, err
 	}
 	claim := s.cfg.Registry.Claim
-	dc, deferred := s.cfg.Registry.(DeferredClaimer)
-	if deferred {
+	if dc, ok := s.cfg.Registry.(DeferredClaimer); ok {
 		// SQL agrees in the log commit below: one transaction.
 		claim = dc.ClaimDeferred
 	}
 	g, won, err := claim(ctx, id, d)
-	return s.settle(ctx, id, g, won, deferred, err)
+	return s.settle(ctx, id, g, won, err)
 }
 
 // settle makes sure a claim's decision is in the log (see Decide).
-func (s *Service) settle(ctx context.Context, id string, g gh.Gate, won, deferred bool, err error) (gh.Gate, bool, error) {
+func (s *Service) settle(ctx context.Context, id string, g gh.Gate, won bool, err error) (gh.Gate, bool, error) {
 	if err != nil {
 		return g, won, err
 	}
@@ -159,16 +161,7 @@ func (s *Service) settle(ctx context.Context, id string, g gh.Gate, won, deferre
 	}
 	logged, err := s.ensureCommitted(ctx, g)
 	if err != nil {
-		if deferred {
-			// The log commit failed: at least make SQL agree, so that
-			// the sweeper finds the decision unlogged and logs it.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-			defer cancel()
-			if sg, _, serr := s.st.DecideGate(sctx, store.GateDecision{ID: g.ID, Decision: DecisionOf(g), Now: g.DecidedAt}); serr == nil && !SameDecision(sg, g) {
-				return sg, false, err
-			}
-		}
-		return g, won, err
+		return s.unlogged(ctx, g, won, err)
 	}
 	if !SameDecision(logged, g) {
 		// SQL is the truth; the registry's answer was stale.
@@ -176,6 +169,32 @@ func (s *Service) settle(ctx context.Context, id string, g gh.Gate, won, deferre
 		s.markCommitted(ctx, logged)
 	}
 	return logged, won, nil
+}
+
+// unlogged answers a press whose decision could not be logged (err). The
+// SQL compare-and-set is the decision: the press hears one only if SQL
+// holds it, so what a person is told can never be lost with the
+// registry's copy (a Redis restart) or contradicted by a later press.
+// Failing the log commit, it compare-and-sets the claim in SQL on its own
+// (the Redis registry's claim, or the SQL registry's deferred one, made
+// nothing durable yet); if that works, the gate comes back decided as SQL
+// has it, with err, and the sweeper logs it. If SQL cannot be reached
+// either, the press gets err and a zero gate: nothing it may report as
+// decided. A Redis claim left behind is only a proposal, which the next
+// press carries into SQL or SQL overrules.
+func (s *Service) unlogged(ctx context.Context, g gh.Gate, won bool, err error) (gh.Gate, bool, error) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	sg, _, serr := s.st.DecideGate(sctx, store.GateDecision{ID: g.ID, Decision: DecisionOf(g), Now: g.DecidedAt})
+	if serr != nil || sg.State == gh.GatePending {
+		return gh.Gate{}, false, err
+	}
+	if !SameDecision(sg, g) {
+		// SQL was decided otherwise: that is the decision.
+		s.markCommitted(sctx, sg)
+		return sg, false, err
+	}
+	return sg, won, err
 }
 
 const (

@@ -3,13 +3,17 @@
 // on one gate, from any replica, costs Redis round trips instead of
 // database writes.
 //
-// The SQL row stays the truth. The winner makes SQL agree
-// (store.DecideGate) before it reports winning; through gates.Service
-// that compare-and-set is part of the transaction that logs the decision
-// (ClaimDeferred). A hash that is missing (never seeded, or Redis
-// restarted: Redis is not expected to keep anything on disk) is seeded
-// from the SQL row. When SQL disagrees with Redis, SQL wins and the hash
-// is overwritten.
+// Redis is the fast path, never the decision: the SQL compare-and-set
+// (store.DecideGate) is. A claim in Redis is a proposal that keeps the
+// crowd of presses from racing SQL with different decisions; nothing is
+// reported to anyone (winner or later presser) until SQL holds it.
+// Through gates.Service that compare-and-set is part of the transaction
+// that logs the decision (ClaimDeferred). A press that finds a proposal
+// SQL has not heard of (its press died, or SQL was down) carries it into
+// SQL; a hash that is missing (never seeded, or Redis restarted: Redis is
+// not expected to keep anything on disk) is seeded from the SQL row, so a
+// proposal lost with Redis was never a decision and a later press decides.
+// When SQL disagrees with Redis, SQL wins and the hash is overwritten.
 package redisgates
 
 import (
@@ -317,14 +321,16 @@ func (r *Registry) claim(ctx context.Context, id string, d gh.Decision, sync boo
 		if err != nil {
 			return gh.Gate{}, false, gh.Wrap(gh.CodeInternal, err, "redis: claim gate %q", id)
 		}
-		if !changed || !sync {
+		if !sync || (!changed && g.Committed) {
 			return g, won, nil
 		}
-		// This press moved the gate in Redis: make SQL agree before
-		// reporting it. Pending in SQL, it decides there too.
+		// Redis holds a proposal SQL may not have (this press's, or one
+		// whose press died before SQL heard of it): SQL's compare-and-set
+		// decides before anything is reported. Pending in SQL, it takes
+		// the proposal; SQL unreachable, nothing is decided.
 		sg, _, err := r.st.DecideGate(ctx, store.GateDecision{ID: id, Decision: gates.DecisionOf(g), Now: g.DecidedAt})
 		if err != nil {
-			return g, won, err
+			return gh.Gate{}, false, err
 		}
 		if !gates.SameDecision(sg, g) {
 			// SQL was decided otherwise (a decision Redis lost in a
