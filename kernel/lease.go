@@ -76,65 +76,50 @@ func (k *Kernel) ClaimAfter(ctx context.Context, owner string, woken bool) (gh.L
 			return gh.Lease{}, false, err
 		}
 	}
-	var lease gh.Lease
-	var ok bool
-	var started gh.Event
-	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		ok = false
+	for range maxClaimSkips {
 		now := k.now()
-		for range maxClaimSkips {
-			run, found, more, err := tx.ClaimCandidate(ctx, now)
-			if err != nil || !found {
-				return err
+		// One step (on Postgres one statement): the candidate, its new
+		// epoch, its run.started — where the attempt begins, keyed by
+		// that epoch, so one per claim — and the read watermark at it:
+		// the attempt reads up to there before it calls a model.
+		c, err := k.st.ClaimStart(ctx, store.ClaimStartParams{Now: now, Owner: owner, LeaseExpiresAt: now.Add(k.cfg.LeaseTTL), KeyPrefix: runStartedPrefix})
+		if err != nil || !c.Found {
+			return gh.Lease{}, false, err
+		}
+		if c.Exhausted {
+			if err := k.endExhausted(ctx, c.Run.SessionID, c.Run.ID); err != nil {
+				return gh.Lease{}, false, err
 			}
-			tookOver := run.State == gh.RunRunning
-			if tookOver && run.Attempts >= run.MaxAttempts {
-				if err := k.failExhausted(ctx, tx, run, now); err != nil {
-					return err
-				}
-				continue
-			}
-			if tookOver && run.Reason == "" {
-				run.Reason = fmt.Sprintf("attempt %d lost its lease", run.Attempts)
-			}
-			run.Owner = owner
-			run.Attempts++
-			run.LeaseExpiresAt = now.Add(k.cfg.LeaseTTL)
-			// run.started marks where the attempt begins, in the claim's
-			// commit; its key (the session's epoch, raised by this
-			// claim) makes it one per claim. The claim records the read
-			// watermark at it in the same commit: the attempt reads up
-			// to here before it calls a model.
-			payload, err := json.Marshal(gh.RunStarted{RunID: run.ID, Attempt: run.Attempts, TookOver: tookOver, Reason: run.Reason})
-			if err != nil {
-				return gh.Wrap(gh.CodeInternal, err, "encode run.started")
-			}
-			st, err := tx.StartRun(ctx, store.StartRunParams{Run: run, Payload: payload, KeyPrefix: runStartedPrefix, Now: now})
-			if err != nil {
-				return err
-			}
-			sess, last := st.Session, st.Started.Seq
-			started = st.Started
-			run.State, run.Epoch, run.ReadWatermark, run.Updated = gh.RunRunning, sess.Epoch, last, now
-			lease = gh.Lease{
-				More:  more,
-				RunID: run.ID, SessionID: run.SessionID, Owner: owner, Epoch: run.Epoch, ExpiresAt: run.LeaseExpiresAt,
-				PendingInput: sess.LastInputSeq > sess.ReadWatermark, PrevReadWatermark: sess.ReadWatermark, ReadWatermark: last,
-				CompactionSeq: sess.CompactionSeq,
-				TookOver:      tookOver, Attempt: run.Attempts, CancelRequested: run.CancelRequested,
-			}
-			ok = true
+			continue
+		}
+		run, sess := c.Run, c.Session
+		lease := gh.Lease{
+			More:  c.More,
+			RunID: run.ID, SessionID: run.SessionID, Owner: owner, Epoch: run.Epoch, ExpiresAt: run.LeaseExpiresAt,
+			PendingInput: sess.LastInputSeq > sess.ReadWatermark, PrevReadWatermark: sess.ReadWatermark, ReadWatermark: c.Started.Seq,
+			CompactionSeq: sess.CompactionSeq,
+			TookOver:      c.TookOver, Attempt: run.Attempts, CancelRequested: run.CancelRequested,
+		}
+		k.publish(lease.SessionID, []Committed{{Event: c.Started}}) // its run.started
+		return lease, true, nil
+	}
+	return gh.Lease{}, false, nil
+}
+
+// endExhausted ends a run a claim found taken over with no attempts
+// left, if it still is so once locked (another claimer may have ended it).
+func (k *Kernel) endExhausted(ctx context.Context, sessionID string, runID int64) error {
+	return k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		now := k.now()
+		_, run, err := tx.LockSessionRun(ctx, sessionID, runID)
+		if err != nil {
+			return err
+		}
+		if run.State != gh.RunRunning || run.LeaseExpiresAt.After(now) || run.Attempts < run.MaxAttempts {
 			return nil
 		}
-		return nil
+		return k.failExhausted(ctx, tx, run, now)
 	})
-	if err != nil {
-		return gh.Lease{}, false, err
-	}
-	if ok {
-		k.publish(lease.SessionID, []Committed{{Event: started}}) // its run.started
-	}
-	return lease, ok, nil
 }
 
 // failExhausted ends a run whose every attempt died with its worker. The

@@ -77,6 +77,64 @@ type StartedRun struct {
 	Started gh.Event
 }
 
+// ClaimStartParams is a claim (Store.ClaimStart): at Now, for Owner,
+// leased until LeaseExpiresAt, its run.started keyed KeyPrefix and the
+// session's new epoch.
+type ClaimStartParams struct {
+	Now            time.Time
+	Owner          string
+	LeaseExpiresAt time.Time
+	KeyPrefix      string
+}
+
+// ClaimStarted is what ClaimStart did. Run is the run as started (or, when
+// Exhausted, as found); More says another run looked claimable too.
+type ClaimStarted struct {
+	Found, More, TookOver, Exhausted bool
+	Run                              gh.Run
+	StartedRun
+}
+
+// TakeoverReason is why a run taken over from a worker whose lease
+// lapsed is run again, when it had no reason of its own.
+func TakeoverReason(attempts int) string {
+	return "attempt " + strconv.Itoa(attempts) + " lost its lease"
+}
+
+// ClaimStartSteps is ClaimStart in a transaction of the Tx's steps, for a
+// backend whose statements cost no round trip (SQLite).
+func ClaimStartSteps(ctx context.Context, st Store, p ClaimStartParams) (ClaimStarted, error) {
+	var out ClaimStarted
+	err := st.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		out = ClaimStarted{}
+		run, found, more, err := tx.ClaimCandidate(ctx, p.Now)
+		if err != nil || !found {
+			return err
+		}
+		out.Found, out.More, out.TookOver, out.Run = true, more, run.State == gh.RunRunning, run
+		if out.TookOver && run.Attempts >= run.MaxAttempts {
+			out.Exhausted = true
+			return nil
+		}
+		if out.TookOver && run.Reason == "" {
+			run.Reason = TakeoverReason(run.Attempts)
+		}
+		run.Owner, run.LeaseExpiresAt = p.Owner, p.LeaseExpiresAt
+		run.Attempts++
+		payload, err := json.Marshal(gh.RunStarted{RunID: run.ID, Attempt: run.Attempts, TookOver: out.TookOver, Reason: run.Reason})
+		if err != nil {
+			return gh.Wrap(gh.CodeInternal, err, "encode run.started")
+		}
+		if out.StartedRun, err = tx.StartRun(ctx, StartRunParams{Run: run, Payload: payload, KeyPrefix: p.KeyPrefix, Now: p.Now}); err != nil {
+			return err
+		}
+		run.State, run.Epoch, run.ReadWatermark, run.Updated = gh.RunRunning, out.Session.Epoch, out.Started.Seq, p.Now
+		out.Run = run
+		return nil
+	})
+	return out, err
+}
+
 // StartRunSteps is StartRun as the Tx's single steps, for a backend
 // whose round trips cost nothing (SQLite, in process).
 func StartRunSteps(ctx context.Context, tx Tx, p StartRunParams) (StartedRun, error) {
@@ -315,12 +373,21 @@ type Tx interface {
 type Store interface {
 	Reader
 	Writer
+	// StatsReader counts activity per time bucket (stats.go).
+	StatsReader
+	MetricsReader // the scrape-time gauges (metrics.go)
 	// InTx runs fn in one transaction and commits when fn returns nil.
 	// When the database reports a conflict that a retry resolves (a
 	// serialization failure, or two transactions racing on one
 	// idempotency key), fn is run again from scratch, so fn must only
 	// touch the database through tx.
 	InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// ClaimStart is a claim whole: Tx.ClaimCandidate, then Tx.StartRun
+	// for the run it found, committed together (on Postgres one
+	// statement, one round trip). A takeover of a run with no attempts
+	// left is found but not started (ClaimStarted.Exhausted): the caller
+	// ends that run.
+	ClaimStart(ctx context.Context, p ClaimStartParams) (ClaimStarted, error)
 	// WakeC returns a channel closed at the next wake-up: a run may have
 	// become claimable, in this process or (Postgres) any replica.
 	WakeC() <-chan struct{}

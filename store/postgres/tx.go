@@ -386,7 +386,7 @@ func (t *tx) ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, b
 // claimCandidateSQL also says whether another run looks claimable, in the
 // same round trip.
 var claimCandidateSQL = `SELECT ` + runCols + `, EXISTS (SELECT 1 FROM runs o WHERE o.id <> runs.id AND
-		((o.state = 'queued' AND o.available_at <= $1) OR (o.state = 'running' AND o.lease_expires_at <= $1)))
+		((o.state = 'queued' AND o.available_at <= $1) OR (o.state = 'running' AND o.lease_expires_at <= $1))) AS more
 	FROM runs WHERE id = COALESCE(
 	(SELECT r.id FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.state = 'running' AND r.lease_expires_at <= $1
 		ORDER BY r.lease_expires_at, r.id LIMIT 1 FOR UPDATE OF r, s SKIP LOCKED),

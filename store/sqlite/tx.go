@@ -462,3 +462,9 @@ func (t *tx) AppendAll(ctx context.Context, ps []store.AppendParams) ([]store.Ap
 	}
 	return out, nil
 }
+
+// ClaimStart implements store.Store with the Tx's steps in one
+// transaction: in process, a statement costs no round trip.
+func (s *Store) ClaimStart(ctx context.Context, p store.ClaimStartParams) (store.ClaimStarted, error) {
+	return store.ClaimStartSteps(ctx, s, p)
+}

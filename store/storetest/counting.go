@@ -205,3 +205,12 @@ func (w *writeTx) UpdateRunAtCommit(ctx context.Context, r gh.Run) error {
 	w.mark(err)
 	return err
 }
+
+// ClaimStart implements store.Store: a commit when it started a run.
+func (c *CountingStore) ClaimStart(ctx context.Context, p store.ClaimStartParams) (store.ClaimStarted, error) {
+	out, err := c.Store.ClaimStart(ctx, p)
+	if out.Found && !out.Exhausted {
+		c.count(err)
+	}
+	return out, err
+}
