@@ -1,105 +1,34 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
-	"strconv"
 
-	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway"
-	"github.com/gatehouse/gatehouse/gateway/chat"
-	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/httpapi/adminapi"
 )
 
-// Admin is what the admin endpoints read; gateway.Gateway is one.
-type Admin interface {
-	Status(ctx context.Context) ([]gateway.AdapterStatus, error)
-	ReceiveLog(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error)
-	Outbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error)
+// Admin is what the admin endpoints read of the gateway (adminapi.Admin);
+// gateway.Gateway is one.
+type Admin = adminapi.Admin
+
+// admin is the admin endpoints (package adminapi) over this server's
+// store and gateway, answering errors as every endpoint does. It is a few
+// fields, built per request.
+func (s *Server) admin() *adminapi.API {
+	return adminapi.New(adminapi.Config{Admin: s.cfg.Admin, Store: s.cfg.Store, NoPlatformHint: s.cfg.NoPlatformHint,
+		WriteError: func(w http.ResponseWriter, r *http.Request, err error) { writeError(w, r, s.log, err) }})
 }
 
-var (
-	receiveOutcomes = map[string]bool{"": true, chat.ReceiveHandedOn: true, chat.ReceiveDropped: true}
-	outboxStates    = map[string]bool{"": true, store.OutboxPending: true, store.OutboxSending: true, store.OutboxSent: true, store.OutboxDead: true}
-)
+// receiveLog is GET /v1/receive-log: adminapi.API.ReceiveLog.
+func (s *Server) receiveLog(w http.ResponseWriter, r *http.Request) { s.admin().ReceiveLog(w, r) }
 
-// adminList starts an admin listing: a platform is configured, the limit
-// parses, and the filter named param holds one of allowed (or nothing).
-func (s *Server) adminList(w http.ResponseWriter, r *http.Request, param string, allowed map[string]bool, want string) (int, bool) {
-	if s.cfg.Admin == nil {
-		writeError(w, r, s.log, gh.Errorf(gh.CodeUnavailable, "no chat platform is configured on this gateway"))
-		return 0, false
-	}
-	limit, err := queryLimit(r, 100, 1000)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return 0, false
-	}
-	if v := r.URL.Query().Get(param); !allowed[v] {
-		writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "%s must be %s, not %q", param, want, v))
-		return 0, false
-	}
-	return limit, true
-}
+// adapters is GET /v1/adapters: adminapi.API.Adapters.
+func (s *Server) adapters(w http.ResponseWriter, r *http.Request) { s.admin().Adapters(w, r) }
 
-// writeEntries answers a listing: {"entries": [...]}, an empty list
-// rather than null.
-func writeEntries[T any](s *Server, w http.ResponseWriter, r *http.Request, rows []T, err error) {
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	if rows == nil {
-		rows = []T{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": rows})
-}
+// outbox is GET /v1/outbox: adminapi.API.Outbox.
+func (s *Server) outbox(w http.ResponseWriter, r *http.Request) { s.admin().Outbox(w, r) }
 
-// receiveLog is GET /v1/receive-log?platform=&outcome=&reason=&before=&limit=.
-func (s *Server) receiveLog(w http.ResponseWriter, r *http.Request) {
-	limit, ok := s.adminList(w, r, "outcome", receiveOutcomes, "handed_on or dropped")
-	if !ok {
-		return
-	}
-	q := r.URL.Query()
-	var before int64
-	if b := q.Get("before"); b != "" {
-		var err error
-		if before, err = strconv.ParseInt(b, 10, 64); err != nil || before <= 0 {
-			writeError(w, r, s.log, gh.Errorf(gh.CodeInvalid, "before must be a positive row id, not %q", b))
-			return
-		}
-	}
-	rows, err := s.cfg.Admin.ReceiveLog(r.Context(), store.ReceiveFilter{Platform: q.Get("platform"), Outcome: q.Get("outcome"),
-		Reason: q.Get("reason"), Before: before, Limit: limit})
-	writeEntries(s, w, r, rows, err)
-}
-
-// adapters is GET /v1/adapters.
-func (s *Server) adapters(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Admin == nil {
-		writeJSON(w, http.StatusOK, map[string]any{"adapters": []gateway.AdapterStatus{},
-			"hint": s.cfg.NoPlatformHint})
-		return
-	}
-	st, err := s.cfg.Admin.Status(r.Context())
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"adapters": st})
-}
-
-// outbox is GET /v1/outbox?platform=&state=&session=&limit=.
-func (s *Server) outbox(w http.ResponseWriter, r *http.Request) {
-	limit, ok := s.adminList(w, r, "state", outboxStates, "pending, sending, sent or dead")
-	if !ok {
-		return
-	}
-	q := r.URL.Query()
-	rows, err := s.cfg.Admin.Outbox(r.Context(), store.OutboxFilter{Platform: q.Get("platform"), State: q.Get("state"), SessionID: q.Get("session"), Limit: limit})
-	writeEntries(s, w, r, rows, err)
-}
+// adminStats is GET /v1/admin/stats: adminapi.API.Stats.
+func (s *Server) adminStats(w http.ResponseWriter, r *http.Request) { s.admin().Stats(w, r) }
 
 // hooks mounts the platforms' webhooks at /hooks/<platform>. They sit
 // outside the API token: each platform proves itself with its own secret

@@ -8,6 +8,7 @@
 // (with its queued run, in one transaction) before it is acknowledged, and
 // the stream projects committed events, never runtime state. Mechanisms
 // that need nothing of the server are subpackages: connlimit (connection
-// caps, deadlines), reqbody, apiauth, sse (the stream's frames) and probes
-// (/healthz, /livez, /readyz).
+// caps, deadlines), reqbody, apiauth, sse (the stream's frames), probes
+// (/healthz, /livez, /readyz) and adminapi (the admin page's reads and
+// charts, mounted here behind the token).
 package httpapi

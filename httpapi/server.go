@@ -127,8 +127,8 @@ type Config struct {
 	// Version is reported by GET /v1/info. Defaults to "dev".
 	Version string
 	// Admin serves the gateway's admin endpoints (/v1/receive-log,
-	// /v1/adapters, /v1/outbox). Defaults to nil: no chat platform, and
-	// those endpoints say so.
+	// /v1/adapters, /v1/outbox). Defaults to nil: no chat platform; those
+	// endpoints read the store and /v1/adapters says so.
 	Admin Admin
 	// People lists, lets in and revokes people (GET/POST /v1/people,
 	// DELETE /v1/people/{platform}/{user}); people.Admin is one.
@@ -302,6 +302,7 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		{"GET", "/v1/receive-log", s.receiveLog},
 		{"GET", "/v1/adapters", s.adapters},
 		{"GET", "/v1/outbox", s.outbox},
+		{"GET", "/v1/admin/stats", s.adminStats},
 		{"GET", "/v1/people", s.listPeople},
 		{"POST", "/v1/people", s.letIn},
 		{"DELETE", "/v1/people/{platform}/{user}", s.revokePerson},

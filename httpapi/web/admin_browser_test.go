@@ -56,3 +56,83 @@ func TestBrowserAdmin(t *testing.T) {
 		t.Fatalf("the decision is the operator's, from the web: %+v %v", gs, err)
 	}
 }
+
+// The admin page as an operator's screen with no chat platform: no error
+// at the top, the platforms say none is configured, incidents say none,
+// and after a few turns in the web chat (one with an approval) the
+// charts show them.
+func TestBrowserAdminNoPlatform(t *testing.T) {
+	var sends atomic.Int32
+	send := toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger, Desc: "send a thing",
+		Fn: func(context.Context, tools.Call) (string, error) { sends.Add(1); return "sent", nil }}
+	script := `[{"match": "hello", "text": "Hi there."}, {"match": "please send", "toolCalls": [{"id": "call_1", "name": "send", "arguments": {"to": "x"}}]}, {"text": "Sent it."}]`
+	_, url := startStack(t, nil, stacktest.EnvOptions{Script: script, Tools: []tools.Tool{send}})
+	ctx := browser(t)
+
+	do(t, ctx, "open the admin page", chromedp.Navigate(url+"/admin"))
+	until(t, ctx, "a finished refresh", `Number(document.body.dataset.refreshed || 0) >= 1`)
+	until(t, ctx, "the charts drawn", `!!document.getElementById("chart-turns").getAttribute("viewBox")`)
+	noBanner(t, ctx)
+	until(t, ctx, "no platform, said plainly", `document.getElementById("adapters-hint").textContent.includes("No chat platform")`)
+	until(t, ctx, "empty tables", `["adapters", "receive", "dead"].every(id => document.querySelector("#" + id + " tbody").textContent === "nothing here")`)
+	until(t, ctx, "no incidents", `!document.querySelector('[data-testid="incidents-none"]').hidden && document.querySelector('[data-testid="incidents-none"]').textContent === "none"`)
+	until(t, ctx, "empty charts", `document.querySelectorAll('[data-testid="chart-turns"] [data-testid="bar"]').length === 0 && document.getElementById("chart-turns").dataset.total === "0"`)
+
+	// Two turns: an answer, and a call approved in the chat.
+	newChat(t, ctx, url)
+	sendMessage(t, ctx, "hello")
+	until(t, ctx, "the first answer", `Array.from(document.querySelectorAll('[data-testid="message"][data-role="assistant"] .bubble')).some(b => b.textContent === "Hi there.")`)
+	until(t, ctx, "the turn to end", `!document.querySelector('[data-testid="typing"],[data-testid="pending"]')`)
+	sendMessage(t, ctx, "please send it")
+	until(t, ctx, "the approval card", `!!document.querySelector('[data-testid="gate-card"] [data-testid="gate-approve"]')`)
+	do(t, ctx, "approve", chromedp.Click(css(`[data-testid="gate-approve"]`)))
+	until(t, ctx, "the answer", `Array.from(document.querySelectorAll('[data-testid="message"][data-role="assistant"] .bubble')).some(b => b.textContent === "Sent it.")`)
+	if n := sends.Load(); n != 1 {
+		t.Fatalf("the effect ran %d times", n)
+	}
+
+	do(t, ctx, "open the admin page again", chromedp.Navigate(url+"/admin"))
+	// Both turns settled within the last hour: the bars of the turns
+	// chart hold two done turns, and each bucket with turns has its p95.
+	until(t, ctx, "two turns in the chart", `(() => {
+		const bars = Array.from(document.querySelectorAll('[data-testid="chart-turns"] [data-testid="bar"]'));
+		const done = bars.flatMap(b => Array.from(b.querySelectorAll('rect[data-series="done"]'))).reduce((s, r) => s + Number(r.dataset.count), 0);
+		const points = document.querySelectorAll('[data-testid="chart-turns"] [data-testid="point"]').length;
+		return done === 2 && bars.length >= 1 && points === bars.length &&
+			document.getElementById("chart-turns").getAttribute("aria-label").includes(": 2 (2 done, 0 failed, 0 cancelled)");
+	})()`)
+	// One approval opened and one decided.
+	until(t, ctx, "the approval in the chart", `(() => {
+		const sum = (s) => Array.from(document.querySelectorAll('[data-testid="chart-gates"] rect[data-series="' + s + '"]')).reduce((n, r) => n + Number(r.dataset.count), 0);
+		return sum("opened") === 1 && sum("decided") === 1 &&
+			document.getElementById("chart-gates").getAttribute("aria-label").endsWith(": 1 opened, 1 decided") &&
+			document.getElementById("legend-gates").textContent.includes("1 approved");
+	})()`)
+	// The model calls are in the ledger (the scripted model costs nothing).
+	until(t, ctx, "the model calls", `/over [3-9] model calls$/.test(document.getElementById("chart-spend").getAttribute("aria-label"))`)
+	// Bars carry what they count in their title, for a pointer and a
+	// screen reader.
+	until(t, ctx, "titles on the bars", `Array.from(document.querySelectorAll('[data-testid="chart-turns"] [data-testid="bar"] > title')).some(t => / done$/.test(t.textContent))`)
+	// The day's charts hold the same turns.
+	do(t, ctx, "show the last day", chromedp.SetValue(css(`[data-testid="stats-window"]`), "24h"))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="stats-window"]').dispatchEvent(new Event("change", {bubbles: true}))`)); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the day's turns", `document.getElementById("chart-turns").getAttribute("aria-label").startsWith("Turns settled in the last day: 2 ")`)
+	noBanner(t, ctx)
+	screenshot(t, ctx, "admin-activity.png")
+}
+
+// noBanner checks that the page shows no error at the top once a refresh
+// has finished.
+func noBanner(t *testing.T, ctx context.Context) {
+	t.Helper()
+	until(t, ctx, "a finished refresh", `Number(document.body.dataset.refreshed || 0) >= 1`)
+	msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("status").textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg != "" {
+		t.Fatalf("the admin page shows an error: %q", msg)
+	}
+}

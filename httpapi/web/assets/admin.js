@@ -1,6 +1,6 @@
-// Gatehouse admin page: platforms, people, grants, pending approvals, the
-// receive log and dead letters, read from the /v1 API. No framework, no
-// build step.
+// Gatehouse admin page: activity charts, incidents, platforms, people,
+// grants, pending approvals, the receive log and dead letters, read from
+// the /v1 API. No framework, no build step.
 (function () {
   "use strict";
   const TOKEN_KEY = "gatehouse.token";
@@ -288,18 +288,106 @@
     });
   }
 
+  // Activity: GET /v1/admin/stats over the chosen window, drawn by
+  // charts.js.
+  const Charts = window.GatehouseCharts;
+  const money = (v) => "$" + (v >= 1 || v === 0 ? v.toFixed(2) : v.toPrecision(2));
+  const sumOf = (m) => Object.values(m || {}).reduce((a, b) => a + b, 0);
+
+  function legend(id, parts) {
+    const span = $(id);
+    span.replaceChildren();
+    for (const [key, label] of parts) {
+      const k = document.createElement("span");
+      k.className = "key k-" + key;
+      span.appendChild(k);
+      span.appendChild(document.createTextNode(label));
+    }
+  }
+
+  async function loadStats() {
+    const win = $("stats-window").elements.window.value || "1h";
+    const body = await api("/v1/admin/stats?window=" + encodeURIComponent(win));
+    const bs = body.buckets || [], t = body.totals || {};
+    const span = win === "24h" ? "the last day" : "the last hour";
+    $("stats-range").textContent = "from " + when(body.since) + " to " + when(body.until) + ", in steps of " + (body.stepSeconds / 60) + " min";
+    const r = t.receives || {};
+    Charts.render($("chart-receives"), bs, { layout: "stack", series: [
+      { key: "handed_on", label: "handed on", value: (b) => b.receives.handed_on || 0 },
+      { key: "dropped", label: "dropped", value: (b) => b.receives.dropped || 0 }] });
+    $("chart-receives").setAttribute("aria-label", "Messages received in " + span + ": " + (r.handed_on || 0) + " handed on, " + (r.dropped || 0) + " dropped");
+    legend("legend-receives", [["handed_on", "handed on " + (r.handed_on || 0)], ["dropped", "dropped " + (r.dropped || 0)]]);
+
+    const tu = t.turns || {};
+    const ms = (v) => (v >= 1000 ? (v / 1000).toFixed(1) + " s" : v + " ms");
+    Charts.render($("chart-turns"), bs, { layout: "stack", series: [
+      { key: "done", label: "done", value: (b) => b.turns.done || 0 },
+      { key: "failed", label: "failed", value: (b) => b.turns.failed || 0 },
+      { key: "cancelled", label: "cancelled", value: (b) => b.turns.cancelled || 0 }],
+      points: { label: "p95", value: (b) => b.turnP95Ms || 0, format: ms } });
+    const worst = Math.max(0, ...bs.map((b) => b.turnP95Ms || 0));
+    $("chart-turns").setAttribute("aria-label", "Turns settled in " + span + ": " + sumOf(tu) + " (" + (tu.done || 0) + " done, " + (tu.failed || 0) + " failed, " + (tu.cancelled || 0) + " cancelled); highest p95 " + ms(worst));
+    legend("legend-turns", [["done", "done " + (tu.done || 0)], ["failed", "failed " + (tu.failed || 0)], ["cancelled", "cancelled " + (tu.cancelled || 0)], ["p95", "p95 time"]]);
+
+    const gd = t.gatesDecided || {};
+    Charts.render($("chart-gates"), bs, { layout: "side", series: [
+      { key: "opened", label: "opened", value: (b) => b.gatesOpened || 0 },
+      { key: "decided", label: "decided", value: (b) => sumOf(b.gatesDecided) }] });
+    $("chart-gates").setAttribute("aria-label", "Approvals in " + span + ": " + (t.gatesOpened || 0) + " opened, " + sumOf(gd) + " decided");
+    legend("legend-gates", [["opened", "opened " + (t.gatesOpened || 0)], ["decided", "decided " + sumOf(gd) + " (" +
+      ["approved", "denied", "answered", "expired"].map((k) => (gd[k] || 0) + " " + k).join(", ") + ")"]]);
+
+    Charts.render($("chart-spend"), bs, { layout: "stack", format: money, series: [
+      { key: "spend", label: "spent", value: (b) => b.spendUsd || 0 }] });
+    $("chart-spend").setAttribute("aria-label", "Spend in " + span + ": " + money(t.spendUsd || 0) + " over " + (t.modelCalls || 0) + " model calls");
+    legend("legend-spend", [["spend", money(t.spendUsd || 0) + " over " + (t.modelCalls || 0) + " model calls"]]);
+  }
+
+  // Incidents: GET /v1/incidents when this gateway serves it; anything
+  // else (not there yet, refused, unreachable) shows "none", never an
+  // error.
+  async function loadIncidents() {
+    let list = [];
+    try {
+      const headers = { "X-Gatehouse-Source": "web" };
+      const tok = localStorage.getItem(TOKEN_KEY);
+      if (tok) headers.Authorization = "Bearer " + tok;
+      const res = await fetch("/v1/incidents", { headers: headers });
+      if (res.status === 200) {
+        const body = await res.json().catch(() => ({}));
+        list = (body.incidents || body.entries || []).filter((i) => !i.state || i.state === "open");
+      }
+    } catch (e) {
+      list = [];
+    }
+    $("incidents-none").hidden = list.length > 0;
+    $("incidents").hidden = list.length === 0;
+    if (list.length === 0) return;
+    fill("incidents", list, (tr, i) => {
+      cell(tr, i.id);
+      cell(tr, i.sessionId);
+      cell(tr, Cards.visible(i.message || i.text || i.step || i.lastStep || ""), "text");
+      cell(tr, when(i.openedAt || i.createdAt));
+      cell(tr, i.state || "open");
+    });
+  }
+
   function show(err) { $("status").textContent = err ? String(err.message || err) : ""; }
 
   async function refresh() {
     show(null);
-    const results = await Promise.allSettled([loadCard(), loadAdapters(), loadGates(), loadReceive(), loadDead(), loadPeople(), loadGrants()]);
+    const results = await Promise.allSettled([loadCard(), loadStats(), loadIncidents(), loadAdapters(), loadGates(), loadReceive(), loadDead(), loadPeople(), loadGrants()]);
     const failed = results.find((r) => r.status === "rejected");
     if (failed) show(failed.reason);
+    // How many refreshes have finished, for whoever waits on the page.
+    document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
   }
 
   $("refresh").addEventListener("click", refresh);
   window.addEventListener("hashchange", () => loadCard().catch(show));
   $("receive-filter").addEventListener("change", () => loadReceive().catch(show));
+  $("stats-window").addEventListener("change", () => loadStats().catch(show));
+  $("stats-window").addEventListener("submit", (ev) => ev.preventDefault());
   $("pair-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const input = $("pair-form").elements.code;
