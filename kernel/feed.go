@@ -202,6 +202,7 @@ func (k *Kernel) publish(sessionID string, committed []Committed) {
 			evs = append(evs, c.Event)
 		}
 	}
+	k.observe(sessionID, evs)
 	k.feed.notify(sessionID, evs)
 }
 

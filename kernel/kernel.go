@@ -44,6 +44,9 @@ type Config struct {
 	// Now is the clock. Defaults to time.Now. Leases compare against it, so
 	// replicas need synchronised clocks (NTP), as any lease system does.
 	Now func() time.Time
+	// Observer, when set, sees the events of each commit of this process
+	// (observe.go). Defaults to none.
+	Observer Observer
 }
 
 func (c Config) withDefaults() Config {

@@ -50,6 +50,8 @@ type Config struct {
 	MaxPayloadBytes int
 	// DrainTimeout bounds the drain on SIGTERM. Defaults to 30s.
 	DrainTimeout time.Duration
+	// Metrics is on (package metrics' series on /metrics) or off. Defaults to on.
+	Metrics string
 
 	// GuardInterval is the time between the guard's /livez probes of its
 	// child. Defaults to 5s.
@@ -264,6 +266,7 @@ var settings = append([]setting{
 	{"GATEHOUSE_SQLITE_SYNCHRONOUS", "sqlite_synchronous", "FULL", "SQLite synchronous pragma: FULL survives power loss, NORMAL only process crashes", oneOf(func(c *Config) *string { return &c.SQLiteSynchronous }, "FULL", "NORMAL")},
 	{"GATEHOUSE_LOG_LEVEL", "log_level", "info", "debug, info, warn or error", oneOf(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 	{"GATEHOUSE_LOG_FORMAT", "log_format", "text", "text or json", oneOf(func(c *Config) *string { return &c.LogFormat }, "text", "json")},
+	{"GATEHOUSE_METRICS", "metrics", "on", "on: /metrics exports turns, model calls, gates, effects and the queue (package metrics); off: only the gateway's series and Go's", oneOf(func(c *Config) *string { return &c.Metrics }, "on", "off")},
 	{"GATEHOUSE_LEASE_TTL", "lease_ttl", "30s", "how long a worker's claim on a run lasts without renewal (renewed every third)", duration(func(c *Config) *time.Duration { return &c.LeaseTTL })},
 	{"GATEHOUSE_MAX_ATTEMPTS", "max_attempts", "3", "attempts a run gets before it fails for good", integer(func(c *Config) *int { return &c.MaxAttempts })},
 	{"GATEHOUSE_SESSION_CACHE", "session_cache", "10000", "sessions whose tenant is kept in memory, so checking it reads nothing (an LRU: memory stays bounded however many sessions exist)", integer(func(c *Config) *int { return &c.SessionCache })},

@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	goredis "github.com/redis/go-redis/v9"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/gatehouse/gatehouse/httpapi/web"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/memory"
+	"github.com/gatehouse/gatehouse/metrics"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/supervisor"
 )
@@ -67,9 +66,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	k := kernel.New(st, kernelConfig(cfg))
+	// /metrics's registry; om is nil with GATEHOUSE_METRICS=off. Incidents: the hook (metrics.Config.Incidents), none yet.
+	promReg, om := metrics.Registry(cfg.Metrics == "on", metrics.Config{Queue: st, Gates: st, Logger: log})
+	k := kernel.New(st, om.Kernel(kernelConfig(cfg)))
 
-	reg, err := newModels(cfg, supervisor.Ledger(k, log))
+	reg, err := newModels(cfg, om.Ledger(supervisor.Ledger(k, log)))
 	if err != nil {
 		return err
 	}
@@ -112,9 +113,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer stopPauses()
 	go pauseOnSignal(pauseCtx, pauses, sup, log)
 
-	metrics := prometheus.NewRegistry()
-	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	gw, err := newGateway(cfg, st, k, gateSvc, metrics, log)
+	gw, err := newGateway(cfg, st, k, gateSvc, promReg, log)
 	if err != nil {
 		return err
 	}
@@ -122,7 +121,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Addr: cfg.Addr, Ready: ready, Workers: sup, LiveStaleAfter: liveStaleAfter(sup.Poll()), Logger: log, Gates: gateSvc, Memory: mem, People: people.NewAdmin(st, nil),
 		Kernel: k, Store: st, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
 		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(), CheckSelection: reg.Validate,
-		Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}),
+		Metrics: promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}),
 
 		// HTTP limits. The database pool's connections are files too:
 		// they come out of the headroom the connection cap leaves.

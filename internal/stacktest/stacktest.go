@@ -53,6 +53,15 @@ type Env struct {
 	Addr string
 	// Posted counts runs of the default danger tool post_note.
 	Posted atomic.Int32
+
+	metrics Metrics // EnvOptions.Metrics
+}
+
+// Metrics is what serve wires of package metrics (*metrics.Metrics is
+// one): the kernel's observer and a wrapper of the ledger hook.
+type Metrics interface {
+	Observe(sessionID string, events []gh.Event)
+	Ledger(next func(context.Context, models.LedgerRow)) func(context.Context, models.LedgerRow)
 }
 
 // EnvOptions adjust an Env. The zero value is the stack the adapter
@@ -113,6 +122,9 @@ type EnvOptions struct {
 	// Addr, Logger, Kernel, Store, Gates, Memory, People and Model are the
 	// Env's; with a platform, Admin and Hooks are the gateway's.
 	HTTP *httpapi.Config
+	// Metrics, when set, observes the kernel's commits and wraps the
+	// ledger hook, as serve does with GATEHOUSE_METRICS=on.
+	Metrics Metrics
 }
 
 // NewEnv starts an Env for the platform the factory makes, or with a nil
@@ -130,13 +142,17 @@ func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 		t.Cleanup(func() { s.Close() })
 		st = s
 	}
-	e := &Env{T: t, Ctx: ctx, Store: st}
+	e := &Env{T: t, Ctx: ctx, Store: st, metrics: o.Metrics}
 	level := o.LogLevel
 	if level == nil {
 		level = slog.LevelWarn
 	}
 	log := slog.New(slog.NewTextHandler(adaptertest.LogWriter(t), &slog.HandlerOptions{Level: level}))
-	e.Kernel = kernel.New(st, kernel.Config{RetryBackoff: time.Millisecond})
+	kcfg := kernel.Config{RetryBackoff: time.Millisecond}
+	if o.Metrics != nil {
+		kcfg.Observer = o.Metrics.Observe
+	}
+	e.Kernel = kernel.New(st, kcfg)
 	if o.Memory {
 		e.Memory = memory.New(st, memory.Config{NoModelPass: !o.ModelPass})
 	}
@@ -166,6 +182,9 @@ func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 // else the fake OpenAI server answering "ok" unless told otherwise.
 func (e *Env) models(script string) *models.Registry {
 	cfg := models.Config{RetryBase: time.Millisecond, MaxRetries: 1, Ledger: supervisor.Ledger(e.Kernel, nil)}
+	if e.metrics != nil {
+		cfg.Ledger = e.metrics.Ledger(cfg.Ledger)
+	}
 	if script != "" {
 		cfg.Selection, cfg.ScriptFile = "scripted:demo", filepath.Join(e.T.TempDir(), "script.json")
 		if err := os.WriteFile(cfg.ScriptFile, []byte(script), 0o600); err != nil {

@@ -90,7 +90,11 @@ type stack struct {
 // newStack builds a stack on backend ("sqlite" or "postgres"); a Postgres
 // stack skips (or fails, with GATEHOUSE_TEST_REQUIRE_SERVICES=1) without
 // GATEHOUSE_TEST_POSTGRES_URL. Everything is stopped when tb ends.
-func newStack(tb testing.TB, backend string) *stack {
+func newStack(tb testing.TB, backend string) *stack { return newStackWith(tb, backend, nil) }
+
+// newStackWith is newStack with metrics observing it (m nil: metrics
+// off).
+func newStackWith(tb testing.TB, backend string, m stacktest.Metrics) *stack {
 	tb.Helper()
 	ctx := context.Background()
 	s := &stack{backend: backend}
@@ -155,6 +159,7 @@ func newStack(tb testing.TB, backend string) *stack {
 		// serve's default: the gate sweeper once a second.
 		GateSweep: time.Second,
 		HTTP:      &httpapi.Config{},
+		Metrics:   m,
 	})
 	reg, err := models.New(models.Config{Selection: "openai:memory-model", OpenAIAPIKey: "memory-key", OpenAIBaseURL: s.memModel.BaseURL(),
 		RetryBase: time.Millisecond, MaxRetries: 1, Ledger: supervisor.Ledger(s.env.Kernel, nil)})
