@@ -109,7 +109,9 @@ func (k *Kernel) ClaimAfter(ctx context.Context, owner string, woken bool) (gh.L
 // endExhausted ends a run a claim found taken over with no attempts
 // left, if it still is so once locked (another claimer may have ended it).
 func (k *Kernel) endExhausted(ctx context.Context, sessionID string, runID int64) error {
-	return k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	var ended []Committed
+	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		ended = nil
 		now := k.now()
 		_, run, err := tx.LockSessionRun(ctx, sessionID, runID)
 		if err != nil {
@@ -118,37 +120,43 @@ func (k *Kernel) endExhausted(ctx context.Context, sessionID string, runID int64
 		if run.State != gh.RunRunning || run.LeaseExpiresAt.After(now) || run.Attempts < run.MaxAttempts {
 			return nil
 		}
-		return k.failExhausted(ctx, tx, run, now)
+		ended, err = k.failExhausted(ctx, tx, run, now)
+		return err
 	})
+	if err == nil && len(ended) > 0 {
+		k.publish(sessionID, ended)
+	}
+	return err
 }
 
 // failExhausted ends a run whose every attempt died with its worker. The
 // log says so (a failed run.finished the user sees), and input nobody read
 // gets a run of its own.
-func (k *Kernel) failExhausted(ctx context.Context, tx store.Tx, run gh.Run, now time.Time) error {
+func (k *Kernel) failExhausted(ctx context.Context, tx store.Tx, run gh.Run, now time.Time) ([]Committed, error) {
 	sess, err := tx.LockSession(ctx, run.SessionID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	run.State = gh.RunFailed
 	run.Reason = fmt.Sprintf("attempt %d of %d lost its lease (the worker died or hung); no attempts left", run.Attempts, run.MaxAttempts)
 	run.LeaseExpiresAt, run.Updated = time.Time{}, now
 	if err := tx.UpdateRun(ctx, run); err != nil {
-		return err
+		return nil, err
 	}
 	payload, _ := json.Marshal(gh.RunFinished{RunID: run.ID, Attempt: run.Attempts, Status: "failed", Error: run.Reason, StopReason: gh.StopError})
-	if _, err := tx.Append(ctx, store.AppendParams{SessionID: run.SessionID, Kind: gh.KindRunFinished, Payload: payload,
-		Key: fmt.Sprintf("run%d-exhausted", run.ID), Now: now}); err != nil {
-		return err
+	res, err := tx.Append(ctx, store.AppendParams{SessionID: run.SessionID, Kind: gh.KindRunFinished, Payload: payload,
+		Key: fmt.Sprintf("run%d-exhausted", run.ID), Now: now})
+	if err != nil {
+		return nil, err
 	}
 	if sess.LastInputSeq > max(sess.ReadWatermark, run.ReadWatermark) {
 		if _, err := tx.InsertRun(ctx, gh.Run{SessionID: run.SessionID, State: gh.RunQueued, MaxAttempts: k.cfg.MaxAttempts, AvailableAt: now, Created: now, Updated: now}); err != nil {
-			return err
+			return nil, err
 		}
 		tx.Wake()
 	}
-	k.Notify(run.SessionID)
-	return nil
+	// Published once the caller's transaction commits.
+	return []Committed{{Event: res.Event, Duplicate: res.Existing}}, nil
 }
 
 // Renew extends the lease by the TTL. A lease that was superseded or lost
@@ -385,7 +393,9 @@ func (k *Kernel) Release(ctx context.Context, l gh.Lease) error {
 // run the cancelled turn's effect.
 func (k *Kernel) Cancel(ctx context.Context, sessionID, reason string) (gh.Run, error) {
 	var out gh.Run
+	var closed []Committed
 	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		closed = nil
 		if _, err := tx.LockSession(ctx, sessionID); err != nil {
 			return err
 		}
@@ -410,36 +420,46 @@ func (k *Kernel) Cancel(ctx context.Context, sessionID, reason string) (gh.Run, 
 		if err := tx.UpdateRun(ctx, run); err != nil {
 			return err
 		}
-		return k.closeGates(ctx, tx, sessionID, now)
+		closed, err = k.closeGates(ctx, tx, sessionID, now)
+		return err
 	})
 	if err == nil {
-		k.Notify(sessionID)
+		// The gates' decisions travel with the signal (and are counted
+		// by the observer); a cancel that closed none only signals.
+		if len(closed) > 0 {
+			k.publish(sessionID, closed)
+		} else {
+			k.Notify(sessionID)
+		}
 	}
 	return out, err
 }
 
 // closeGates denies the session's pending gates on behalf of a cancel and
 // logs each decision.
-func (k *Kernel) closeGates(ctx context.Context, tx store.Tx, sessionID string, now time.Time) error {
+func (k *Kernel) closeGates(ctx context.Context, tx store.Tx, sessionID string, now time.Time) ([]Committed, error) {
 	pending, err := tx.ListGates(ctx, sessionID, gh.GatePending, 1000)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var out []Committed
 	for _, g := range pending {
 		g, won, err := tx.DecideGate(ctx, store.GateDecision{ID: g.ID, Decision: gh.Decision{State: gh.GateDenied, By: "cancel", Surface: "gateway", Reason: "the turn was cancelled"}, Now: now})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !won && g.State != gh.GateExpired {
 			continue
 		}
 		payload, _ := json.Marshal(gh.GateDecided{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Decision: g.State, By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason})
-		if _, err := tx.Append(ctx, store.AppendParams{SessionID: sessionID, Kind: gh.KindGateDecided, Payload: payload, Key: "gate:" + g.ID, Now: now}); err != nil {
-			return err
+		res, err := tx.Append(ctx, store.AppendParams{SessionID: sessionID, Kind: gh.KindGateDecided, Payload: payload, Key: "gate:" + g.ID, Now: now})
+		if err != nil {
+			return nil, err
 		}
 		if err := tx.MarkGateCommitted(ctx, g.ID); err != nil {
-			return err
+			return nil, err
 		}
+		out = append(out, Committed{Event: res.Event, Duplicate: res.Existing})
 	}
-	return nil
+	return out, nil
 }
