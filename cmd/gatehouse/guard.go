@@ -25,7 +25,7 @@ func guardPIDFile(cfg Config) string { return filepath.Join(cfg.DataDir, "guard.
 // (package guard). SIGTERM and SIGINT are forwarded to the child, whose
 // drain the guard waits for; SIGHUP reloads.
 func runGuard(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	cfg, code, ok := parseConfigFlags("guard", args, stdout, stderr, getenv)
+	cfg, code, ok := parseConfigFlags("guard", args, stdout, stderr, getenv, guardSettings)
 	if !ok {
 		return code
 	}
@@ -82,7 +82,7 @@ func runGuard(args []string, stdout, stderr io.Writer, getenv func(string) strin
 // running on the configured data directory (SIGHUP, found through its pid
 // file) and returns; the guard logs the reload's progress.
 func runReload(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	cfg, code, ok := parseConfigFlags("reload", args, stdout, stderr, getenv)
+	cfg, code, ok := parseConfigFlags("reload", args, stdout, stderr, getenv, guardSettings)
 	if !ok {
 		return code
 	}
@@ -95,9 +95,15 @@ func runReload(args []string, stdout, stderr io.Writer, getenv func(string) stri
 	return 0
 }
 
+// guardSettings is the settings part of guard's and reload's help.
+func guardSettings(w io.Writer) {
+	fmt.Fprintln(w, "\nSettings: see gatehouse serve --help (GATEHOUSE_GUARD_*, GATEHOUSE_RELOAD_MAX_WAIT).")
+}
+
 // parseConfigFlags reads [--config FILE] and the configuration, as serve
-// does. ok is false when the command should exit with code.
-func parseConfigFlags(cmd string, args []string, stdout, stderr io.Writer, getenv func(string) string) (cfg Config, code int, ok bool) {
+// does; --help ends with settings. ok is false when the command should
+// exit with code.
+func parseConfigFlags(cmd string, args []string, stdout, stderr io.Writer, getenv func(string) string, settings func(io.Writer)) (cfg Config, code int, ok bool) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", "", "YAML config file; environment variables win over it")
@@ -105,7 +111,7 @@ func parseConfigFlags(cmd string, args []string, stdout, stderr io.Writer, geten
 		fmt.Fprintf(stdout, "Usage: gatehouse %s [--config FILE]\n\nFlags:\n", cmd)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
-		fmt.Fprintln(stdout, "\nSettings: see gatehouse serve --help (GATEHOUSE_GUARD_*, GATEHOUSE_RELOAD_MAX_WAIT).")
+		settings(stdout)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

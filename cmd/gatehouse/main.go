@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,26 +65,12 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		return 2
 	}
 	cmd := args[0]
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "YAML config file; environment variables win over it")
-	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: gatehouse %s [--config FILE]\n\nFlags:\n", cmd)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fmt.Fprintln(stdout, "\nSettings (environment variable, or key in the config file):")
-		printSettings(stdout)
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	cfg, err := loadConfig(*configFile, getenv)
-	if err != nil {
-		fmt.Fprintln(stderr, "gatehouse: configuration:", err)
-		return 2
+	cfg, code, ok := parseConfigFlags(cmd, args[1:], stdout, stderr, getenv, func(w io.Writer) {
+		fmt.Fprintln(w, "\nSettings (environment variable, or key in the config file):")
+		printSettings(w)
+	})
+	if !ok {
+		return code
 	}
 	log := newLogger(cfg, stderr)
 	ctx := context.Background()
