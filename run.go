@@ -65,6 +65,12 @@ type Run struct {
 	// Execution is what the run's last settled attempt resolved and ran
 	// with, for audit; nil before an attempt settled.
 	Execution *Execution `json:"execution,omitempty"`
+	// Step is what the running attempt is doing ("start", "model",
+	// "tool:<name>"), recorded by its lease renewals, and StepStarted
+	// when it began: a step that does not change for long is a stuck
+	// turn.
+	Step        string    `json:"step,omitempty"`
+	StepStarted time.Time `json:"stepStartedAt,omitzero"`
 }
 
 // Execution is a run's resolved execution identity: which provider and

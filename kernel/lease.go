@@ -163,11 +163,28 @@ func (k *Kernel) failExhausted(ctx context.Context, tx store.Tx, run gh.Run, now
 // gets stale-epoch or lease-lost: the caller must cancel its attempt at
 // once. The returned lease reports whether a cancel was requested.
 func (k *Kernel) Renew(ctx context.Context, l gh.Lease) (gh.Lease, error) {
+	return k.RenewStep(ctx, l, Step{})
+}
+
+// Step is what an attempt is doing, and since when (gh.Run.Step).
+type Step struct {
+	Name    string
+	Started time.Time
+}
+
+// RenewStep is Renew that also records the attempt's current step, in
+// the renewal's own write (no commit of its own): a step that does not
+// change across renewals is a turn that makes no progress. A zero step
+// leaves the recorded one as it is.
+func (k *Kernel) RenewStep(ctx context.Context, l gh.Lease, step Step) (gh.Lease, error) {
 	err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		now := k.now()
 		_, run, err := k.fence(ctx, tx, l, now)
 		if err != nil {
 			return err
+		}
+		if step.Name != "" {
+			run.Step, run.StepStarted = step.Name, step.Started.UTC().Truncate(time.Microsecond)
 		}
 		run.LeaseExpiresAt, run.Updated = now.Add(k.cfg.LeaseTTL), now
 		if err := tx.UpdateRun(ctx, run); err != nil {

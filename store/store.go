@@ -129,6 +129,7 @@ func ClaimStartSteps(ctx context.Context, st Store, p ClaimStartParams) (ClaimSt
 			return err
 		}
 		run.State, run.Epoch, run.ReadWatermark, run.Updated = gh.RunRunning, out.Session.Epoch, out.Started.Seq, p.Now
+		run.Step, run.StepStarted = "start", p.Now
 		out.Run = run
 		return nil
 	})
@@ -153,6 +154,7 @@ func StartRunSteps(ctx context.Context, tx Tx, p StartRunParams) (StartedRun, er
 	}
 	r := p.Run
 	r.State, r.Epoch, r.ReadWatermark, r.Updated = gh.RunRunning, sess.Epoch, last, p.Now
+	r.Step, r.StepStarted = "start", p.Now
 	if err := tx.UpdateRun(ctx, r); err != nil {
 		return StartedRun{}, err
 	}

@@ -68,7 +68,9 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 		defer timer.Stop()
 	}
 	renewDone := make(chan struct{})
-	go s.renew(ctx, cancel, lease, renewDone)
+	step := &stepNow{}
+	go s.renew(ctx, cancel, lease, step, renewDone)
+	ctx = withStep(ctx, step)
 
 	log := s.log.With("session", lease.SessionID, "run", lease.RunID, "lease", lease.Token())
 	calls := &callInfo{sessionID: lease.SessionID, runID: lease.RunID}
@@ -208,7 +210,7 @@ func (s *Supervisor) attempt(lease gh.Lease) {
 // renew extends the lease every third of its TTL. The moment renewal proves
 // the claim gone, the attempt is cancelled so it cannot keep working; a
 // cancel request does the same with its own cause.
-func (s *Supervisor) renew(ctx context.Context, cancel context.CancelCauseFunc, lease gh.Lease, done chan<- struct{}) {
+func (s *Supervisor) renew(ctx context.Context, cancel context.CancelCauseFunc, lease gh.Lease, step *stepNow, done chan<- struct{}) {
 	defer close(done)
 	every := s.k.Config().LeaseTTL / 3
 	t := time.NewTicker(every)
@@ -219,7 +221,7 @@ func (s *Supervisor) renew(ctx context.Context, cancel context.CancelCauseFunc, 
 			return
 		case <-t.C:
 		}
-		l, err := s.k.Renew(ctx, lease)
+		l, err := s.k.RenewStep(ctx, lease, step.get())
 		switch {
 		case gh.IsCode(err, gh.CodeStaleEpoch) || gh.IsCode(err, gh.CodeLeaseLost):
 			cancel(errLeaseLost)
@@ -466,6 +468,7 @@ func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *atte
 // attempt's outcome.
 func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *attemptPlan, gen string, msgs []models.Message, recalled []gh.RecalledMemory, out *outcome) (gh.AssistantMessage, bool, error) {
 	specs := s.cfg.Tools.Specs()
+	markStep(ctx, "model")
 	resp, notices, err := s.cfg.Models.Call(ctx, p.chain, models.Request{Messages: msgs, Tools: specs, Thinking: p.t.Thinking(p.inputs)}, func(delta string) {
 		s.k.PublishPartial(kernel.Partial{SessionID: lease.SessionID, GenerationID: gen, Text: delta})
 	})
@@ -679,6 +682,7 @@ func (s *Supervisor) selection(t *transcript.Transcript, pending []int64) (model
 // (the attempt settles awaiting approval, holding nothing), or an effect's
 // outcome is unknown (the user is told, and the model is not asked again).
 func (s *Supervisor) runTools(ctx context.Context, lease gh.Lease, t *transcript.Transcript, a *gh.AssistantMessage, calls []gh.ToolCall, inputs []int64, promptSeq int64, out *outcome) (bool, error) {
+	markStep(ctx, toolStep(calls))
 	res, err := s.cfg.Tools.RunBatch(ctx, lease, t.AskerOf(a), calls)
 	if err != nil {
 		if ctx.Err() != nil {

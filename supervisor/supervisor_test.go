@@ -938,3 +938,25 @@ func TestGuideAfterTheLastAllowedRequestIsQueuedVisibly(t *testing.T) {
 		t.Fatalf("no notice that guide %d was queued: %s", guide, kinds(evs))
 	}
 }
+
+// While a tool runs, the lease renewals record it as the run's step and
+// when it began; the step before it was the model call.
+func TestRenewalsRecordTheRunningStep(t *testing.T) {
+	b := newBlockingTool()
+	e := setup(t, opts{tools: b.tools(), kernel: kernel.Config{LeaseTTL: 300 * time.Millisecond}})
+	e.pushToolThenText("done")
+	before := time.Now()
+	e.input("s1", "do the thing", "")
+	<-b.started
+	var run gh.Run
+	e.waitFor("the tool recorded as the step", func() bool {
+		r, ok, err := e.k.LatestRun(context.Background(), "s1")
+		run = r
+		return err == nil && ok && r.Step == "tool:wait"
+	})
+	if run.StepStarted.Before(before.Add(-time.Second)) || run.StepStarted.After(time.Now()) {
+		t.Fatalf("step started %v, the turn began %v", run.StepStarted, before)
+	}
+	close(b.release)
+	e.settled("s1")
+}

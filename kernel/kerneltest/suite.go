@@ -140,6 +140,7 @@ func Run(t *testing.T, h Harness) {
 		{"RunStartedAtEveryClaim", testRunStarted},
 		{"ExpiredLeaseCannotCommit", testExpiredLease},
 		{"RenewKeepsLease", testRenew},
+		{"RenewRecordsTheStep", testRenewStep},
 		{"FencedCommitIdempotent", testFencedIdempotent},
 		{"InputMidRunRequeues", testRequeueMidRun},
 		{"FailedAttemptsThenFail", testFailedAttempts},
@@ -527,6 +528,34 @@ func testRenew(t *testing.T, h Harness) {
 		t.Fatalf("commit after renewals: %v", err)
 	}
 	f.noClaim()
+}
+
+// A claim starts the run's step clock; a renewal records the attempt's
+// current step and when it began, and one with no step keeps it: a step
+// that does not change across renewals is a turn that makes no progress.
+func testRenewStep(t *testing.T, h Harness) {
+	f := newFixture(t, h, kernel.Config{})
+	f.session("s1")
+	f.input("s1", "", "hi")
+	a := f.claim("alpha")
+	run, err := f.k.Run(f.ctx, a.RunID)
+	if err != nil || run.Step != "start" || !run.StepStarted.Equal(f.clock.Now().UTC().Truncate(time.Microsecond)) {
+		t.Fatalf("after the claim: step %q since %v (%v)", run.Step, run.StepStarted, err)
+	}
+	f.clock.Advance(time.Second)
+	began := f.clock.Now().UTC().Truncate(time.Microsecond)
+	f.clock.Advance(ttl * 2 / 3)
+	if a, err = f.k.RenewStep(f.ctx, a, kernel.Step{Name: "tool:web_fetch", Started: began}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(ttl * 2 / 3)
+	if _, err = f.k.Renew(f.ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	run, err = f.k.Run(f.ctx, a.RunID)
+	if err != nil || run.Step != "tool:web_fetch" || !run.StepStarted.Equal(began) {
+		t.Fatalf("after the renewals: step %q since %v, want tool:web_fetch since %v (%v)", run.Step, run.StepStarted, began, err)
+	}
 }
 
 func testFencedIdempotent(t *testing.T, h Harness) {

@@ -37,7 +37,7 @@ WITH c AS (` + claimCandidateSQL + `
 	RETURNING seq, payload, idem_key
 ), r AS (
 	UPDATE runs SET state = 'running', attempts = go.attempt, owner = $2, epoch = s.epoch, lease_expires_at = $3,
-		read_watermark = s.last_seq, reason = go.why, updated_at = $1
+		read_watermark = s.last_seq, reason = go.why, updated_at = $1, step = 'start', step_started_at = $1
 	FROM go, s WHERE runs.id = go.id
 	RETURNING runs.id
 ), rn AS (
@@ -81,6 +81,7 @@ func (s *Store) ClaimStart(ctx context.Context, p store.ClaimStartParams) (store
 	ev.SessionID, ev.Kind, ev.CreatedAt = run.SessionID, gh.KindRunStarted, p.Now.UTC()
 	run.State, run.Owner, run.Epoch, run.Attempts = gh.RunRunning, p.Owner, sess.Epoch, run.Attempts+1
 	run.LeaseExpiresAt, run.ReadWatermark, run.Reason, run.Updated = p.LeaseExpiresAt, ev.Seq, why, p.Now
+	run.Step, run.StepStarted = "start", p.Now
 	out.Run = run
 	return out, nil
 }

@@ -26,7 +26,7 @@ WITH old AS (
 	RETURNING seq, payload, idem_key
 ), r AS (
 	UPDATE runs SET state = 'running', attempts = $6, owner = $7, epoch = s.epoch, lease_expires_at = $8,
-		read_watermark = s.last_seq, reason = $9, updated_at = $2
+		read_watermark = s.last_seq, reason = $9, updated_at = $2, step = 'start', step_started_at = $2
 	FROM s WHERE runs.id = $10
 	RETURNING runs.id
 )

@@ -271,17 +271,20 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	return res, nil
 }
 
-const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at, execution`
+const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at, execution, step, step_started_at`
 
 // scanRun scans runCols, then extra columns into extra.
 func scanRun(row pgx.Row, extra ...any) (gh.Run, error) {
 	var r gh.Run
-	var expires *time.Time
+	var expires, step *time.Time
 	var execution string
 	err := row.Scan(append([]any{&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark,
-		&r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated, &execution}, extra...)...)
+		&r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated, &execution, &r.Step, &step}, extra...)...)
 	if expires != nil {
 		r.LeaseExpiresAt = expires.UTC()
+	}
+	if step != nil {
+		r.StepStarted = step.UTC()
 	}
 	r.AvailableAt, r.Created, r.Updated = r.AvailableAt.UTC(), r.Created.UTC(), r.Updated.UTC()
 	r.Execution = store.DecodeExecution(execution)
@@ -312,11 +315,14 @@ var sessionRunSQL = `SELECT ` + qualify("s.", sessionCols) + `, ` + qualify("r."
 func (t *tx) LockSessionRun(ctx context.Context, sessionID string, runID int64) (gh.Session, gh.Run, error) {
 	var s gh.Session
 	var r gh.Run
-	var expires *time.Time
+	var expires, step *time.Time
 	var execution string
 	err := t.q.QueryRow(ctx, sessionRunSQL, sessionID, runID).Scan(
 		&s.ID, &s.Tenant, &s.Title, &s.LastSeq, &s.LastInputSeq, &s.ReadWatermark, &s.CompactionSeq, &s.Epoch, &s.Created, &s.Updated,
-		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated, &execution)
+		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated, &execution, &r.Step, &step)
+	if step != nil {
+		r.StepStarted = step.UTC()
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		// One of them is missing: the statements of their own say which.
 		sess, err := t.LockSession(ctx, sessionID)
@@ -401,11 +407,11 @@ func nullTime(t time.Time) *time.Time {
 }
 
 const updateRunSQL = `UPDATE runs SET state = $1, attempts = $2, owner = $3, epoch = $4, lease_expires_at = $5, read_watermark = $6,
-	cancel_requested = $7, reason = $8, available_at = $9, updated_at = $10, execution = $12 WHERE id = $11`
+	cancel_requested = $7, reason = $8, available_at = $9, updated_at = $10, execution = $12, step = $13, step_started_at = $14 WHERE id = $11`
 
 func updateRunArgs(r gh.Run) []any {
 	return []any{string(r.State), r.Attempts, r.Owner, r.Epoch, nullTime(r.LeaseExpiresAt), r.ReadWatermark, r.CancelRequested, r.Reason,
-		r.AvailableAt, r.Updated, r.ID, store.EncodeExecution(r.Execution)}
+		r.AvailableAt, r.Updated, r.ID, store.EncodeExecution(r.Execution), r.Step, nullTime(r.StepStarted)}
 }
 
 func (t *tx) UpdateRun(ctx context.Context, r gh.Run) error {

@@ -241,14 +241,15 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	return res, nil
 }
 
-const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at, execution`
+const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at, execution, step, step_started_at`
 
 func scanRun(row interface{ Scan(...any) error }) (gh.Run, error) {
 	var r gh.Run
-	var expires, avail, created, updated int64
+	var expires, avail, created, updated, step int64
 	var execution string
-	err := row.Scan(&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &created, &updated, &execution)
+	err := row.Scan(&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &created, &updated, &execution, &r.Step, &step)
 	r.LeaseExpiresAt, r.AvailableAt, r.Created, r.Updated = fromMicros(expires), fromMicros(avail), fromMicros(created), fromMicros(updated)
+	r.StepStarted = fromMicros(step)
 	r.Execution = store.DecodeExecution(execution)
 	return r, err
 }
@@ -310,11 +311,12 @@ var sessionRunSQL = `SELECT ` + qualify("s.", sessionCols) + `, ` + qualify("r."
 func (t *tx) LockSessionRun(ctx context.Context, sessionID string, runID int64) (gh.Session, gh.Run, error) {
 	var s gh.Session
 	var r gh.Run
-	var sc, su, expires, avail, rc, ru int64
+	var sc, su, expires, avail, rc, ru, step int64
 	var execution string
 	err := t.q.QueryRowContext(ctx, sessionRunSQL, runID, sessionID).Scan(
 		&s.ID, &s.Tenant, &s.Title, &s.LastSeq, &s.LastInputSeq, &s.ReadWatermark, &s.CompactionSeq, &s.Epoch, &sc, &su,
-		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &rc, &ru, &execution)
+		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &rc, &ru, &execution, &r.Step, &step)
+	r.StepStarted = fromMicros(step)
 	if errors.Is(err, sql.ErrNoRows) {
 		// One of them is missing: the statements of their own say which.
 		sess, err := t.LockSession(ctx, sessionID)
@@ -344,9 +346,9 @@ func qualify(prefix, cols string) string {
 
 func (t *tx) UpdateRun(ctx context.Context, r gh.Run) error {
 	_, err := t.q.ExecContext(ctx, `UPDATE runs SET state = ?, attempts = ?, owner = ?, epoch = ?, lease_expires_at = ?, read_watermark = ?,
-			cancel_requested = ?, reason = ?, available_at = ?, updated_at = ?, execution = ? WHERE id = ?`,
+			cancel_requested = ?, reason = ?, available_at = ?, updated_at = ?, execution = ?, step = ?, step_started_at = ? WHERE id = ?`,
 		string(r.State), r.Attempts, r.Owner, r.Epoch, micros(r.LeaseExpiresAt), r.ReadWatermark, r.CancelRequested, r.Reason,
-		micros(r.AvailableAt), micros(r.Updated), store.EncodeExecution(r.Execution), r.ID)
+		micros(r.AvailableAt), micros(r.Updated), store.EncodeExecution(r.Execution), r.Step, micros(r.StepStarted), r.ID)
 	return dbErr(err, "update run")
 }
 
