@@ -56,22 +56,12 @@ type Fence struct {
 	Owner string
 }
 
-// StartRunParams begins an attempt of a claimed run (Tx.StartRun): the
-// session's epoch is raised (fencing every earlier lease), the attempt's
-// run.started event is appended under the key KeyPrefix followed by the
-// new epoch, the session's read watermark moves to that event, and the
-// run becomes running under the new epoch with Run's Attempts, Owner,
-// Reason and LeaseExpiresAt.
-type StartRunParams struct {
-	Run       gh.Run
-	Payload   json.RawMessage
-	KeyPrefix string
-	Now       time.Time
-}
-
-// StartedRun is what StartRun did. Session has its new Epoch; its other
-// fields (LastSeq, LastInputSeq, ReadWatermark, CompactionSeq) are as they
-// were before the run.started event.
+// StartedRun is the start of a claimed run's attempt (ClaimStart): the
+// session's epoch raised (fencing every earlier lease), the attempt's
+// run.started appended under the key KeyPrefix followed by the new epoch,
+// the session's read watermark moved to it. Session has its new Epoch;
+// its other fields (LastSeq, LastInputSeq, ReadWatermark, CompactionSeq)
+// are as they were before the run.started event.
 type StartedRun struct {
 	Session gh.Session
 	Started gh.Event
@@ -125,40 +115,27 @@ func ClaimStartSteps(ctx context.Context, st Store, p ClaimStartParams) (ClaimSt
 		if err != nil {
 			return gh.Wrap(gh.CodeInternal, err, "encode run.started")
 		}
-		if out.StartedRun, err = tx.StartRun(ctx, StartRunParams{Run: run, Payload: payload, KeyPrefix: p.KeyPrefix, Now: p.Now}); err != nil {
+		sess, err := tx.BumpEpoch(ctx, run.SessionID, p.Now)
+		if err != nil {
 			return err
 		}
-		run.State, run.Epoch, run.ReadWatermark, run.Updated = gh.RunRunning, out.Session.Epoch, out.Started.Seq, p.Now
+		res, err := tx.Append(ctx, AppendParams{SessionID: run.SessionID, Kind: gh.KindRunStarted, Payload: payload,
+			Key: p.KeyPrefix + strconv.FormatInt(sess.Epoch, 10), Now: p.Now})
+		if err != nil {
+			return err
+		}
+		if err := tx.SetReadWatermark(ctx, run.SessionID, res.Event.Seq, p.Now); err != nil {
+			return err
+		}
+		run.State, run.Epoch, run.ReadWatermark, run.Updated = gh.RunRunning, sess.Epoch, res.Event.Seq, p.Now
 		run.Step, run.StepStarted = "start", p.Now
-		out.Run = run
+		if err := tx.UpdateRun(ctx, run); err != nil {
+			return err
+		}
+		out.Run, out.StartedRun = run, StartedRun{Session: sess, Started: res.Event}
 		return nil
 	})
 	return out, err
-}
-
-// StartRunSteps is StartRun as the Tx's single steps, for a backend
-// whose round trips cost nothing (SQLite, in process).
-func StartRunSteps(ctx context.Context, tx Tx, p StartRunParams) (StartedRun, error) {
-	sess, err := tx.BumpEpoch(ctx, p.Run.SessionID, p.Now)
-	if err != nil {
-		return StartedRun{}, err
-	}
-	res, err := tx.Append(ctx, AppendParams{SessionID: p.Run.SessionID, Kind: gh.KindRunStarted, Payload: p.Payload,
-		Key: p.KeyPrefix + strconv.FormatInt(sess.Epoch, 10), Now: p.Now})
-	if err != nil {
-		return StartedRun{}, err
-	}
-	last := max(sess.LastSeq, res.Event.Seq)
-	if err := tx.SetReadWatermark(ctx, p.Run.SessionID, last, p.Now); err != nil {
-		return StartedRun{}, err
-	}
-	r := p.Run
-	r.State, r.Epoch, r.ReadWatermark, r.Updated = gh.RunRunning, sess.Epoch, last, p.Now
-	r.Step, r.StepStarted = "start", p.Now
-	if err := tx.UpdateRun(ctx, r); err != nil {
-		return StartedRun{}, err
-	}
-	return StartedRun{Session: sess, Started: res.Event}, nil
 }
 
 // AppendResult says what Append did.
@@ -346,9 +323,6 @@ type Tx interface {
 	// each with its own result; on Postgres all in one round trip. An
 	// error is the transaction's.
 	AppendAll(ctx context.Context, ps []AppendParams) ([]AppendResult, error)
-	// StartRun begins an attempt of a run this transaction claimed (see
-	// StartRunParams), on Postgres in one statement.
-	StartRun(ctx context.Context, p StartRunParams) (StartedRun, error)
 	// SetReadWatermark raises the session's read watermark to seq (never
 	// lowers it).
 	SetReadWatermark(ctx context.Context, sessionID string, seq int64, now time.Time) error
@@ -384,8 +358,8 @@ type Store interface {
 	// idempotency key), fn is run again from scratch, so fn must only
 	// touch the database through tx.
 	InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
-	// ClaimStart is a claim whole: Tx.ClaimCandidate, then Tx.StartRun
-	// for the run it found, committed together (on Postgres one
+	// ClaimStart is a claim whole: Tx.ClaimCandidate, then the start of
+	// the run it found (StartedRun), committed together (on Postgres one
 	// statement, one round trip). A takeover of a run with no attempts
 	// left is found but not started (ClaimStarted.Exhausted): the caller
 	// ends that run.

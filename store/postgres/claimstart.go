@@ -8,13 +8,15 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/postgres/internal/pgrelay"
 )
 
 // claimStartSQL is store.Store.ClaimStart in one statement: the candidate
 // (claimCandidateSQL's, locked for the statement), and unless it is a
-// takeover with no attempts left, the StartRun of startRunSQL with its
-// run.started built here (gh.RunStarted's fields), relayed to other
-// replicas' streams as queueSQL relays an input. The CTEs all see the
+// takeover with no attempts left, its start (store.StartedRun) with its
+// run.started built here (gh.RunStarted's fields; the takeover reason is
+// store.TakeoverReason's), relayed to other replicas' streams as
+// queueSQL relays an input. The CTEs all see the
 // rows as they were before the statement; the locks make that the truth.
 var claimStartSQL = `
 WITH c AS (` + claimCandidateSQL + `
@@ -41,10 +43,7 @@ WITH c AS (` + claimCandidateSQL + `
 	FROM go, s WHERE runs.id = go.id
 	RETURNING runs.id
 ), rn AS (
-	SELECT pg_notify($5, CASE WHEN octet_length(j.full) < ` + relayMax + ` THEN j.full ELSE json_build_object('o', $6::text, 's', s.id)::text END)
-	FROM s, (SELECT json_build_object('o', $6::text, 's', s.id, 'e', json_build_array(json_build_object('sessionId', s.id, 'seq', e.seq,
-		'kind', 'run.started', 'payload', e.payload, 'key', e.idem_key, 'createdAt', $1::timestamptz)))::text AS full FROM s, e) j
-	WHERE EXISTS (SELECT 1 FROM stream_followers f WHERE f.session_id = s.id AND f.replica <> $6 AND f.expires_at > now())
+	` + pgrelay.NotifyOneSQL("$5", "$6::text", "s.id", "e.seq", "'run.started'", "e.payload", "e.idem_key", "$1::timestamptz", "s, e") + `
 )
 SELECT ` + qualify("c.", runCols) + `, c.more, go.id IS NOT NULL, (SELECT count(*) FROM r), (SELECT count(*) FROM rn),
 	COALESCE(s.tenant, ''), COALESCE(s.title, ''), COALESCE(old.last_seq, 0), COALESCE(old.last_input_seq, 0), COALESCE(old.read_watermark, 0),

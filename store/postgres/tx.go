@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -196,20 +195,12 @@ var queueSQL = `, a AS (
 	RETURNING id, (xmax = 0 OR EXISTS (SELECT 1 FROM a WHERE a.state = 'awaiting_approval')) AS woke
 ), n AS (
 	SELECT pg_notify($10, $12) FROM r WHERE r.woke
-), ev AS (
-	SELECT json_build_object('o', $12::text, 's', $1::text, 'e', json_build_array(json_build_object(
-		'sessionId', $1::text, 'seq', e.seq, 'kind', $3::text, 'payload', e.payload, 'key', $5::text, 'createdAt', $8::timestamptz)))::text AS full
-	FROM e
 ), rn AS (
-	SELECT pg_notify($13, CASE WHEN octet_length(ev.full) < ` + relayMax + ` THEN ev.full ELSE json_build_object('o', $12::text, 's', $1::text)::text END)
-	FROM ev WHERE EXISTS (SELECT 1 FROM stream_followers f WHERE f.session_id = $1 AND f.replica <> $12 AND f.expires_at > now())
+	` + pgrelay.NotifyOneSQL("$13", "$12::text", "$1::text", "e.seq", "$3::text", "e.payload", "$5::text", "$8::timestamptz", "e") + `
 )
 SELECT e.seq, e.payload, r.id, r.woke, (SELECT count(*) FROM n), (SELECT count(*) FROM rn),
 	CASE WHEN $11 THEN EXISTS (SELECT 1 FROM gates WHERE session_id = $1 AND state = 'pending') ELSE false END
 FROM e, r`
-
-// relayMax is pgrelay.MaxPayload for the SQL that builds its payload.
-var relayMax = strconv.Itoa(pgrelay.MaxPayload)
 
 func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
 	var key *string

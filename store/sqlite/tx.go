@@ -446,12 +446,6 @@ func (t *reader) RunCost(ctx context.Context, runID int64) (gh.Usage, float64, e
 	return u, cost, dbErr(err, "read run cost")
 }
 
-// StartRun implements store.Tx with the single steps: in process, a
-// statement costs no round trip.
-func (t *tx) StartRun(ctx context.Context, p store.StartRunParams) (store.StartedRun, error) {
-	return store.StartRunSteps(ctx, t, p)
-}
-
 // AppendAll implements store.Tx: one append after another, in process.
 func (t *tx) AppendAll(ctx context.Context, ps []store.AppendParams) ([]store.AppendResult, error) {
 	out := make([]store.AppendResult, 0, len(ps))

@@ -188,12 +188,6 @@ func (w *writeTx) UpdateMemoryJob(ctx context.Context, j store.MemoryJob) error 
 	return err
 }
 
-func (w *writeTx) StartRun(ctx context.Context, p store.StartRunParams) (store.StartedRun, error) {
-	out, err := w.Tx.StartRun(ctx, p)
-	w.mark(err)
-	return out, err
-}
-
 func (w *writeTx) AppendAll(ctx context.Context, ps []store.AppendParams) ([]store.AppendResult, error) {
 	out, err := w.Tx.AppendAll(ctx, ps)
 	w.mark(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -215,4 +216,19 @@ func (r *Relay) Lost() {
 	for _, s := range sessions {
 		h(s, nil, false)
 	}
+}
+
+// NotifyOneSQL is the body of a CTE that sends, from the statement that
+// appends one event, the notification Payload builds: the event when it
+// fits, else the session alone, and only when another replica follows the
+// session (as NotifySQL). Its arguments are SQL expressions: the events
+// channel, this replica's token, the session and the event's seq, kind,
+// payload (jsonb), key and time, over the relations in from.
+func NotifyOneSQL(channel, self, session, seq, kind, payload, key, at, from string) string {
+	return `SELECT pg_notify(` + channel + `, CASE WHEN octet_length(j.full) < ` + strconv.Itoa(MaxPayload) + ` THEN j.full
+		ELSE json_build_object('o', ` + self + `, 's', j.session)::text END)
+	FROM (SELECT ` + session + ` AS session, json_build_object('o', ` + self + `, 's', ` + session + `, 'e', json_build_array(json_build_object(
+		'sessionId', ` + session + `, 'seq', ` + seq + `, 'kind', ` + kind + `, 'payload', ` + payload + `, 'key', ` + key + `,
+		'createdAt', ` + at + `)))::text AS full FROM ` + from + `) j
+	WHERE EXISTS (SELECT 1 FROM stream_followers f WHERE f.session_id = j.session AND f.replica <> ` + self + ` AND f.expires_at > now())`
 }
