@@ -65,10 +65,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	if err != nil {
 		if first {
 			// Nothing else is in the transaction: roll it all back.
-			_ = g.tx.Rollback()
-			g.tx = nil
-			g.mu.Unlock()
-			return err
+			return g.fail(err)
 		}
 		if _, rerr := g.tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO member; RELEASE member"); rerr != nil {
 			// SQLite rolled the whole transaction back (a full disk, an

@@ -154,13 +154,15 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 		key = p.Key
 	}
 	if p.UnlessGatePending {
-		var pending bool
-		if err := t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM gates WHERE session_id = ? AND state = 'pending')`, p.SessionID).Scan(&pending); err != nil {
-			return store.AppendResult{}, dbErr(err, "check pending gates")
+		pending, err := t.gatePending(ctx, p.SessionID)
+		if err != nil {
+			return store.AppendResult{}, err
 		}
 		if pending {
-			if e, ok, err := t.EventByKey(ctx, p.SessionID, p.Key); p.Key != "" && (err != nil || ok) {
-				return store.AppendResult{Event: e, Existing: ok}, err
+			if p.Key != "" {
+				if e, ok, err := t.EventByKey(ctx, p.SessionID, p.Key); err != nil || ok {
+					return store.AppendResult{Event: e, Existing: ok}, err
+				}
 			}
 			return store.AppendResult{GatePending: true}, nil
 		}
@@ -234,11 +236,18 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 		t.Wake()
 	}
 	if p.CheckGates {
-		if err := t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM gates WHERE session_id = ? AND state = 'pending')`, p.SessionID).Scan(&res.GatePending); err != nil {
-			return store.AppendResult{}, dbErr(err, "check pending gates")
+		if res.GatePending, err = t.gatePending(ctx, p.SessionID); err != nil {
+			return store.AppendResult{}, err
 		}
 	}
 	return res, nil
+}
+
+// gatePending says whether the session has a gate still pending.
+func (t *tx) gatePending(ctx context.Context, sessionID string) (bool, error) {
+	var pending bool
+	err := t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM gates WHERE session_id = ? AND state = 'pending')`, sessionID).Scan(&pending)
+	return pending, dbErr(err, "check pending gates")
 }
 
 const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at, execution, step, step_started_at`
