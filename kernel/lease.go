@@ -63,7 +63,7 @@ func (k *Kernel) Claim(ctx context.Context, owner string) (gh.Lease, bool, error
 }
 
 // ClaimAfter is Claim; woken says a wake-up signalled work just now (a run
-// became claimable), so the claim goes straight to its transaction.
+// became claimable), so the claim goes straight to its write (Store.ClaimStart).
 // Otherwise — an idle worker polling, or one looking for more after a
 // claim — it asks the read side first, so waiting costs no write
 // transaction (on SQLite, no turn at the single writer).
