@@ -9,6 +9,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/sqlite/internal/sqlrow"
 )
 
 const gateCols = `id, session_id, run_id, tool_call_id, tool, arguments, args_hash, kind, question, options, state, decided_by, surface, reason, answer, decided_at, expires_at, created_at, logged`
@@ -78,7 +79,7 @@ func (t *writer) MarkGateCommitted(ctx context.Context, id string) error {
 }
 
 func (t *reader) gates(ctx context.Context, what, q string, args ...any) ([]gh.Gate, error) {
-	return queryAll(ctx, t.q, what, scanGate, q, args...)
+	return sqlrow.QueryAll(ctx, t.q, what, scanGate, q, args...)
 }
 
 func (t *reader) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {

@@ -10,6 +10,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/sqlite/internal/sqlrow"
 )
 
 // The gateway's rows (see store/gateway.go). SQLite's single writer
@@ -28,7 +29,7 @@ func scanReceive(row interface{ Scan(...any) error }) (store.ReceiveEntry, error
 }
 
 func (t *reader) receives(ctx context.Context, q string, args ...any) ([]store.ReceiveEntry, error) {
-	return queryAll(ctx, t.q, "list receive log", scanReceive, q, args...)
+	return sqlrow.QueryAll(ctx, t.q, "list receive log", scanReceive, q, args...)
 }
 
 func (t *reader) ReceiveByUpdate(ctx context.Context, platform, updateID string) (store.ReceiveEntry, bool, error) {
@@ -114,7 +115,7 @@ func (t *reader) AddressBySession(ctx context.Context, sessionID string) (store.
 }
 
 func (t *reader) AddressesBehind(ctx context.Context, limit int) ([]store.AddressEntry, error) {
-	return queryAll(ctx, t.q, "addresses behind", scanAddress, `SELECT `+strings.ReplaceAll("a."+addressCols, ", ", ", a.")+`
+	return sqlrow.QueryAll(ctx, t.q, "addresses behind", scanAddress, `SELECT `+strings.ReplaceAll("a."+addressCols, ", ", ", a.")+`
 		FROM chat_addresses a JOIN sessions s ON s.id = a.session_id WHERE s.last_seq > a.cursor ORDER BY s.updated_at LIMIT ?`, limit)
 }
 
@@ -164,7 +165,7 @@ func scanOutbox(row interface{ Scan(...any) error }) (store.OutboxEntry, error) 
 }
 
 func (t *reader) outbox(ctx context.Context, q string, args ...any) ([]store.OutboxEntry, error) {
-	return queryAll(ctx, t.q, "list outbox", scanOutbox, q, args...)
+	return sqlrow.QueryAll(ctx, t.q, "list outbox", scanOutbox, q, args...)
 }
 
 func (t *writer) EnqueueOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
@@ -239,7 +240,7 @@ func (t *writer) PutGateCard(ctx context.Context, c store.GateCard) error {
 }
 
 func (t *reader) GateCards(ctx context.Context, gateID string) ([]store.GateCard, error) {
-	return queryAll(ctx, t.q, "gate cards", func(r rowScanner) (store.GateCard, error) {
+	return sqlrow.QueryAll(ctx, t.q, "gate cards", func(r rowScanner) (store.GateCard, error) {
 		var c store.GateCard
 		var created int64
 		err := r.Scan(&c.GateID, &c.SessionID, &c.Platform, &c.ChatID, &c.ThreadID, &c.MessageID, &created)

@@ -8,6 +8,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/sqlite/internal/sqlrow"
 )
 
 // Grants (see store/grants.go).
@@ -48,7 +49,7 @@ func (t *reader) ListGrants(ctx context.Context, sessionID string, active bool, 
 	if active {
 		q, args = q+` AND revoked_at = 0 AND expires_at > ?`, append(args, micros(now))
 	}
-	return queryAll(ctx, t.q, "list grants", scanGrant, q+` ORDER BY created_at DESC, id LIMIT ?`, append(args, limit)...)
+	return sqlrow.QueryAll(ctx, t.q, "list grants", scanGrant, q+` ORDER BY created_at DESC, id LIMIT ?`, append(args, limit)...)
 }
 
 // InsertGrant takes two statements: a tx method, run by the Store in a

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/sqlite/internal/sqlrow"
 )
 
 // QueueStats implements store.MetricsReader, on the read pool: the runs
@@ -21,7 +22,7 @@ func (s *Store) QueueStats(ctx context.Context) (store.QueueStats, error) {
 	if oldest.Valid {
 		out.OldestAvailable = fromMicros(oldest.Int64)
 	}
-	out.Outbox, err = queryAll(ctx, s.r, "queue stats: outbox", func(r rowScanner) (q store.OutboxQueue, err error) {
+	out.Outbox, err = sqlrow.QueryAll(ctx, s.r, "queue stats: outbox", func(r rowScanner) (q store.OutboxQueue, err error) {
 		var at int64
 		err = r.Scan(&q.Platform, &q.Open, &at)
 		q.Oldest = fromMicros(at)

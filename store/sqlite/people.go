@@ -9,6 +9,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/sqlite/internal/sqlrow"
 )
 
 // Pairing codes and the people let in (see store/people.go).
@@ -48,7 +49,7 @@ func (t *reader) CountPairingCodes(ctx context.Context, platform, userID string,
 }
 
 func (t *reader) PendingPairingCodes(ctx context.Context, now time.Time, limit int) ([]store.PairingCode, error) {
-	return queryAll(ctx, t.q, "pending pairing codes", scanPairing, `SELECT `+pairingCols+` FROM pairing_codes
+	return sqlrow.QueryAll(ctx, t.q, "pending pairing codes", scanPairing, `SELECT `+pairingCols+` FROM pairing_codes
 		WHERE state = 'pending' AND expires_at > ? ORDER BY created_at DESC, code LIMIT ?`, micros(now), limit)
 }
 
@@ -71,7 +72,7 @@ func (t *reader) GetPerson(ctx context.Context, platform, userID string) (store.
 }
 
 func (t *reader) ListPeople(ctx context.Context, limit int) ([]store.Person, error) {
-	return queryAll(ctx, t.q, "list people", scanPerson, `SELECT `+personCols+` FROM people ORDER BY approved_at DESC, platform, user_id LIMIT ?`, limit)
+	return sqlrow.QueryAll(ctx, t.q, "list people", scanPerson, `SELECT `+personCols+` FROM people ORDER BY approved_at DESC, platform, user_id LIMIT ?`, limit)
 }
 
 // InsertPairingCode takes two statements: a tx method, run by the Store

@@ -8,13 +8,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"time"
 
 	_ "modernc.org/sqlite" // driver "sqlite"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/migrations"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/sqlite/internal/sqlrow"
 )
 
 // Config configures the embedded store.
@@ -191,27 +191,9 @@ func (s *Store) Append(ctx context.Context, p store.AppendParams) (res store.App
 	return res, err
 }
 
-func micros(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
-func fromMicros(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(v).UTC()
-}
-
-func dbErr(err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	var ge *gh.Error
-	if errors.As(err, &ge) {
-		return err
-	}
-	return gh.Wrap(gh.CodeUnavailable, err, "sqlite: %s", what)
-}
+// The row helpers are sqlrow's, shared with the memory rows.
+var (
+	micros     = sqlrow.Micros
+	fromMicros = sqlrow.FromMicros
+	dbErr      = sqlrow.DBErr
+)

@@ -6,6 +6,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/sqlite/internal/sqlrow"
 )
 
 // Each stats read is bounded by an indexed time column (migration 00013,
@@ -36,7 +37,7 @@ func (s *Store) Stats(ctx context.Context, q store.StatsQuery) (store.Stats, err
 	}
 	args := []any{micros(q.Since), micros(q.Until), q.Step.Microseconds()}
 	counts := func(what, query string, dst *[]store.StatsCount) error {
-		rows, err := queryAll(ctx, s.r, what, func(r rowScanner) (c store.StatsCount, err error) {
+		rows, err := sqlrow.QueryAll(ctx, s.r, what, func(r rowScanner) (c store.StatsCount, err error) {
 			err = r.Scan(&c.Bucket, &c.Key, &c.Count)
 			return c, err
 		}, query, args...)
@@ -55,7 +56,7 @@ func (s *Store) Stats(ctx context.Context, q store.StatsQuery) (store.Stats, err
 	if err := counts("stats: gates decided", statsDecidedSQL, &out.GatesDecided); err != nil {
 		return out, err
 	}
-	spend, err := queryAll(ctx, s.r, "stats: spend", func(r rowScanner) (v store.StatsValue, err error) {
+	spend, err := sqlrow.QueryAll(ctx, s.r, "stats: spend", func(r rowScanner) (v store.StatsValue, err error) {
 		err = r.Scan(&v.Bucket, &v.Count, &v.Value)
 		return v, err
 	}, statsSpendSQL, args...)

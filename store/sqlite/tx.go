@@ -9,13 +9,10 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/sqlite/internal/sqlrow"
 )
 
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+type querier = sqlrow.Querier
 
 // reader runs the reads. The Store embeds one on the read pool, so its
 // methods are the Store's reads; a tx has one on its transaction.
@@ -52,27 +49,7 @@ var _ store.Tx = (*tx)(nil)
 
 func (t *tx) Wake() { t.wake = true }
 
-// rowScanner is a *sql.Row or *sql.Rows.
-type rowScanner = interface{ Scan(...any) error }
-
-// queryAll runs a query and scans every row with scan; what names the
-// read in errors.
-func queryAll[T any](ctx context.Context, q querier, what string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, dbErr(err, what)
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, dbErr(err, what)
-		}
-		out = append(out, v)
-	}
-	return out, dbErr(rows.Err(), what)
-}
+type rowScanner = sqlrow.Scanner
 
 const sessionCols = `id, tenant, title, last_seq, last_input_seq, read_watermark, compaction_seq, epoch, created_at, updated_at`
 
@@ -93,7 +70,7 @@ func (t *reader) GetSession(ctx context.Context, id string) (gh.Session, error) 
 }
 
 func (t *reader) ListSessions(ctx context.Context, tenant string, limit int) ([]gh.Session, error) {
-	return queryAll(ctx, t.q, "list sessions", scanSession, `SELECT `+sessionCols+` FROM sessions WHERE tenant = ? ORDER BY updated_at DESC, id LIMIT ?`, tenant, limit)
+	return sqlrow.QueryAll(ctx, t.q, "list sessions", scanSession, `SELECT `+sessionCols+` FROM sessions WHERE tenant = ? ORDER BY updated_at DESC, id LIMIT ?`, tenant, limit)
 }
 
 func (t *tx) CreateSession(ctx context.Context, s gh.Session) (gh.Session, bool, error) {

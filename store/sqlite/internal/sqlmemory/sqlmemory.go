@@ -10,67 +10,23 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
+	"github.com/gatehouse/gatehouse/store/sqlite/internal/sqlrow"
 )
 
 // Memory rows. Sets of ids and terms travel as one JSON array parameter
 // read with json_each, so every statement has a fixed text.
 
-// Querier is what the store runs statements on: a *sql.DB, *sql.Conn or
-// *sql.Tx.
-type Querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+// Querier is what the store runs statements on (sqlrow's, with its row
+// helpers: the store's own codes, messages and times).
+type Querier = sqlrow.Querier
 
-// dbErr, micros and fromMicros are the store's own: the same codes and
-// messages, and times as Unix microseconds with 0 for none.
-func dbErr(err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	var ge *gh.Error
-	if errors.As(err, &ge) {
-		return err
-	}
-	return gh.Wrap(gh.CodeUnavailable, err, "sqlite: %s", what)
-}
+type rowScanner = sqlrow.Scanner
 
-func micros(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
-func fromMicros(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(v).UTC()
-}
-
-// rowScanner is a *sql.Row or *sql.Rows.
-type rowScanner = interface{ Scan(...any) error }
-
-// queryAll runs a query and scans every row with scan; what names the
-// read in errors.
-func queryAll[T any](ctx context.Context, q Querier, what string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, dbErr(err, what)
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, dbErr(err, what)
-		}
-		out = append(out, v)
-	}
-	return out, dbErr(rows.Err(), what)
-}
+var (
+	dbErr      = sqlrow.DBErr
+	micros     = sqlrow.Micros
+	fromMicros = sqlrow.FromMicros
+)
 
 const factCols = `id, user_key, subject, kind, text, value, source_session_id, source_seq, observed_at, created_at, deleted_at`
 
@@ -85,7 +41,7 @@ func scanFact(row rowScanner, extra ...any) (store.MemoryFact, error) {
 }
 
 func facts(ctx context.Context, q Querier, what, query string, args ...any) ([]store.MemoryFact, error) {
-	return queryAll(ctx, q, what, func(r rowScanner) (store.MemoryFact, error) { return scanFact(r) }, query, args...)
+	return sqlrow.QueryAll(ctx, q, what, func(r rowScanner) (store.MemoryFact, error) { return scanFact(r) }, query, args...)
 }
 
 func jsonArray[T any](v []T) string {
@@ -204,7 +160,7 @@ func Postings(ctx context.Context, q Querier, userKey string, terms, also []stri
 		SELECT t.term, t.fact_id, t.tf, t.length FROM (SELECT DISTINCT fact_id FROM ess) c
 			CROSS JOIN memory_terms t ON t.user_key = ?1 AND t.term IN (SELECT value FROM json_each(?3)) AND t.fact_id = c.fact_id`
 	}
-	return queryAll(ctx, q, "read memory postings", func(r rowScanner) (store.MemoryPosting, error) {
+	return sqlrow.QueryAll(ctx, q, "read memory postings", func(r rowScanner) (store.MemoryPosting, error) {
 		var p store.MemoryPosting
 		err := r.Scan(&p.Term, &p.FactID, &p.TF, &p.Length)
 		return p, err
@@ -213,7 +169,7 @@ func Postings(ctx context.Context, q Querier, userKey string, terms, also []stri
 
 // Vectors is store.Reader's MemoryVectors.
 func Vectors(ctx context.Context, q Querier, userKey, model string) ([]store.MemoryVector, error) {
-	return queryAll(ctx, q, "read memory vectors", func(r rowScanner) (store.MemoryVector, error) {
+	return sqlrow.QueryAll(ctx, q, "read memory vectors", func(r rowScanner) (store.MemoryVector, error) {
 		v := store.MemoryVector{Model: model}
 		err := r.Scan(&v.FactID, &v.Text, &v.Vector)
 		return v, err
@@ -391,7 +347,7 @@ func ListJobs(ctx context.Context, q Querier, userKey, state string, limit int) 
 	if limit <= 0 {
 		limit = -1
 	}
-	return queryAll(ctx, q, "list memory jobs", scanJob, `SELECT `+jobCols+` FROM memory_jobs WHERE (?1 = '' OR user_key = ?1) AND (?2 = '' OR state = ?2)
+	return sqlrow.QueryAll(ctx, q, "list memory jobs", scanJob, `SELECT `+jobCols+` FROM memory_jobs WHERE (?1 = '' OR user_key = ?1) AND (?2 = '' OR state = ?2)
 		ORDER BY id LIMIT ?3`, userKey, state, limit)
 }
 
@@ -430,7 +386,7 @@ func ClaimBatch(ctx context.Context, q Querier, c store.MemoryBatchClaim) ([]sto
 	if err != nil {
 		return nil, dbErr(err, "claim memory batch")
 	}
-	return queryAll(ctx, q, "claim memory batch", scanJob, `SELECT `+jobCols+` FROM memory_jobs
+	return sqlrow.QueryAll(ctx, q, "claim memory batch", scanJob, `SELECT `+jobCols+` FROM memory_jobs
 		WHERE user_key = ?1 AND session_id = ?2 AND state IN ('queued', 'running') AND available_at <= ?3
 		ORDER BY id LIMIT ?4`, user, session, micros(c.Now), limit)
 }
@@ -440,7 +396,7 @@ func LockJobs(ctx context.Context, q Querier, ids []int64) ([]store.MemoryJob, e
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return queryAll(ctx, q, "lock memory jobs", scanJob, `SELECT `+jobCols+` FROM memory_jobs
+	return sqlrow.QueryAll(ctx, q, "lock memory jobs", scanJob, `SELECT `+jobCols+` FROM memory_jobs
 		WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`, jsonArray(ids))
 }
 
