@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/gatehouse/gatehouse/cmd/gatehouse/internal/config"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,15 +20,15 @@ import (
 
 // withEnviron makes loadConfig see the names of m as the environment.
 func withEnviron(t *testing.T, m map[string]string) func(string) string {
-	old := environ
-	environ = func() []string {
+	old := config.Environ
+	config.Environ = func() []string {
 		var out []string
 		for k, v := range m {
 			out = append(out, k+"="+v)
 		}
 		return out
 	}
-	t.Cleanup(func() { environ = old })
+	t.Cleanup(func() { config.Environ = old })
 	return env(m)
 }
 
@@ -37,7 +38,7 @@ func TestConfigApprovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := c.approvers()
+	a := c.ApproverRules()
 	if !a.Default.Allowed || a.For("shell_exec").Allowed != true || a.For("email_send").Allowed ||
 		len(a.For("email_send").Users) != 2 || a.For("email_send").Users[1] != (people.Approver{Platform: "slack", UserID: "U012"}) {
 		t.Fatalf("approvers from the environment: %+v", a)
@@ -52,13 +53,13 @@ func TestConfigApprovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a = c.approvers()
+	a = c.ApproverRules()
 	if len(a.Default.Users) != 2 || a.For("email_send").Users[0].UserID != "3" || a.For("SHELL-EXEC").Users[0] != (people.Approver{Platform: "discord", UserID: "4"}) {
 		t.Fatalf("approvers from the file: %+v", a)
 	}
 	os.WriteFile(file, []byte("approvers: telegram:9\n"), 0o644)
-	if c, err = loadConfig(file, withEnviron(t, nil)); err != nil || c.approvers().Default.Users[0].UserID != "9" {
-		t.Fatalf("one list in the file: %+v %v", c.approvers(), err)
+	if c, err = loadConfig(file, withEnviron(t, nil)); err != nil || c.ApproverRules().Default.Users[0].UserID != "9" {
+		t.Fatalf("one list in the file: %+v %v", c.ApproverRules(), err)
 	}
 	for name, value := range map[string]string{
 		"GATEHOUSE_APPROVERS":            "telegram",

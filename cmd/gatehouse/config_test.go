@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/gatehouse/gatehouse/cmd/gatehouse/internal/config"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,19 +60,19 @@ func TestConfigurationDocListsEverySetting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range settings {
-		def := s.def
+	for _, s := range config.Settings() {
+		def := s.Default
 		if def == "" {
 			def = "(empty)"
 		}
 		row := ""
 		for _, line := range strings.Split(string(doc), "\n") {
-			if strings.HasPrefix(line, "| `"+s.env+"`") {
+			if strings.HasPrefix(line, "| `"+s.Env+"`") {
 				row = line
 			}
 		}
 		if !strings.Contains(row, "| "+def+" |") {
-			t.Errorf("docs/configuration.md does not document %s (default %s)", s.env, def)
+			t.Errorf("docs/configuration.md does not document %s (default %s)", s.Env, def)
 		}
 	}
 }

@@ -10,62 +10,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/adapters/discord"
-	"github.com/gatehouse/gatehouse/adapters/slackchat"
-	"github.com/gatehouse/gatehouse/adapters/telegram"
+	"github.com/gatehouse/gatehouse/cmd/gatehouse/internal/config"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )
-
-// platforms are the chat platforms this binary offers, in the order of
-// their settings in --help. A new platform is its adapter package and one
-// row here.
-var platforms = []chat.Platform{
-	telegram.Platform,
-	discord.Platform,
-	slackchat.Platform,
-}
-
-// platformSettings are the settings rows of every platform; their values
-// land in Config.Platform under their environment names.
-func platformSettings() []setting {
-	var out []setting
-	for _, p := range platforms {
-		for _, s := range p.Settings {
-			env := s.Env
-			out = append(out, setting{env: env, key: s.Key, def: s.Default, help: s.Help, set: func(c *Config, v string) error {
-				if c.Platform == nil {
-					c.Platform = map[string]string{}
-				}
-				c.Platform[env] = v
-				return nil
-			}})
-		}
-	}
-	return out
-}
-
-// platformSecrets are the values of the platform settings marked secret,
-// and their secret parts.
-func (c Config) platformSecrets() []string {
-	var out []string
-	for _, p := range platforms {
-		for _, s := range p.Settings {
-			if !s.Secret {
-				continue
-			}
-			v := c.Platform[s.Env]
-			out = append(out, v)
-			if s.SecretParts != nil {
-				out = append(out, s.SecretParts(v)...)
-			}
-		}
-	}
-	return out
-}
 
 // newGateway builds the chat gateway with an adapter for every platform
 // whose token is set; nil when there is none.
@@ -76,7 +27,7 @@ func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Ser
 	}
 	allowed := map[string][]string{}
 	allowedSetting := map[string]string{}
-	for _, p := range platforms {
+	for _, p := range config.Platforms {
 		allowed[p.Name] = splitList(cfg.Platform[p.Allowed])
 		allowedSetting[p.Name] = p.Allowed
 	}
@@ -86,7 +37,7 @@ func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Ser
 				"platform", a.Platform(), "set", allowedSetting[a.Platform()])
 		}
 	}
-	approvalChat, err := parseApprovalChat(cfg.ApprovalChat)
+	approvalChat, err := config.ParseApprovalChat(cfg.ApprovalChat)
 	if err != nil {
 		return nil, fmt.Errorf("GATEHOUSE_APPROVAL_CHAT: %w", err)
 	}
@@ -94,7 +45,7 @@ func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Ser
 		return nil, fmt.Errorf("GATEHOUSE_APPROVAL_CHAT names %s, which is not configured (set its token)", approvalChat.Platform)
 	}
 	return gateway.New(gateway.Config{Kernel: k, Store: st, Gates: gateSvc, Adapters: adapters, Allowed: allowed, Pairing: cfg.Pairing, FloodLimit: cfg.FloodLimit, PublicURL: cfg.PublicURL,
-		Approvers: cfg.approvers(), ApprovalChat: approvalChat,
+		Approvers: cfg.ApproverRules(), ApprovalChat: approvalChat,
 		MidTurn: gh.Delivery(cfg.MidTurn), LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, Logger: log, Metrics: reg}), nil
 }
 
@@ -111,7 +62,7 @@ func splitList(v string) []string {
 // newAdapters builds an adapter for each platform whose token is set.
 func newAdapters(cfg Config, log *slog.Logger) ([]chat.Adapter, error) {
 	var out []chat.Adapter
-	for _, p := range platforms {
+	for _, p := range config.Platforms {
 		a, err := p.New(cfg.Platform, log)
 		if errors.Is(err, chat.ErrNotConfigured) {
 			continue
@@ -122,20 +73,4 @@ func newAdapters(cfg Config, log *slog.Logger) ([]chat.Adapter, error) {
 		out = append(out, a)
 	}
 	return out, nil
-}
-
-// noPlatformHint tells the admin how to turn a platform on, naming the
-// token setting of each platform this binary offers.
-func noPlatformHint() string {
-	var names []string
-	for _, p := range platforms {
-		names = append(names, p.Token)
-	}
-	switch len(names) {
-	case 0:
-		return "No chat platform is configured."
-	case 1:
-		return "No chat platform is configured: set " + names[0] + "."
-	}
-	return "No chat platform is configured: set " + strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1] + "."
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/gatehouse/gatehouse/cmd/gatehouse/internal/config"
 	"strings"
 	"testing"
 
@@ -42,7 +43,7 @@ func TestAdaptersStartWithTheirToken(t *testing.T) {
 // value alone makes newAdapters try to start it.
 func TestNoPlatformHintNamesEachPlatformsToken(t *testing.T) {
 	hint := noPlatformHint()
-	for _, p := range platforms {
+	for _, p := range config.Platforms {
 		if p.Token == "" || !strings.Contains(hint, p.Token) {
 			t.Errorf("%s: token %q missing from the hint %q", p.Name, p.Token, hint)
 		}

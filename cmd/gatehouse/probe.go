@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gatehouse/gatehouse/cmd/gatehouse/internal/config"
 	"io"
 	"net"
 	"net/http"
@@ -118,9 +119,9 @@ func probeOnce(ctx context.Context, target string, timeout time.Duration) (strin
 func defaultProbeURL(getenv func(string) string) (string, error) {
 	addr := getenv("GATEHOUSE_ADDR")
 	if addr == "" {
-		for _, s := range settings {
-			if s.env == "GATEHOUSE_ADDR" {
-				addr = s.def
+		for _, s := range config.Settings() {
+			if s.Env == "GATEHOUSE_ADDR" {
+				addr = s.Default
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gatehouse/gatehouse/cmd/gatehouse/internal/config"
 	"net"
 	"net/http"
 	"os"
@@ -204,9 +205,9 @@ func TestServeHelpListsSettings(t *testing.T) {
 	if code := run([]string{"serve", "--help"}, &out, &out, env(nil)); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, s := range settings {
-		if !strings.Contains(out.String(), s.env) {
-			t.Errorf("--help lacks %s", s.env)
+	for _, s := range config.Settings() {
+		if !strings.Contains(out.String(), s.Env) {
+			t.Errorf("--help lacks %s", s.Env)
 		}
 	}
 }

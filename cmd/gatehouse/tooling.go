@@ -59,7 +59,7 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		reg.Register(t)
 	}
 	closeMCP := func() {}
-	secrets := cfg.secrets()
+	secrets := cfg.Secrets()
 	if cfg.MCPConfig != "" {
 		raw, err := os.ReadFile(cfg.MCPConfig)
 		if err != nil {
@@ -152,19 +152,6 @@ func newGates(cfg Config, st store.Store, k *kernel.Kernel, log *slog.Logger) (*
 		reg = redisgates.New(rdb, st, redisgates.Config{})
 	}
 	return gates.NewService(gates.Config{Registry: reg, Kernel: k, Store: st, Logger: log}), rdb, nil
-}
-
-// secrets are the values tool output must never carry: every token, key
-// and password the gateway holds, including those inside URLs.
-func (c Config) secrets() []string {
-	out := []string{
-		c.APIToken, c.OpenAIAPIKey, c.AnthropicAPIKey, c.EmbeddingsAPIKey,
-	}
-	out = append(out, c.platformSecrets()...)
-	for _, u := range []string{c.DatabaseURL, c.RedisURL, c.SMTPURL, c.OpenAIBaseURL, c.AnthropicBaseURL, c.EmbeddingsURL} {
-		out = append(out, toolworker.SecretsOfURL(u)...)
-	}
-	return out
 }
 
 // credentialName matches the names of environment entries that hold

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -22,13 +22,13 @@ const approversPrefix = "GATEHOUSE_APPROVERS_"
 // the list for every tool.
 const approversDefaultKey = "default"
 
-// environ lists the environment as NAME=value; the per-tool approver
+// Environ lists the environment as NAME=value; the per-tool approver
 // lists are found in it (their values are then read with getenv).
-var environ = os.Environ
+var Environ = os.Environ
 
-func platformNames() []string {
-	names := make([]string, len(platforms))
-	for i, p := range platforms {
+func PlatformNames() []string {
+	names := make([]string, len(Platforms))
+	for i, p := range Platforms {
 		names[i] = p.Name
 	}
 	return names
@@ -37,7 +37,7 @@ func platformNames() []string {
 // setApprovers checks an approver list (see people.ParseApprovers) and
 // stores it for tool ("" for every tool).
 func setApprovers(c *Config, tool, v string) error {
-	if _, err := people.ParseApprovers(v, platformNames()...); err != nil {
+	if _, err := people.ParseApprovers(v, PlatformNames()...); err != nil {
 		return err
 	}
 	if tool == "" {
@@ -102,7 +102,7 @@ func approversFromFile(c *Config, v any) error {
 // toolApproversFromEnv reads every GATEHOUSE_APPROVERS_<TOOL> set.
 func toolApproversFromEnv(c *Config, getenv func(string) string) error {
 	var names []string
-	for _, kv := range environ() {
+	for _, kv := range Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, approversPrefix) && len(name) > len(approversPrefix) {
 			names = append(names, name)
@@ -121,8 +121,8 @@ func toolApproversFromEnv(c *Config, getenv func(string) string) error {
 	return nil
 }
 
-// approvers is the gateway's approver rules.
-func (c Config) approvers() people.Approvers {
+// ApproverRules are the gateway's approver rules.
+func (c Config) ApproverRules() people.Approvers {
 	var a people.Approvers
 	a.Default, _ = people.ParseApprovers(c.Approvers)
 	for tool, v := range c.ToolApprovers {
@@ -134,8 +134,8 @@ func (c Config) approvers() people.Approvers {
 	return a
 }
 
-// parseApprovalChat reads GATEHOUSE_APPROVAL_CHAT, platform:chat id.
-func parseApprovalChat(v string) (gh.Address, error) {
+// ParseApprovalChat reads GATEHOUSE_APPROVAL_CHAT, platform:chat id.
+func ParseApprovalChat(v string) (gh.Address, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return gh.Address{}, nil
@@ -146,11 +146,11 @@ func parseApprovalChat(v string) (gh.Address, error) {
 		return gh.Address{}, fmt.Errorf("want platform:chat id (slack:C0123, telegram:-1001234567890), got %q", v)
 	}
 	known := false
-	for _, p := range platforms {
+	for _, p := range Platforms {
 		known = known || p.Name == platform
 	}
 	if !known {
-		return gh.Address{}, fmt.Errorf("%q: unknown platform %q (want one of %s)", v, platform, strings.Join(platformNames(), ", "))
+		return gh.Address{}, fmt.Errorf("%q: unknown platform %q (want one of %s)", v, platform, strings.Join(PlatformNames(), ", "))
 	}
 	return gh.Address{Platform: platform, ChatID: chat}, nil
 }
