@@ -25,6 +25,16 @@ const (
 const (
 	GateKindApproval = "approval"
 	GateKindClarify  = "clarify"
+	// GateKindIncident is a stuck turn's card (package incidents): its
+	// options are IncidentClose and IncidentDiagnose, its decision never
+	// resumes the run, and no run waits for it.
+	GateKindIncident = "incident"
+)
+
+// The options of an incident's card.
+const (
+	IncidentClose    = "Close"
+	IncidentDiagnose = "Diagnose"
 )
 
 // Gate is a tool call waiting for a person.

@@ -161,6 +161,10 @@ func title(tool string) string {
 // it has.
 func render(o gh.GateOpened, fields []gh.CardField, cut int, notice string) string {
 	var b strings.Builder
+	if o.Kind == gh.GateKindIncident {
+		fmt.Fprintf(&b, "🚨 %s", Visible(strings.TrimSpace(o.Question)))
+		return b.String()
+	}
 	if o.Kind == gh.GateKindClarify {
 		fmt.Fprintf(&b, "❓ %s", Visible(strings.TrimSpace(o.Question)))
 		if o.Tool != "" {
@@ -258,6 +262,27 @@ func DecisionLine(state gh.GateState, by, surface, answer, reason string) string
 		return "⌛ Expired: nobody decided in time, so it did not run."
 	}
 	return "⏳ Waiting for a decision."
+}
+
+// Outcome is the outcome line of decided gate g: DecisionLine, or for
+// an incident's card what was done about the stuck turn.
+func Outcome(g gh.Gate) string {
+	if g.Kind != gh.GateKindIncident {
+		return DecisionLine(g.State, g.DecidedBy, g.Surface, g.Answer, g.Reason)
+	}
+	who := Visible(g.DecidedBy)
+	if s := Visible(g.Surface); s != "" && s != who {
+		who += " (" + s + ")"
+	}
+	switch {
+	case g.State == gh.GateAnswered && g.Answer == gh.IncidentClose:
+		return "🛑 Closed by " + who
+	case g.State == gh.GateAnswered:
+		return "🔎 Diagnosis asked for by " + who
+	case g.State == gh.GateExpired && strings.TrimSpace(g.Reason) != "" && g.Reason != "timeout":
+		return "✔ Resolved: " + Visible(Clip(g.Reason, MaxReasonShown)) + "."
+	}
+	return "⌛ Nobody pressed in time; the turn was left as it is."
 }
 
 // Fit formats body and tail with format as one message of at most max

@@ -45,7 +45,11 @@ func ReceiptID(sessionID, toolCallID string) string {
 	return "rcpt_" + hex.EncodeToString(h[:12])
 }
 
-func key(toolCallID string, s State) string { return "receipt:" + toolCallID + ":" + string(s) }
+// Key is the idempotency key of a call's receipt in state s: one of each
+// per call, whoever commits it.
+func Key(toolCallID string, s State) string { return "receipt:" + toolCallID + ":" + string(s) }
+
+func key(toolCallID string, s State) string { return Key(toolCallID, s) }
 
 // Lookup returns how far the call's effect got. Receipts commit only under
 // a lease, so the attempt's view of the log (kernel.View) answers without

@@ -110,7 +110,8 @@ func ValidateDecision(g gh.Gate, d gh.Decision, now time.Time) error {
 	if err := checkText("decision answer", d.Answer, MaxAnswerLen, false); err != nil {
 		return err
 	}
-	clarify := g.Kind == gh.GateKindClarify
+	// A question and an incident are answered with one of their options.
+	clarify := g.Kind == gh.GateKindClarify || g.Kind == gh.GateKindIncident
 	switch d.State {
 	case gh.GateApproved, gh.GateDenied:
 		if clarify {

@@ -28,6 +28,11 @@ type Config struct {
 	// SweepBatch is how many gates one sweep query returns; a full batch
 	// is followed at once by another. Defaults to 100.
 	SweepBatch int
+	// Incidents logs the decisions of incident gates (package
+	// incidents), which must not resume their run the way gate.decided
+	// does: it is called instead of the edge commit. Defaults to nil:
+	// incident gates are logged like any other.
+	Incidents IncidentLog
 	// Logger receives sweeper failures. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock that decides which gates are due. Defaults to
@@ -291,6 +296,18 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 			out = cur
 			return nil
 		}
+		if cur.Kind == gh.GateKindIncident && s.cfg.Incidents != nil {
+			// Logged, and acted on, with the decision: nothing is queued.
+			cs, err := s.cfg.Incidents.CommitDecisionTx(ctx, tx, cur)
+			if err != nil {
+				return err
+			}
+			if err := tx.MarkGateCommitted(ctx, cur.ID); err != nil {
+				return err
+			}
+			cur.Committed, out, wrote = true, cur, cs
+			return nil
+		}
 		payload, err := json.Marshal(gh.GateDecided{
 			GateID: cur.ID, ToolCallID: cur.ToolCallID, Tool: cur.Tool, Decision: cur.State,
 			By: cur.DecidedBy, Surface: cur.Surface, Reason: cur.Reason, Answer: cur.Answer,
@@ -322,7 +339,23 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 		// With the event: a stream in this process sends it unread.
 		s.cfg.Kernel.Publish(out.SessionID, wrote)
 	}
+	if out.Kind == gh.GateKindIncident && s.cfg.Incidents != nil && wrote != nil {
+		s.cfg.Incidents.Decided(ctx, out)
+	}
 	return out, nil
+}
+
+// IncidentLog logs an incident gate's decision and carries it out
+// (Config.Incidents; package incidents implements it).
+type IncidentLog interface {
+	// CommitDecisionTx commits gate.decided for g, decided in tx, and
+	// what the decision does there (Close ends the run); what it
+	// committed is published after the commit.
+	CommitDecisionTx(ctx context.Context, tx store.Tx, g gh.Gate) ([]kernel.Committed, error)
+	// Decided is told, after the commit, of a decision this process
+	// logged: what runs outside the transaction (a diagnosis) starts
+	// here.
+	Decided(ctx context.Context, g gh.Gate)
 }
 
 // markCommitted tells a registry that keeps its own copy that g is logged.

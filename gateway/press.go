@@ -86,7 +86,7 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (chat.PressResult, erro
 		d.State, d.Answer = gh.GateApproved, gh.ScopeChat
 	case p.Choice == chat.ChoiceDeny:
 		d.State, d.Reason = gh.GateDenied, clip(strings.TrimSpace(p.Reason), chat.MaxReason)
-	case p.Choice == chat.ChoiceDenyReason && gate.Kind == gh.GateKindClarify:
+	case p.Choice == chat.ChoiceDenyReason && gate.Kind != gh.GateKindApproval:
 		return chat.PressResult{Text: "That choice is not on this card."}, nil
 	case p.Choice == chat.ChoiceDenyReason && gate.State == gh.GatePending:
 		return chat.PressResult{Gate: gate, AskReason: true, Text: "Why deny it? The reason is shown on the card and given to the agent."}, nil
@@ -124,6 +124,10 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (chat.PressResult, erro
 		res.Text = "Approved."
 	case won && gate.State == gh.GateDenied:
 		res.Text = "Denied."
+	case won && gate.Kind == gh.GateKindIncident && gate.Answer == gh.IncidentClose:
+		res.Text = "Closing the stuck turn."
+	case won && gate.Kind == gh.GateKindIncident:
+		res.Text = "Asking the agent to diagnose it."
 	case won:
 		res.Text = "Answered: " + gate.Answer
 	default:
@@ -137,7 +141,7 @@ func decidedText(gate gh.Gate) string {
 	if gate.State == gh.GateExpired {
 		return "This approval expired: the call did not run."
 	}
-	return "Already decided. " + cards.DecisionLine(gate.State, gate.DecidedBy, gate.Surface, gate.Answer, gate.Reason) + "."
+	return "Already decided. " + cards.Outcome(gate) + "."
 }
 
 // hears reports whether a press or a command of the user counts at all:

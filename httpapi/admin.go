@@ -27,6 +27,9 @@ func (s *Server) adapters(w http.ResponseWriter, r *http.Request) { s.admin().Ad
 // outbox is GET /v1/outbox: adminapi.API.Outbox.
 func (s *Server) outbox(w http.ResponseWriter, r *http.Request) { s.admin().Outbox(w, r) }
 
+// incidents is GET /v1/incidents: adminapi.API.Incidents.
+func (s *Server) incidents(w http.ResponseWriter, r *http.Request) { s.admin().Incidents(w, r) }
+
 // adminStats is GET /v1/admin/stats: adminapi.API.Stats.
 func (s *Server) adminStats(w http.ResponseWriter, r *http.Request) { s.admin().Stats(w, r) }
 

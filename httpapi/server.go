@@ -303,6 +303,7 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		{"GET", "/v1/adapters", s.adapters},
 		{"GET", "/v1/outbox", s.outbox},
 		{"GET", "/v1/admin/stats", s.adminStats},
+		{"GET", "/v1/incidents", s.incidents},
 		{"GET", "/v1/people", s.listPeople},
 		{"POST", "/v1/people", s.letIn},
 		{"DELETE", "/v1/people/{platform}/{user}", s.revokePerson},

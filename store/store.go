@@ -161,6 +161,7 @@ type Reader interface {
 	GatewayReader
 	PeopleReader
 	GrantsReader
+	IncidentsReader
 	// GetSession returns the session or a CodeUnknownSession error.
 	GetSession(ctx context.Context, id string) (gh.Session, error)
 	// ListSessions returns sessions of tenant, newest first, at most limit.

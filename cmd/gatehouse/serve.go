@@ -14,9 +14,11 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/httpapi/web"
+	"github.com/gatehouse/gatehouse/incidents"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/metrics"
@@ -66,8 +68,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	// /metrics's registry; om is nil with GATEHOUSE_METRICS=off. Incidents: the hook (metrics.Config.Incidents), none yet.
-	promReg, om := metrics.Registry(cfg.Metrics == "on", metrics.Config{Queue: st, Gates: st, Logger: log})
+	// /metrics's registry; om is nil with GATEHOUSE_METRICS=off.
+	promReg, om := metrics.Registry(cfg.Metrics == "on", metrics.Config{Queue: st, Gates: st, Logger: log,
+		Incidents: func(ctx context.Context) (int, error) { return incidents.OpenCount(ctx, st) }})
 	k := kernel.New(st, om.Kernel(kernelConfig(cfg)))
 
 	reg, err := newModels(cfg, om.Ledger(supervisor.Ledger(k, log)))
@@ -81,7 +84,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.Timezone != "" {
 		loc, _ = time.LoadLocation(cfg.Timezone)
 	}
-	gateSvc, rdb, err := newGates(cfg, st, k, log)
+	// Stuck turns' cards are gates of their own kind: the incidents
+	// service logs their decisions, and seeds the gates' registry.
+	var gateSvc *gates.Service
+	inc := incidents.New(incidents.Config{Kernel: k, Store: st, StuckAfter: cfg.StuckAfter, Diagnose: supervisor.Diagnoser(reg), Logger: log,
+		Opened: func(ctx context.Context, g gh.Gate) { gateSvc.Opened(ctx, g) }})
+	gateSvc, rdb, err := newGates(cfg, st, k, inc, log)
 	if err != nil {
 		return err
 	}
@@ -146,6 +154,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		group.add("memory jobs", memory.NewWorker(mem, supervisor.ModelExtractor(reg)))
 	}
 	group.add("gate sweeper", gateSvc)
+	group.add("incident sweeper", inc)
 	if gw != nil {
 		group.add("chat platforms", gw)
 	}

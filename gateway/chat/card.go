@@ -34,11 +34,11 @@ func cardFormat(a Adapter) func(string) string {
 func CardFor(a Adapter, o gh.GateOpened, gate *gh.Gate, publicURL string) Card {
 	maxText, format := a.Limits().MaxText, cardFormat(a)
 	if gate != nil && gate.State != gh.GatePending {
-		outcome := "\n\n" + cards.DecisionLine(gate.State, gate.DecidedBy, gate.Surface, gate.Answer, gate.Reason)
+		outcome := "\n\n" + cards.Outcome(*gate)
 		return Card{GateID: o.GateID, Text: cards.Text(o, outcome, maxText, format, publicURL)}
 	}
 	c := Card{GateID: o.GateID, Text: cards.Text(o, "", maxText, format, publicURL)}
-	if o.Kind == gh.GateKindClarify {
+	if o.Kind == gh.GateKindClarify || o.Kind == gh.GateKindIncident {
 		for i, opt := range o.Options {
 			c.Buttons = append(c.Buttons, Button{Label: cards.Clip(cards.Visible(opt), 60), Data: ButtonData(o.GateID, ChoiceOption+strconv.Itoa(i)), Style: "primary"})
 		}

@@ -29,6 +29,7 @@ type Rows interface {
 	ListReceive(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error)
 	ListOutbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error)
 	store.StatsReader
+	store.IncidentsReader
 }
 
 // Config configures the admin endpoints.

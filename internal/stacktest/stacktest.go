@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/httpapi"
+	"github.com/gatehouse/gatehouse/incidents"
 	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/memory"
@@ -44,6 +45,8 @@ type Env struct {
 	// Memory is set with EnvOptions.Memory.
 	Memory *memory.Memory
 	Gates  *gates.Service
+	// Incidents is set with EnvOptions.StuckAfter.
+	Incidents *incidents.Service
 	// Gateway, Adapter and Fake are nil without a factory (web/API only).
 	Gateway *gateway.Gateway
 	Adapter chat.Adapter
@@ -125,6 +128,13 @@ type EnvOptions struct {
 	// Metrics, when set, observes the kernel's commits and wraps the
 	// ledger hook, as serve does with GATEHOUSE_METRICS=on.
 	Metrics Metrics
+	// StuckAfter, when set, starts the incidents service (Env.Incidents)
+	// with that stuck interval, sweeping every 50 ms, its decisions
+	// logged by the gate service, diagnoses by the Env's model.
+	StuckAfter time.Duration
+	// LeaseTTL is the kernel's lease TTL (renewals, which record a run's
+	// step, come every third of it). Defaults to the kernel's 30s.
+	LeaseTTL time.Duration
 }
 
 // NewEnv starts an Env for the platform the factory makes, or with a nil
@@ -148,7 +158,7 @@ func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 		level = slog.LevelWarn
 	}
 	log := slog.New(slog.NewTextHandler(adaptertest.LogWriter(t), &slog.HandlerOptions{Level: level}))
-	kcfg := kernel.Config{RetryBackoff: time.Millisecond}
+	kcfg := kernel.Config{RetryBackoff: time.Millisecond, LeaseTTL: o.LeaseTTL}
 	if o.Metrics != nil {
 		kcfg.Observer = o.Metrics.Observe
 	}
@@ -161,7 +171,19 @@ func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 	if sweep <= 0 {
 		sweep = 50 * time.Millisecond
 	}
-	e.Gates = gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: e.Kernel, Store: st, Sweep: sweep, Logger: log})
+	var inc gates.IncidentLog
+	if o.StuckAfter > 0 {
+		e.Incidents = incidents.New(incidents.Config{Kernel: e.Kernel, Store: st, StuckAfter: o.StuckAfter, Sweep: 50 * time.Millisecond,
+			Diagnose: supervisor.Diagnoser(reg), Logger: log, Opened: func(ctx context.Context, g gh.Gate) { e.Gates.Opened(ctx, g) }})
+		inc = e.Incidents
+	}
+	e.Gates = gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: e.Kernel, Store: st, Sweep: sweep, Incidents: inc, Logger: log})
+	if e.Incidents != nil {
+		if err := e.Incidents.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Incidents.Stop(context.Background()) })
+	}
 	if err := e.Gates.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -195,9 +195,9 @@
     const parts = [];
     const head = document.createElement("p");
     head.dataset.testid = "card-title";
-    head.textContent = Cards.visible(g.kind === "clarify" ? (g.question || "A question about " + g.tool) : "Approve " + g.tool + "?");
+    head.textContent = Cards.visible(g.kind === "clarify" || g.kind === "incident" ? (g.question || "A question about " + g.tool) : "Approve " + g.tool + "?");
     parts.push(head);
-    if (g.kind !== "clarify") parts.push(Cards.render(Cards.fieldsOf(g.fields, g.arguments)));
+    if (g.kind === "approval") parts.push(Cards.render(Cards.fieldsOf(g.fields, g.arguments)));
     const state = document.createElement("p");
     state.dataset.testid = "card-state";
     if (g.state === "pending") {

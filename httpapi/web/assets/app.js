@@ -747,9 +747,12 @@
     li.dataset.testid = "gate-card";
     li.dataset.gateId = card.gateId || "";
     li.dataset.role = "system";
-    const title = card.kind === "clarify" ? (card.question || `A question about ${card.tool}`) : `Approve ${card.tool}?`;
+    // A question and a stuck turn's incident are answered with their options.
+    const asks = card.kind === "clarify" || card.kind === "incident";
+    const title = card.kind === "incident" ? `🚨 ${card.question || "This turn is stuck."}`
+      : card.kind === "clarify" ? (card.question || `A question about ${card.tool}`) : `Approve ${card.tool}?`;
     li.append(el("div", "gate-title", cards.visible(title)));
-    if (card.kind !== "clarify") {
+    if (!asks) {
       li.append(cards.render(cards.fieldsOf(card.fields, card.args)));
     }
     const d = card.decision;
@@ -780,7 +783,7 @@
         for (const b of row.querySelectorAll("button")) b.disabled = false;
       }
     };
-    if (card.kind === "clarify") {
+    if (asks) {
       for (const o of card.options) {
         const b = el("button", "gate-option", cards.visible(o));
         b.dataset.testid = "gate-option";

@@ -127,6 +127,10 @@ type Config struct {
 	MaxModelRequests int
 	// TurnTimeout bounds each running part of a turn. Defaults to 0: none.
 	TurnTimeout time.Duration
+	// StuckAfter is how long a running turn's step may stay the same
+	// before an incident card asks whether to close or diagnose it.
+	// Defaults to 10m.
+	StuckAfter time.Duration
 	// EmbeddingsURL, EmbeddingsModel and EmbeddingsAPIKey configure memory
 	// recall by meaning. Default to empty: lexical recall.
 	EmbeddingsURL, EmbeddingsModel, EmbeddingsAPIKey string
@@ -334,6 +338,7 @@ var settings = append([]Setting{
 		return nil
 	}},
 	{"GATEHOUSE_MAX_TURNS", "max_turns", "16", "model requests one attempt may make before it stops", integer(func(c *Config) *int { return &c.MaxModelRequests })},
+	{"GATEHOUSE_STUCK_AFTER", "stuck_after", "10m", "a running turn whose step (a model call, a tool) has not changed for this long gets an incident card: Close or Diagnose", duration(func(c *Config) *time.Duration { return &c.StuckAfter })},
 	{"GATEHOUSE_TURN_TIMEOUT", "turn_timeout", "0", "time limit of each running part of a turn (waiting for approval not counted); 0 is none", func(c *Config, v string) error {
 		if strings.TrimSpace(v) == "0" {
 			c.TurnTimeout = 0

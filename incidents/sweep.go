@@ -1,0 +1,177 @@
+package incidents
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// sweepBatch bounds the runs and cards one sweep looks at.
+const sweepBatch = 100
+
+// SweepOnce opens an incident for every run stuck now that has none, and
+// retires the cards whose run moved on. It carries on past a failure and
+// returns the first. Replicas may sweep at once: a card's key opens it
+// once, and its decision is a compare-and-set.
+func (s *Service) SweepOnce(ctx context.Context) error {
+	var first error
+	fail := func(msg string, err error, attrs ...any) {
+		if ctx.Err() != nil {
+			return
+		}
+		s.cfg.Logger.Warn(msg, append(attrs, "err", err)...)
+		if first == nil {
+			first = err
+		}
+	}
+	stuck, err := s.st.StuckRuns(ctx, s.now().Add(-s.cfg.StuckAfter), sweepBatch)
+	if err != nil {
+		fail("incidents: list stuck runs", err)
+	}
+	for _, r := range stuck {
+		// The first card of the run's epoch, once: later ones come from
+		// Diagnose presses.
+		if _, ok, err := s.st.EventByKey(ctx, r.SessionID, key(r.ID, r.Epoch, 1)); err != nil || ok {
+			if err != nil {
+				fail("incidents: look up an incident", err, "run", r.ID)
+			}
+			continue
+		}
+		if _, _, err := s.open(ctx, r, 1); err != nil {
+			fail("incidents: open an incident", err, "run", r.ID)
+		}
+	}
+	pending, err := s.st.IncidentGates(ctx, gh.GatePending, sweepBatch)
+	if err != nil {
+		fail("incidents: list open incidents", err)
+	}
+	for _, g := range pending {
+		reason, err := s.movedOn(ctx, g)
+		if err != nil {
+			fail("incidents: check an incident's run", err, "incident", g.ID)
+			continue
+		}
+		if reason == "" {
+			continue
+		}
+		if err := s.retire(ctx, g, reason); err != nil {
+			fail("incidents: retire an incident", err, "incident", g.ID)
+		}
+	}
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// movedOn says why g's run no longer needs its card, or "" while it is
+// still stuck where the card says.
+func (s *Service) movedOn(ctx context.Context, g gh.Gate) (string, error) {
+	c, err := cardOf(g)
+	if err != nil {
+		return "", err
+	}
+	r, err := s.st.GetRun(ctx, c.RunID)
+	if gh.IsCode(err, gh.CodeNotFound) {
+		return "the turn is gone", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case r.Epoch != c.Epoch || !r.State.Active():
+		return "the turn ended", nil
+	case r.State != gh.RunRunning:
+		return "the turn is waiting for a person", nil
+	case r.Step != c.Step || !r.StepStarted.Equal(c.StepStarted):
+		return "the turn moved on", nil
+	}
+	return "", nil
+}
+
+// retire closes g's card without a press: decided expired by the
+// gateway, with why, logged in the same transaction.
+func (s *Service) retire(ctx context.Context, g gh.Gate, reason string) error {
+	var wrote []kernel.Committed
+	var decided gh.Gate
+	err := s.k.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		cur, won, err := tx.DecideGate(ctx, store.GateDecision{ID: g.ID, Now: s.now(),
+			Decision: gh.Decision{State: gh.GateExpired, By: "gateway", Surface: "gateway", Reason: reason}})
+		if err != nil || !won {
+			return err // pressed meanwhile: the press's commit logs it
+		}
+		if wrote, err = s.CommitDecisionTx(ctx, tx, cur); err != nil {
+			return err
+		}
+		decided = cur
+		return tx.MarkGateCommitted(ctx, cur.ID)
+	})
+	if err == nil && len(wrote) > 0 {
+		s.k.Publish(decided.SessionID, wrote)
+	}
+	return err
+}
+
+// decidedPayload is the gate.decided event of g as decided.
+func decidedPayload(g gh.Gate) json.RawMessage {
+	p, _ := json.Marshal(gh.GateDecided{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Decision: g.State,
+		By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason, Answer: g.Answer})
+	return p
+}
+
+// Start runs the sweeper: a sweep at once, then every Config.Sweep, until
+// Stop or the end of ctx.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return gh.Errorf(gh.CodeConflict, "incidents: service already started")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s.cancel, s.done = cancel, done
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.cfg.Sweep)
+		defer t.Stop()
+		for {
+			_ = s.SweepOnce(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop stops the sweeper and waits for the sweep and the diagnoses in
+// progress, or for the end of ctx.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	cancel, done := s.cancel, s.done
+	s.cancel, s.done = nil, nil
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	all := make(chan struct{})
+	go func() {
+		if done != nil {
+			<-done
+		}
+		s.diagnoses.Wait()
+		close(all)
+	}()
+	select {
+	case <-all:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
