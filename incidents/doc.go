@@ -6,7 +6,8 @@
 // a run waiting for a person is not running, so waiting never counts —
 // and opens one incident per run and epoch: a gate of kind incident
 // (gh.GateKindIncident) committed with its gate.opened event from outside
-// the run (kernel.OutsideCommitTx), keyed "incident:<run>:<epoch>:1", so
+// the run (kernel.OutsideCommitTx), for the "call" incident:<run>:<epoch>:1
+// (its key is that call's first gate.opened key), so
 // replicas that see the same run at once open it once. The event reaches
 // every chat of the session and the web chat the way an approval card
 // does, with two options, Close and Diagnose, decided like a gate: the

@@ -115,6 +115,12 @@ func key(runID, epoch int64, n int) string {
 	return "incident:" + strconv.FormatInt(runID, 10) + ":" + strconv.FormatInt(epoch, 10) + ":" + strconv.Itoa(n)
 }
 
+// openedKey is the key of the n-th card's gate.opened: a gate's, for the
+// "call" its ToolCallID names, so it is found as any gate's event is.
+func openedKey(runID, epoch int64, n int) string {
+	return gh.GateOpenedKey(key(runID, epoch, n), 1)
+}
+
 // gateID names the n-th card of a run's epoch: every replica names it alike.
 func gateID(sessionID string, runID, epoch int64, n int) string {
 	h := sha256.Sum256([]byte(sessionID + "\x00" + key(runID, epoch, n)))
@@ -195,7 +201,7 @@ func (s *Service) openTx(ctx context.Context, tx store.Tx, r gh.Run, n int) (gh.
 	}
 	payload, _ := json.Marshal(gh.GateOpened{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Arguments: args,
 		Kind: g.Kind, Question: text, Options: g.Options, ExpiresAt: g.ExpiresAt, Requesters: requesters})
-	cs, err := s.k.OutsideCommitTx(ctx, tx, r.SessionID, gh.NewEvent{Kind: gh.KindGateOpened, Payload: payload, Key: g.ToolCallID})
+	cs, err := s.k.OutsideCommitTx(ctx, tx, r.SessionID, gh.NewEvent{Kind: gh.KindGateOpened, Payload: payload, Key: openedKey(r.ID, r.Epoch, n)})
 	if err != nil || cs[0].Duplicate {
 		return g, nil, err
 	}

@@ -35,7 +35,7 @@ func (s *Service) SweepOnce(ctx context.Context) error {
 	for _, r := range stuck {
 		// The first card of the run's epoch, once: later ones come from
 		// Diagnose presses.
-		if _, ok, err := s.st.EventByKey(ctx, r.SessionID, key(r.ID, r.Epoch, 1)); err != nil || ok {
+		if _, ok, err := s.st.EventByKey(ctx, r.SessionID, openedKey(r.ID, r.Epoch, 1)); err != nil || ok {
 			if err != nil {
 				fail("incidents: look up an incident", err, "run", r.ID)
 			}

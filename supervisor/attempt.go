@@ -23,7 +23,9 @@ var (
 	// errCancelRequested ends an attempt whose run someone cancelled.
 	errCancelRequested = errors.New("cancel requested")
 	// errLeaseLost ends an attempt that may no longer write.
-	errLeaseLost = errors.New("lease lost")
+	// Its code tells the tool worker that an effect in flight may stop
+	// too: its result could not be recorded (toolworker).
+	errLeaseLost = gh.Errorf(gh.CodeLeaseLost, "lease lost")
 	// errTurnTimeout ends an attempt that ran past the turn's time limit.
 	errTurnTimeout = errors.New("turn time limit reached")
 )

@@ -402,6 +402,15 @@ func (w *Worker) runDanger(ctx context.Context, l gh.Lease, who Asker, c gh.Tool
 	// A lost lease still keeps a stale worker from committing the result.
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.EffectTimeout)
 	defer cancel()
+	// Except for a worker fenced out — its lease lost to a takeover or to
+	// an incident's Close: its result could not be recorded, and whoever
+	// holds the run now reports the outcome unknown. The effect is
+	// stopped rather than left running unseen.
+	defer context.AfterFunc(ctx, func() {
+		if gh.IsCode(context.Cause(ctx), gh.CodeLeaseLost) {
+			cancel()
+		}
+	})()
 	call := w.toolCall(l, who, c, args, workspace)
 	call.IdempotencyKey = receipt.ID
 	res, runErr := t.Run(runCtx, call)
