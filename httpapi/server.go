@@ -146,6 +146,10 @@ type Config struct {
 	// Like the probes it needs no token: it holds counts, not content.
 	// Defaults to nil: 404.
 	Metrics http.Handler
+	// OpenAI, when set, serves the OpenAI-compatible endpoint
+	// (POST /v1/chat/completions, GET /v1/models; httpapi/openaiapi) behind
+	// the API token. Defaults to nil: those paths answer 404.
+	OpenAI OpenAIHandler
 	// Web, when set, serves GET / and GET /assets/ (the embedded web chat,
 	// httpapi/web.Handler()). It receives the full request path. Defaults
 	// to nil: no web chat.
@@ -310,6 +314,11 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		{"GET", "/v1/grants", s.listGrants},
 		{"DELETE", "/v1/grants/{id}", s.revokeGrant},
 	}
+	if o := s.cfg.OpenAI; o != nil {
+		for _, p := range []string{"/v1/chat/completions", "/v1/models", "/v1/models/{id}"} {
+			mux.Handle(p, s.authWith(o.Refuse, o.ServeHTTP, false))
+		}
+	}
 	allow := map[string][]string{}
 	var paths []string
 	for _, rt := range routes {
@@ -398,6 +407,9 @@ func (s *Server) Done() <-chan error { return s.done }
 // connections are refused, and requests in flight finish until ctx ends.
 func (s *Server) Stop(ctx context.Context) error {
 	s.probes.Drain()
+	if s.cfg.OpenAI != nil {
+		s.cfg.OpenAI.Drain() // its waits answer now, not at MaxWait
+	}
 	s.mu.Lock()
 	s.stopping = true
 	for _, cancel := range s.streams {

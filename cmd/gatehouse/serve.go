@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/httpapi"
+	"github.com/gatehouse/gatehouse/httpapi/openaiapi"
 	"github.com/gatehouse/gatehouse/httpapi/web"
 	"github.com/gatehouse/gatehouse/incidents"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -142,6 +143,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	} else {
 		apiCfg.NoPlatformHint = noPlatformHint()
 	}
+	// Chat frontends and SDKs that speak OpenAI's API (httpapi/openaiapi).
+	apiCfg.OpenAI = openaiapi.New(openaiapi.Config{Kernel: k, PublicURL: cfg.PublicURL, MaxBodyBytes: int64(cfg.MaxBodyBytes),
+		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout, Logger: log})
 	api := httpapi.New(apiCfg)
 
 	// Started in this order, drained in reverse: HTTP stops taking
