@@ -10,11 +10,15 @@ import (
 // gateway.Gateway is one.
 type Admin = adminapi.Admin
 
+// Mailbox is the tour's dev mailbox the admin page lists
+// (adminapi.Mailbox); tools.DevMailbox is one.
+type Mailbox = adminapi.Mailbox
+
 // admin is the admin endpoints (package adminapi) over this server's
 // store and gateway, answering errors as every endpoint does. It is a few
 // fields, built per request.
 func (s *Server) admin() *adminapi.API {
-	return adminapi.New(adminapi.Config{Admin: s.cfg.Admin, Store: s.cfg.Store, NoPlatformHint: s.cfg.NoPlatformHint,
+	return adminapi.New(adminapi.Config{Admin: s.cfg.Admin, Store: s.cfg.Store, NoPlatformHint: s.cfg.NoPlatformHint, Mailbox: s.cfg.DevMail,
 		WriteError: func(w http.ResponseWriter, r *http.Request, err error) { writeError(w, r, s.log, err) }})
 }
 
@@ -29,6 +33,9 @@ func (s *Server) outbox(w http.ResponseWriter, r *http.Request) { s.admin().Outb
 
 // incidents is GET /v1/incidents: adminapi.API.Incidents.
 func (s *Server) incidents(w http.ResponseWriter, r *http.Request) { s.admin().Incidents(w, r) }
+
+// devMail is GET /v1/devmail: adminapi.API.DevMail.
+func (s *Server) devMail(w http.ResponseWriter, r *http.Request) { s.admin().DevMail(w, r) }
 
 // adminStats is GET /v1/admin/stats: adminapi.API.Stats.
 func (s *Server) adminStats(w http.ResponseWriter, r *http.Request) { s.admin().Stats(w, r) }

@@ -124,6 +124,13 @@ type Config struct {
 	// ModelHint tells how to configure a model; GET /v1/info returns it
 	// when Model is empty, and the web chat shows it. Defaults to empty.
 	ModelHint string
+	// Missing lists what is not configured, each with the one message that
+	// says what to do (GET /v1/info "missing"; the web chat shows each
+	// once). Defaults to none.
+	Missing []MissingSetting
+	// DevMail is the built-in tour's dev mailbox, listed by GET
+	// /v1/devmail for the admin page. Defaults to nil: not enabled.
+	DevMail Mailbox
 	// Version is reported by GET /v1/info. Defaults to "dev".
 	Version string
 	// Admin serves the gateway's admin endpoints (/v1/receive-log,
@@ -312,6 +319,7 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 		{"POST", "/v1/people", s.letIn},
 		{"DELETE", "/v1/people/{platform}/{user}", s.revokePerson},
 		{"GET", "/v1/grants", s.listGrants},
+		{"GET", "/v1/devmail", s.devMail},
 		{"DELETE", "/v1/grants/{id}", s.revokeGrant},
 	}
 	if o := s.cfg.OpenAI; o != nil {
@@ -449,14 +457,4 @@ func (s *Server) trackStream(parent context.Context) (ctx context.Context, relea
 		s.mu.Unlock()
 		cancel()
 	}, nil
-}
-
-// info tells a client what this gateway runs: its version and model, and
-// how to configure one when there is none (the web chat shows that).
-func (s *Server) info(w http.ResponseWriter, r *http.Request) {
-	body := map[string]any{"version": s.cfg.Version, "model": s.cfg.Model, "modelConfigured": s.cfg.Model != ""}
-	if s.cfg.Model == "" {
-		body["hint"] = s.cfg.ModelHint
-	}
-	writeJSON(w, http.StatusOK, body)
 }

@@ -372,3 +372,29 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, runResponse{Run: run})
 }
+
+// MissingSetting is one thing this gateway was not configured with, and
+// the one message that says what to do about it. cmd builds the list once
+// and the same words are logged at start, returned by GET /v1/info and
+// shown once by the web chat.
+type MissingSetting struct {
+	// Setting is the variable that is unset, e.g. GATEHOUSE_MODEL.
+	Setting string `json:"setting"`
+	// Message says what is missing, what it costs and how to set it.
+	Message string `json:"message"`
+}
+
+// info tells a client what this gateway runs: its version and model, and
+// what is not configured ("missing", each with its one message; "hint"
+// repeats the model's for older clients).
+func (s *Server) info(w http.ResponseWriter, r *http.Request) {
+	missing := s.cfg.Missing
+	if missing == nil {
+		missing = []MissingSetting{}
+	}
+	body := map[string]any{"version": s.cfg.Version, "model": s.cfg.Model, "modelConfigured": s.cfg.Model != "", "missing": missing}
+	if s.cfg.Model == "" {
+		body["hint"] = s.cfg.ModelHint
+	}
+	writeJSON(w, http.StatusOK, body)
+}

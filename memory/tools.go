@@ -9,13 +9,13 @@ import (
 	"github.com/gatehouse/gatehouse/tools"
 )
 
-// Tools returns the remember and forget tools. Each call reads and writes
+// Tools returns the remember and forget tools, and memory_list (listtool.go). Each call reads and writes
 // the memory of the person asking (tools.Call.User) and no one else's; a
 // call that names no person is refused. They are safe (they touch only
 // what is kept about the person talking) and memory writers: in a turn
 // that has read outside text the tool worker asks a person first.
 func (m *Memory) Tools() []tools.Tool {
-	return []tools.Tool{memTool{m: m, forget: false}, memTool{m: m, forget: true}}
+	return []tools.Tool{memTool{m: m, forget: false}, memTool{m: m, forget: true}, listTool{m: m}}
 }
 
 type memTool struct {

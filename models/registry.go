@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -71,8 +72,31 @@ type Registry struct {
 	cfg      Config
 	selected Chain
 
+	tour *tour // the scripted provider's, kept when another replaces it
+
 	mu        sync.RWMutex
 	providers map[string]Provider
+}
+
+// TourCall says whether a tool call's id claims to come from the built-in
+// tour (scripted:tour) and whether this registry's tour made it, for this
+// tool. Only the tour can make a genuine one: the id carries a MAC under a
+// key drawn when the registry was built, which never leaves the process.
+// A model's call ids are made by its provider, so no real model can pass
+// for the tour; a tour call from before a restart claims without being
+// genuine. An id claims when it holds "tour_" anywhere (the supervisor
+// prefixes a provider's id to make it unique in the session); a real
+// provider's id that happened to hold it would be refused, never
+// delivered. Tools that act differently for the tour (email_send's dev
+// mailbox) ask this, and refuse a call that claims and is not genuine.
+func (r *Registry) TourCall(id, tool string) (claims, genuine bool) {
+	return r.tour.verify(id, tool)
+}
+
+// TourContacts is the tour's demo address book (name → address), to
+// resolve names only in calls for which TourCall is genuine.
+func (r *Registry) TourContacts() map[string]string {
+	return maps.Clone(r.tour.script.Contacts)
 }
 
 // New builds a Registry with the built-in providers openai, anthropic and
@@ -88,6 +112,7 @@ func New(cfg Config) (*Registry, error) {
 		return nil, err
 	}
 	r.providers[providerScripted] = sp
+	r.tour = sp.tour
 	chain, err := ParseSelection(cfg.Selection)
 	if err != nil {
 		return nil, err
@@ -144,10 +169,13 @@ func (r *Registry) check(chain Chain) error {
 	return nil
 }
 
-// NotConfiguredHint tells how to configure a model.
-const NotConfiguredHint = "no model selected: set GATEHOUSE_MODEL, e.g. GATEHOUSE_MODEL=openai:gpt-4.1-mini with OPENAI_API_KEY, " +
-	"or OPENAI_BASE_URL for a local OpenAI-compatible server (Ollama, vLLM, llama.cpp), " +
-	"or anthropic:<model> with ANTHROPIC_API_KEY, or scripted:demo with GATEHOUSE_SCRIPT_FILE"
+// NotConfiguredHint is the one message for "no model is configured": the
+// log says it at start, GET /v1/info returns it, the web chat shows it once,
+// and a turn that finds no model fails with it.
+const NotConfiguredHint = "No model is configured. Set GATEHOUSE_MODEL, e.g. GATEHOUSE_MODEL=openai:gpt-4.1-mini with OPENAI_API_KEY, " +
+	"openai:<model> with OPENAI_BASE_URL for a local OpenAI-compatible server (Ollama, vLLM, llama.cpp), " +
+	"anthropic:<model> with ANTHROPIC_API_KEY, or scripted:demo with GATEHOUSE_SCRIPT_FILE. " +
+	"Without a key, the built-in tour (" + TourSelection + ") shows an approval card: \"Try the tour\" in the web chat."
 
 // Call sends req to each target of chain in order until one answers; a nil
 // chain means the configured Selection. Each target gets up to MaxRetries

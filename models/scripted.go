@@ -67,13 +67,18 @@ func ParseScript(data []byte) ([]ScriptStep, error) {
 type scriptedProvider struct {
 	file  string
 	steps []ScriptStep
+	tour  *tour // the built-in model TourModel, which needs no file
 
 	mu   sync.Mutex
 	next int // index of the step after the one last chosen
 }
 
 func newScripted(file string) (*scriptedProvider, error) {
-	p := &scriptedProvider{file: file}
+	t, err := newTour()
+	if err != nil {
+		return nil, newError(CodeNotConfigured, false, err, "the built-in tour does not load")
+	}
+	p := &scriptedProvider{file: file, tour: t}
 	if file == "" {
 		return p, nil
 	}
@@ -92,6 +97,18 @@ func newScripted(file string) (*scriptedProvider, error) {
 func (p *scriptedProvider) Name() string { return providerScripted }
 
 func (p *scriptedProvider) Stream(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
+	if req.Model == TourModel {
+		if err := ctx.Err(); err != nil {
+			return Response{}, err
+		}
+		resp := p.tour.answer(req)
+		for _, c := range chunks(resp.Text, 3) {
+			if onDelta != nil {
+				onDelta(c)
+			}
+		}
+		return resp, nil
+	}
 	if p.steps == nil {
 		return Response{}, newError(CodeNotConfigured, false, nil, "scripted needs a script file (GATEHOUSE_SCRIPT_FILE)")
 	}

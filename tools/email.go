@@ -44,6 +44,10 @@ type EmailConfig struct {
 	// TLSConfig is used for STARTTLS and implicit TLS. Defaults to verifying
 	// the server's certificate against the system roots for the URL's host.
 	TLSConfig *tls.Config
+	// Tour sends the built-in tour's calls to a dev mailbox (see TourMail:
+	// only calls the tour made, and those never over SMTP). Defaults to
+	// nil: a tour call is refused.
+	Tour *TourMail
 }
 
 // EmailSend is the email_send tool: one plain-text mail over SMTP.
@@ -188,7 +192,13 @@ type emailArgs struct {
 
 // Run implements Tool.
 func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
-	if t.err != nil {
+	claims, tour := t.tourOf(call.ToolCall)
+	switch {
+	case tour && (t.cfg.Tour == nil || t.cfg.Tour.Mailbox == nil):
+		return ErrorResult("email_send cannot run: the tour's dev mailbox is not configured"), nil
+	case claims && !tour:
+		return ErrorResult("email_send cannot run: %v", errNotTheTour), nil
+	case !tour && t.err != nil:
 		return ErrorResult("email_send cannot run: %v", t.err), nil
 	}
 	var a emailArgs
@@ -203,6 +213,9 @@ func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 	}
 	if err := checkSubject(a.Subject); err != nil {
 		return ErrorResult("%v", err), nil
+	}
+	if tour {
+		return t.deliverToDevMailbox(call, to, a)
 	}
 
 	msg := mail.NewMsg()

@@ -115,13 +115,31 @@ func (r *Registry) Specs() []gh.ToolSpec {
 // "invalid-arguments") whose message a model can act on (name the field).
 // Empty or null arguments count as an empty object.
 func (r *Registry) Check(name string, args json.RawMessage) error {
+	return r.CheckCall(gh.ToolCall{Name: name, Arguments: args})
+}
+
+// CallChecker is implemented by a tool whose runnability depends on the
+// call, not only on the install: email_send runs the tour's calls without
+// SMTP (TourMail). CheckCall asks it instead of Runnable.
+type CallChecker interface {
+	RunnableFor(c gh.ToolCall) error
+}
+
+// CheckCall is Check for one call: as Check, except that a CallChecker
+// tool decides whether this call can run.
+func (r *Registry) CheckCall(c gh.ToolCall) error {
+	name, args := c.Name, c.Arguments
 	r.mu.RLock()
 	e, ok := r.tools[name]
 	r.mu.RUnlock()
 	if !ok {
 		return &CheckError{Code: CodeUnknownTool, Message: fmt.Sprintf("there is no tool called %q; the tools are: %s", name, strings.Join(r.Names(), ", "))}
 	}
-	if err := e.tool.Runnable(); err != nil {
+	runnable := e.tool.Runnable
+	if cc, ok := e.tool.(CallChecker); ok {
+		runnable = func() error { return cc.RunnableFor(c) }
+	}
+	if err := runnable(); err != nil {
 		return &CheckError{Code: CodeToolUnavailable, Message: fmt.Sprintf("%s cannot run on this install: %v", name, err)}
 	}
 	invalid := func(format string, a ...any) error {

@@ -246,7 +246,7 @@ func (w *Worker) handle(ctx context.Context, l gh.Lease, who Asker, c gh.ToolCal
 		return w.result(ctx, l, c, "unknown gate decision "+string(decided.Decision), true)
 	}
 	// 1. Can it run at all?
-	if err := w.cfg.Tools.Check(c.Name, c.Arguments); err != nil {
+	if err := w.cfg.Tools.CheckCall(c); err != nil {
 		return w.result(ctx, l, c, err.Error(), true)
 	}
 	// 2. Commitment check.
@@ -258,7 +258,7 @@ func (w *Worker) handle(ctx context.Context, l gh.Lease, who Asker, c gh.ToolCal
 		return step{paused: true}, w.openGate(ctx, l, c, n+1, gh.GateKindClarify, args, workspace, verdict, nil, who.requesters())
 	}
 	if verdict.Kind == Rewrite {
-		if err := w.cfg.Tools.Check(c.Name, args); err != nil {
+		if err := w.cfg.Tools.CheckCall(gh.ToolCall{ID: c.ID, Name: c.Name, Arguments: args}); err != nil {
 			return w.result(ctx, l, c, err.Error(), true)
 		}
 	}

@@ -162,13 +162,13 @@ func optionsText(opts []*discordgo.ApplicationCommandInteractionDataOption) stri
 // ephemerally: type 4 with flags 64, the text escaped so nothing in it
 // is read as Markdown or a mention, and its buttons (Revoke) in action
 // rows. nil means no answer is due (a redelivery already answered).
-func (a *Adapter) commandResponse(ctx context.Context, sink chat.Sink, i *discordgo.Interaction) *discordgo.InteractionResponse {
+func (a *Adapter) commandResponse(ctx context.Context, sink chat.Sink, i *discordgo.Interaction, timeout time.Duration) *discordgo.InteractionResponse {
 	in, name, ok := commandFromInteraction(i, time.Now())
 	if !ok {
 		a.log.Warn("discord slash command that cannot be read", "interaction_id", i.ID)
 		return ephemeral(commandUnreadable)
 	}
-	cctx, cancel := context.WithTimeout(ctx, a.cfg.PressTimeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	reply, err := sink.Command(cctx, name, in)
 	if err != nil {

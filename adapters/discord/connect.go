@@ -343,7 +343,7 @@ func (c *connection) interaction(i *discordgo.Interaction) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		resp := c.a.pressResponse(c.grace, c.sink, i)
+		resp := c.a.answer(c.grace, c.sink, i, c.a.cfg.PressTimeout)
 		if resp == nil {
 			return
 		}
@@ -364,9 +364,12 @@ const (
 	pressNoted  = "Noted."
 )
 
-// pressResponse decides the answer to an interaction; nil means none
-// is due (a ping or autocomplete, which never reach a bot like this).
-func (a *Adapter) pressResponse(ctx context.Context, sink chat.Sink, i *discordgo.Interaction) *discordgo.InteractionResponse {
+// answer decides the answer to an interaction, whichever transport
+// brought it (the gateway socket or the HTTP endpoint): a press, a
+// reason modal's submission or a slash command, handed to sink with
+// timeout. nil means none is due (a ping or autocomplete, which never
+// reach a bot like this, or a command already answered).
+func (a *Adapter) answer(ctx context.Context, sink chat.Sink, i *discordgo.Interaction, timeout time.Duration) *discordgo.InteractionResponse {
 	var p gh.Press
 	var ok bool
 	switch i.Type {
@@ -376,7 +379,7 @@ func (a *Adapter) pressResponse(ctx context.Context, sink chat.Sink, i *discordg
 		// The modal asking for a denial's reason, submitted.
 		p, ok = pressFromModal(i)
 	case discordgo.InteractionApplicationCommand:
-		return a.commandResponse(ctx, sink, i)
+		return a.commandResponse(ctx, sink, i, timeout)
 	default:
 		return nil
 	}
@@ -385,7 +388,7 @@ func (a *Adapter) pressResponse(ctx context.Context, sink chat.Sink, i *discordg
 		a.log.Info("discord press of a button that is not ours", "interaction_id", i.ID, "custom_id", data)
 		return ephemeral(notOurs)
 	}
-	pctx, cancel := context.WithTimeout(ctx, a.cfg.PressTimeout)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := sink.Press(pctx, p)
 	if err != nil {

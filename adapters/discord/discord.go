@@ -1,8 +1,8 @@
 package discord
 
 import (
+	"crypto/ed25519"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -41,9 +41,11 @@ type Config struct {
 	// Token is the bot token (required), with or without the "Bot "
 	// prefix.
 	Token string
-	// APIURL is Discord's base URL. Defaults to "https://discord.com".
-	// Any other value (a fake on loopback) makes the HTTP client rewrite
-	// the scheme, host and path prefix of every request discordgo makes
+	// APIURL is Discord's base URL. Defaults to "https://discord.com";
+	// a trailing "/", "/api" or "/api/v<n>" is accepted and dropped, and
+	// anything else with a path, query or fragment is refused by New
+	// (baseurl.go). Any other host (a fake on loopback) makes the HTTP
+	// client rewrite the scheme and host of every request discordgo makes
 	// to discord.com; the gateway's URL comes from GET /api/v9/gateway.
 	APIURL string
 	// HTTPClient makes the REST calls. Defaults to a client with a 20 s
@@ -74,6 +76,20 @@ type Config struct {
 	// ReconnectMaxWait caps the wait between attempts to reconnect the
 	// gateway after it failed. Defaults to 1 minute.
 	ReconnectMaxWait time.Duration
+	// PublicKey is the application's public key from Discord's developer
+	// portal (64 hex characters, DISCORD_PUBLIC_KEY). When set, Handler
+	// serves Discord's HTTP interactions endpoint, whose requests are
+	// signed with it (see interactions.go); empty leaves Handler nil.
+	PublicKey string
+	// DeferAfter is how long the interactions endpoint waits for a press
+	// or command to be decided before answering "deferred" and sending the
+	// answer later through the interaction's webhook. Defaults to 2 s,
+	// within Discord's 3 s.
+	DeferAfter time.Duration
+	// DeferredTimeout is how long a press or command that arrived over
+	// HTTP may take in all, its answer deferred; the interaction's token
+	// lasts 15 minutes. Defaults to 10 s.
+	DeferredTimeout time.Duration
 }
 
 // Adapter is the Discord adapter; it implements [chat.Adapter].
@@ -85,6 +101,10 @@ type Adapter struct {
 	// rest makes every REST call, so that one discordgo rate limiter
 	// sees all of them; gateway sessions are made per Connect.
 	rest *discordgo.Session
+
+	// publicKey verifies the signed HTTP interactions; nil without
+	// Config.PublicKey.
+	publicKey ed25519.PublicKey
 
 	connected   atomic.Bool
 	warnContent sync.Once
@@ -99,12 +119,14 @@ func New(cfg Config) (*Adapter, error) {
 	if token == "" {
 		return nil, errors.New("discord: Config.Token is required")
 	}
-	if cfg.APIURL == "" {
-		cfg.APIURL = DefaultAPIURL
+	target, err := normalizeAPIURL(cfg.APIURL)
+	if err != nil {
+		return nil, err
 	}
-	target, err := url.Parse(cfg.APIURL)
-	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
-		return nil, fmt.Errorf("discord: Config.APIURL %q is not an http(s) URL", cfg.APIURL)
+	cfg.APIURL = target.String()
+	publicKey, err := parsePublicKey(cfg.PublicKey)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -127,19 +149,25 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.ReconnectMaxWait <= 0 {
 		cfg.ReconnectMaxWait = time.Minute
 	}
+	if cfg.DeferAfter <= 0 {
+		cfg.DeferAfter = 2 * time.Second
+	}
+	if cfg.DeferredTimeout <= 0 {
+		cfg.DeferredTimeout = 10 * time.Second
+	}
 	client := &http.Client{Timeout: 20 * time.Second}
 	if cfg.HTTPClient != nil {
 		c := *cfg.HTTPClient
 		client = &c
 	}
-	if strings.TrimRight(cfg.APIURL, "/") != DefaultAPIURL {
+	if cfg.APIURL != DefaultAPIURL {
 		base := client.Transport
 		if base == nil {
 			base = http.DefaultTransport
 		}
 		client.Transport = &rewriteTransport{base: base, target: target}
 	}
-	a := &Adapter{cfg: cfg, token: "Bot " + token, client: client, log: cfg.Logger.With("platform", gh.PlatformDiscord)}
+	a := &Adapter{cfg: cfg, token: "Bot " + token, client: client, log: cfg.Logger.With("platform", gh.PlatformDiscord), publicKey: publicKey}
 	a.rest = a.newSession()
 	return a, nil
 }
@@ -202,7 +230,3 @@ func (a *Adapter) Format(text string) string { return mentionEscaper.Replace(tex
 // press is answered with a modal asking for the reason; its submission is
 // the denial.
 func (a *Adapter) AsksReasons() bool { return true }
-
-// Handler is nil: the adapter takes interactions over the gateway, not
-// Discord's signed HTTP interactions endpoint.
-func (a *Adapter) Handler(chat.Sink) http.Handler { return nil }

@@ -98,11 +98,38 @@
 // mentions (<@id>, <@&id>) are left alone: with allowed_mentions empty
 // they render but notify nobody.
 //
-// # Webhooks
+// # The interactions endpoint
 //
-// Discord's HTTP interactions endpoint (Ed25519-signed) is not
-// implemented: the adapter uses the gateway for interactions, and
-// Handler returns nil.
+// With Config.PublicKey (DISCORD_PUBLIC_KEY) set, Handler serves
+// Discord's HTTP interactions endpoint, which the gateway mounts at
+// POST /hooks/discord; without it Handler is nil. Each request must
+// carry X-Signature-Ed25519, the signature of X-Signature-Timestamp
+// followed by the body, checked with discordgo.VerifyInteraction against
+// the key: a bad or missing one gets 401 (the developer portal sends
+// such requests on purpose before it saves the URL). Bodies are bounded
+// to 1 MiB. A PING (type 1) is answered {"type":1}.
+//
+// Presses, the reason modal's submission and slash commands are decided
+// by the same function as over the socket (Adapter.answer), so the
+// press's UpdateID is the interaction id on either transport and the
+// gateway decides a gate once however often an interaction arrives. The
+// answer goes in the response body when it is ready within
+// Config.DeferAfter (2 s, inside Discord's 3 s); otherwise the response
+// is deferred — type 6 for a press or modal, type 5 ephemeral for a
+// command — and the decision, which keeps running for up to
+// Config.DeferredTimeout, is delivered through the interaction's webhook:
+// PATCH …/messages/@original edits the card (or replaces the command's
+// "thinking…"), and text for the presser alone is a follow-up message
+// with the ephemeral flag. A reason modal cannot follow a deferral: the
+// presser is asked to press again.
+//
+// Discord sends each interaction either to the endpoint (when the
+// portal has an Interactions Endpoint URL) or over the gateway, never to
+// both, so the adapter handles INTERACTION_CREATE from the socket in
+// either case: with the URL set none arrive there, and with the key set
+// but no URL in the portal presses keep working over the socket.
+// Messages always come over the gateway, which the adapter holds as
+// before.
 //
 // # Aiming it at a fake
 //
@@ -110,5 +137,7 @@
 // adapter never changes them: Config.APIURL makes the HTTP client rewrite
 // the scheme and host of every request to discord.com. The gateway URL
 // comes from GET /api/v9/gateway, so a fake returns its own ws:// URL
-// there.
+// there. APIURL may be written "https://discord.com", with or without
+// "/api", "/api/v<n>" or a trailing "/"; New refuses anything else that
+// cannot be a base URL (baseurl.go).
 package discord

@@ -30,8 +30,11 @@ type Config struct {
 	// empty, the adapter runs in Events API mode: Handler serves Slack's
 	// HTTP requests and Connect only waits for its context to end.
 	SigningSecret string
-	// APIURL is where Slack's Web API lives, without "/api/". Defaults to
-	// "https://slack.com". Tests aim it at a fake.
+	// APIURL is where Slack's Web API lives: "https://slack.com", with or
+	// without a trailing "/api" or "/" (slack-go's own form,
+	// "https://slack.com/api/", is the same endpoint). Defaults to
+	// "https://slack.com"; New refuses anything else (baseurl.go). Tests
+	// aim it at a fake.
 	APIURL string
 	// HTTPClient makes the Web API calls. Defaults to a client with a
 	// 30 s timeout.
@@ -80,8 +83,9 @@ func New(cfg Config) (*Adapter, error) {
 	default:
 		return nil, errors.New("slack: set AppToken (Socket Mode) or SigningSecret (Events API over HTTP)")
 	}
-	if cfg.APIURL == "" {
-		cfg.APIURL = "https://slack.com"
+	endpoint, err := apiEndpoint(cfg.APIURL)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
@@ -92,9 +96,8 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	// slack-go joins the method name straight onto the endpoint: the
-	// trailing slash is required.
-	endpoint := strings.TrimRight(cfg.APIURL, "/") + "/api/"
+	// slack-go joins the method name straight onto the endpoint, which
+	// apiEndpoint ends in "/api/".
 	opts := []slackgo.Option{
 		slackgo.OptionAPIURL(endpoint),
 		slackgo.OptionHTTPClient(cfg.HTTPClient),

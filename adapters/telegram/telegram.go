@@ -23,7 +23,9 @@ import (
 type Config struct {
 	// Token is the bot's token from @BotFather. Required.
 	Token string
-	// APIURL is the Bot API server. Defaults to "https://api.telegram.org".
+	// APIURL is the Bot API server. Defaults to "https://api.telegram.org";
+	// a trailing "/", "/bot" or "/bot<token>" is accepted and dropped, and
+	// New refuses any other path, a query or a fragment (baseurl.go).
 	APIURL string
 	// WebhookSecret, when set, puts the adapter in webhook mode: Handler
 	// serves updates and accepts only requests whose
@@ -106,10 +108,11 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.WebhookURL != "" && cfg.WebhookSecret == "" {
 		return nil, errors.New("telegram: a webhook URL needs a webhook secret")
 	}
-	if cfg.APIURL == "" {
-		cfg.APIURL = "https://api.telegram.org"
+	server, err := serverURL(cfg.APIURL, cfg.Token)
+	if err != nil {
+		return nil, err
 	}
-	cfg.APIURL = strings.TrimRight(cfg.APIURL, "/")
+	cfg.APIURL = server
 	if cfg.PollTimeout <= 0 {
 		cfg.PollTimeout = 30 * time.Second
 	}

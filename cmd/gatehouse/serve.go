@@ -78,9 +78,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if len(reg.Selection()) == 0 {
-		log.Warn("no model configured: the gateway runs, and each turn answers with how to configure one (set GATEHOUSE_MODEL)")
-	}
 	loc := time.Local
 	if cfg.Timezone != "" {
 		loc, _ = time.LoadLocation(cfg.Timezone)
@@ -99,7 +96,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	hasModel := len(reg.Selection()) > 0
 	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: !hasModel, Floor: cfg.MemoryFloor, Batch: cfg.MemoryBatch,
 		EmbeddingsURL: cfg.EmbeddingsURL, EmbeddingsModel: cfg.EmbeddingsModel, EmbeddingsAPIKey: cfg.EmbeddingsAPIKey})
-	worker, closeTools, err := newToolWorker(ctx, cfg, k, mem, gateSvc.Opened, log)
+	tour := newTourWiring(cfg, reg)
+	worker, closeTools, err := newToolWorker(ctx, cfg, k, mem, gateSvc.Opened, log, tour)
 	if err != nil {
 		return err
 	}
@@ -130,6 +128,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Addr: cfg.Addr, Ready: ready, Workers: sup, LiveStaleAfter: liveStaleAfter(sup.Poll()), Logger: log, Gates: gateSvc, Memory: mem, People: people.NewAdmin(st, nil),
 		Kernel: k, Store: st, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
 		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(), CheckSelection: reg.Validate,
+		Missing: missingSettings(cfg, hasModel, gw != nil), DevMail: tour.mail.Mailbox,
 		Metrics: promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}),
 
 		// HTTP limits. The database pool's connections are files too:
@@ -143,6 +142,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	} else {
 		apiCfg.NoPlatformHint = noPlatformHint()
 	}
+	logMissing(log, apiCfg.Missing)
 	// Chat frontends and SDKs that speak OpenAI's API (httpapi/openaiapi).
 	apiCfg.OpenAI = openaiapi.New(openaiapi.Config{Kernel: k, PublicURL: cfg.PublicURL, MaxBodyBytes: int64(cfg.MaxBodyBytes),
 		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout, Logger: log})

@@ -32,7 +32,7 @@ type mcpFile struct {
 
 // newToolWorker builds the tools this install offers and the worker that
 // runs them. The returned close ends MCP sessions.
-func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memory.Memory, onOpen func(context.Context, gh.Gate), log *slog.Logger) (*toolworker.Worker, func(), error) {
+func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memory.Memory, onOpen func(context.Context, gh.Gate), log *slog.Logger, tour *tourWiring) (*toolworker.Worker, func(), error) {
 	root := cfg.Workspace
 	if root == "" {
 		root = filepath.Join(cfg.DataDir, "workspace")
@@ -46,7 +46,7 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		return nil, nil, fmt.Errorf("workspace %s: %w", root, err)
 	}
 	builtins := builtin.Tools(builtin.Config{
-		Email: tools.EmailConfig{SMTPURL: cfg.SMTPURL, From: cfg.EmailFrom},
+		Email: tools.EmailConfig{SMTPURL: cfg.SMTPURL, From: cfg.EmailFrom, Tour: tour.mail},
 		Shell: shell.Config{
 			Mode: shell.Mode(cfg.Shell), Bubblewrap: cfg.ShellBubblewrap, Network: cfg.ShellNetwork,
 			Timeout: cfg.ShellTimeout, MaxProcesses: cfg.ShellMaxProcesses,
@@ -94,7 +94,7 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		closeMCP = func() { remote.Close() }
 	}
 	for _, t := range builtins {
-		if err := t.Runnable(); err != nil {
+		if err := t.Runnable(); err != nil && !(t.Name() == tools.NameEmailSend && cfg.SMTPURL == "" && cfg.EmailFrom == "") { // that one is in missingSettings
 			level := slog.LevelInfo
 			if t.Name() == shell.ToolName && cfg.Shell != "off" {
 				// Asked for and not given: the operator must hear it.
@@ -113,7 +113,7 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 	w := toolworker.New(toolworker.Config{
 		Kernel: k, Tools: reg, ApprovalTimeout: cfg.ApprovalTimeout, GrantTTL: cfg.GrantTTL, Logger: log, OnOpen: onOpen,
 		CardLimit: cardLimit(cfg, log),
-		Contacts:  contacts,
+		Contacts:  contacts, Policies: tour.policies(contacts),
 		Workspace: func(string) string { return root },
 		Secrets:   secrets,
 	})

@@ -41,6 +41,9 @@ type Config struct {
 	Store Rows
 	// NoPlatformHint is what GET /v1/adapters says without Admin.
 	NoPlatformHint string
+	// Mailbox is the tour's dev mailbox, listed by GET /v1/devmail.
+	// Defaults to nil: that endpoint says it is not enabled.
+	Mailbox Mailbox
 	// WriteError answers an error (httpapi's code → status mapping).
 	// Defaults to a plain 500 with the message.
 	WriteError func(w http.ResponseWriter, r *http.Request, err error)

@@ -1,13 +1,13 @@
 package discordtest
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/formbody"
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/wire"
 )
 
 // ---- application commands (slash commands) ----
@@ -64,12 +64,12 @@ func (f *DiscordFake) putCommands(w http.ResponseWriter, r *http.Request, appID 
 	defer f.mu.Unlock()
 	if appID != f.appID {
 		f.refuse("%s %s: application %s is not the bot's (%s)", r.Method, r.URL.Path, appID, f.appID)
-		discordJSON(w, http.StatusForbidden, map[string]any{"message": "Missing Access", "code": 50001})
+		wire.JSON(w, http.StatusForbidden, map[string]any{"message": "Missing Access", "code": 50001})
 		return
 	}
 	if f.failPuts > 0 {
 		f.failPuts--
-		discordJSON(w, http.StatusInternalServerError, map[string]any{"message": "500: Internal Server Error", "code": 0})
+		wire.JSON(w, http.StatusInternalServerError, map[string]any{"message": "500: Internal Server Error", "code": 0})
 		return
 	}
 	if e := formbody.CheckCommands(reqs); e != nil {
@@ -100,7 +100,7 @@ func (f *DiscordFake) putCommands(w http.ResponseWriter, r *http.Request, appID 
 	for _, c := range next {
 		out = append(out, c.json(f.appID))
 	}
-	discordJSON(w, http.StatusOK, out)
+	wire.JSON(w, http.StatusOK, out)
 }
 
 // getCommands answers GET /applications/{id}/commands.
@@ -109,14 +109,14 @@ func (f *DiscordFake) getCommands(w http.ResponseWriter, r *http.Request, appID 
 	defer f.mu.Unlock()
 	if appID != f.appID {
 		f.refuse("%s %s: application %s is not the bot's (%s)", r.Method, r.URL.Path, appID, f.appID)
-		discordJSON(w, http.StatusForbidden, map[string]any{"message": "Missing Access", "code": 50001})
+		wire.JSON(w, http.StatusForbidden, map[string]any{"message": "Missing Access", "code": 50001})
 		return
 	}
 	out := make([]any, 0, len(f.commands))
 	for _, c := range f.commands {
 		out = append(out, c.json(f.appID))
 	}
-	discordJSON(w, http.StatusOK, out)
+	wire.JSON(w, http.StatusOK, out)
 }
 
 // AppID is the application's id (READY's application.id, the id in
@@ -185,7 +185,7 @@ func (f *DiscordFake) Command(chat, user, name string) (adaptertest.Message, err
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if ix.reply == nil {
-		return adaptertest.Message{}, fmt.Errorf("discord fake: /%s was answered with type %d, which shows no message (the fake has no follow-ups)", name, ix.Type)
+		return adaptertest.Message{}, fmt.Errorf("discord fake: /%s was answered with type %d, which shows no message", name, ix.Type)
 	}
 	return f.view(ix.reply).Message, nil
 }
@@ -205,8 +205,8 @@ func (f *DiscordFake) command(chat, user, name string) (*discordInteraction, err
 	if !cmd.usableIn(ch) {
 		return nil, fmt.Errorf("discord fake: /%s is not usable in %q (dm_permission or contexts)", name, chat)
 	}
-	if f.session == nil || f.session.conn == nil || !f.session.conn.ready {
-		return nil, errors.New("discord fake: no gateway client is connected to receive the interaction")
+	if err := f.canInteract(); err != nil {
+		return nil, err
 	}
 	data := map[string]any{"id": cmd.id, "name": cmd.name, "type": 1}
 	return f.interact(ch, nil, f.user(user), 2, name, data), nil

@@ -1,7 +1,8 @@
 package discordtest
 
 import (
-	"errors"
+	"crypto/ed25519"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,8 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/discord"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/formbody"
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/ratelimit"
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/wire"
 	"github.com/gatehouse/gatehouse/adapters/internal/platformfake"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 )
@@ -76,10 +79,12 @@ type DiscordFake struct {
 	failPuts    int // bulk overwrites still to fail with a 500
 	conns       map[*discordConn]struct{}
 	refusals    platformfake.Refusals
-	force429    time.Duration
-	buckets     map[string]*discordBucket
-	global      discordBucket
+	limits      ratelimit.Limiter
 	closed      bool
+	// ixURL is the application's interactions endpoint ("" sends
+	// interactions over the gateway); signKey signs what goes there.
+	ixURL   string
+	signKey ed25519.PrivateKey
 
 	wg sync.WaitGroup // gateway connection goroutines
 }
@@ -202,8 +207,14 @@ type discordInteraction struct {
 	reply    *discordMsg
 	done     chan struct{} // closed when answered or given up on
 	finished bool
+	// settled is closed when the user sees the answer: at once for an
+	// answer that shows one, after the follow-up for a deferred one.
+	settled   chan struct{}
+	isSettled bool
 	// modalSubmit marks a MODAL_SUBMIT (type 5) interaction.
 	modalSubmit bool
+	// payload is the interaction as sent to the endpoint (HTTP only).
+	payload []byte
 }
 
 // finish closes done once. f.mu held.
@@ -211,6 +222,14 @@ func (ix *discordInteraction) finish() {
 	if !ix.finished {
 		ix.finished = true
 		close(ix.done)
+	}
+}
+
+// settle closes settled once. f.mu held.
+func (ix *discordInteraction) settle() {
+	if !ix.isSettled {
+		ix.isSettled = true
+		close(ix.settled)
 	}
 }
 
@@ -226,10 +245,17 @@ type DiscordInteraction struct {
 	// Type is the response type (4 message, 5 deferred message, 6
 	// deferred update, 7 update message); Flags its data.flags (64 is
 	// ephemeral); Content what the presser saw (for type 7, the updated
-	// message's content).
+	// message's content; after a deferral, the edited original's or the
+	// follow-up's).
 	Type    int
 	Flags   int
 	Content string
+	// HTTP is true for an interaction sent to the interactions endpoint
+	// rather than over the gateway.
+	HTTP bool
+	// FollowUps counts the messages made through the interaction's
+	// webhook, and Edits the edits of its original.
+	FollowUps, Edits int
 	// After is how long after the press the answer came.
 	After time.Duration
 	// Modal is the modal the bot answered with (type 9), nil otherwise.
@@ -259,11 +285,6 @@ type DiscordMessage struct {
 	// Ephemeral is true for an answer to an interaction only its user
 	// sees (flags 64); it is in no channel's Messages.
 	Ephemeral bool
-}
-
-type discordBucket struct {
-	start time.Time
-	count int
 }
 
 type discordConn struct {
@@ -301,8 +322,9 @@ func NewDiscord(t adaptertest.TB, opts ...DiscordOption) *DiscordFake {
 		interactions: map[string]*discordInteraction{},
 		conns:        map[*discordConn]struct{}{},
 		ephemeral:    map[string]*discordMsg{},
-		buckets:      map[string]*discordBucket{},
 	}
+	_, f.signKey, _ = ed25519.GenerateKey(rand.Reader)
+	f.limits = ratelimit.Limiter{PerBucket: cfg.perChannel, Window: cfg.window, GlobalPerSecond: cfg.globalPerSecond}
 	f.guildID = f.snowflake()
 	f.appID = f.snowflake()
 	f.bot = &discordUser{id: f.appID, name: "gatehouse"}
@@ -333,6 +355,7 @@ func (f *DiscordFake) close() {
 	}
 	for _, ix := range f.interactions {
 		ix.finish()
+		ix.settle()
 	}
 	f.mu.Unlock()
 	f.srv.Close()
@@ -366,7 +389,7 @@ func (f *DiscordFake) RateLimited() int { return f.refusals.ThrottledCount() }
 func (f *DiscordFake) RateLimitNext(d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.force429 = d
+	f.limits.Force429 = d
 }
 
 func (f *DiscordFake) user(handle string) *discordUser {
@@ -567,20 +590,51 @@ func (f *DiscordFake) await(ix *discordInteraction) (string, error) {
 	case <-timer.C:
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	what := ix.CustomID
+	if ix.Command != "" {
+		what = "/" + ix.Command
+	}
 	if !ix.Answered {
-		what := ix.CustomID
-		if ix.Command != "" {
-			what = "/" + ix.Command
-		}
 		f.refuse("interaction %s (%s) was not answered within %s: the user sees \"This interaction failed\"", ix.ID, what, f.cfg.deadline)
 		ix.finish()
+		f.mu.Unlock()
 		return "", fmt.Errorf("discord fake: interaction %s not answered within %s", ix.ID, f.cfg.deadline)
+	}
+	f.mu.Unlock()
+	// A deferred answer shows nothing until its follow-up.
+	followed := time.NewTimer(followUpWait)
+	defer followed.Stop()
+	select {
+	case <-ix.settled:
+	case <-followed.C:
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !ix.isSettled {
+		f.refuse("interaction %s (%s) was deferred (type %d) and never followed up within %s", ix.ID, what, ix.Type, followUpWait)
+		return "", fmt.Errorf("discord fake: deferred interaction %s never followed up", ix.ID)
 	}
 	return ix.Content, nil
 }
 
+// followUpWait is how long a test waits for a deferred answer's
+// follow-up (Discord keeps the token 15 minutes).
+const followUpWait = 15 * time.Second
+
 func (f *DiscordFake) press(chat, msgID, data, user string) (*discordInteraction, error) {
+	msg, err := f.pressable(chat, msgID, data, user)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.canInteract(); err != nil {
+		return nil, err
+	}
+	return f.interact(msg.channel, msg, f.user(user), 3, data, map[string]any{"custom_id": data, "component_type": 2}), nil
+}
+
+// pressable is the bot's message msgID in chat when user can press its
+// button data. f.mu held.
+func (f *DiscordFake) pressable(chat, msgID, data, user string) (*discordMsg, error) {
 	ch, ok := f.channels[chat]
 	if !ok {
 		return nil, fmt.Errorf("discord fake: no chat %q", chat)
@@ -608,10 +662,7 @@ func (f *DiscordFake) press(chat, msgID, data, user string) (*discordInteraction
 		// button the message has lost since.
 		return nil, fmt.Errorf("discord fake: message %s never had a button %q to press", msgID, data)
 	}
-	if f.session == nil || f.session.conn == nil || !f.session.conn.ready {
-		return nil, errors.New("discord fake: no gateway client is connected to receive the interaction")
-	}
-	return f.interact(ch, msg, f.user(user), 3, data, map[string]any{"custom_id": data, "component_type": 2}), nil
+	return msg, nil
 }
 
 // interact dispatches an INTERACTION_CREATE of type typ (2 a slash
@@ -629,6 +680,7 @@ func (f *DiscordFake) interact(ch *discordChannel, msg *discordMsg, u *discordUs
 		channel:            ch,
 		user:               u,
 		done:               make(chan struct{}),
+		settled:            make(chan struct{}),
 		modalSubmit:        typ == 5,
 	}
 	if typ == 2 {
@@ -636,104 +688,29 @@ func (f *DiscordFake) interact(ch *discordChannel, msg *discordMsg, u *discordUs
 	}
 	f.interactions[ix.ID] = ix
 	f.ixOrder = append(f.ixOrder, ix.ID)
-	d := map[string]any{
-		"id":                             ix.ID,
-		"application_id":                 f.appID,
-		"type":                           typ,
-		"token":                          ix.token,
-		"version":                        1,
-		"channel_id":                     ch.id,
-		"channel":                        map[string]any{"id": ch.id, "type": f.channelType(ch)},
-		"data":                           data,
-		"app_permissions":                "2248473465835073",
-		"locale":                         "en-US",
-		"entitlements":                   []any{},
-		"authorizing_integration_owners": map[string]any{"0": f.guildID},
-		"context":                        0,
-	}
-	if msg != nil {
-		d["message"] = f.messageJSON(msg)
-	}
-	if ch.guildID != "" {
-		d["guild_id"] = ch.guildID
-		d["guild_locale"] = "en-US"
-		d["member"] = map[string]any{
-			"user": f.userJSON(u, false), "roles": []any{}, "joined_at": f.started.UTC().Format(time.RFC3339Nano),
-			"deaf": false, "mute": false, "flags": 0, "pending": false, "permissions": "2248473465835073",
-		}
-	} else {
-		d["user"] = f.userJSON(u, false)
-		d["context"] = 1
-	}
-	f.emit(&discordEvent{t: "INTERACTION_CREATE", d: d})
+	f.dispatchInteraction(ix, f.interactionJSON(ix, typ, data))
 	return ix
 }
 
-func (f *DiscordFake) channelType(ch *discordChannel) int {
-	if ch.guildID == "" {
-		return 1 // DM
+// interactionJSON is ix as Discord sends it (an INTERACTION_CREATE's d,
+// or the body POSTed to the endpoint). f.mu held.
+func (f *DiscordFake) interactionJSON(ix *discordInteraction, typ int, data map[string]any) map[string]any {
+	w := wire.Interaction{ID: ix.ID, AppID: f.appID, Token: ix.token, Type: typ, ChannelID: ix.channel.id,
+		GuildID: ix.channel.guildID, User: f.userJSON(ix.user, false), Data: data, JoinedAt: f.started}
+	if ix.msg != nil {
+		w.Message = f.messageJSON(ix.msg)
 	}
-	return 0 // GUILD_TEXT
+	return w.JSON()
 }
 
 func (f *DiscordFake) userJSON(u *discordUser, bot bool) map[string]any {
-	j := map[string]any{
-		"id": u.id, "username": u.name, "discriminator": "0", "global_name": u.name,
-		"avatar": nil, "public_flags": 0,
-	}
-	if bot || u == f.bot {
-		j["bot"] = true
-		j["global_name"] = nil
-	}
-	return j
+	return wire.User(u.id, u.name, bot || u == f.bot)
 }
 
 func (f *DiscordFake) messageJSON(m *discordMsg) map[string]any {
-	rows := make([]any, 0, len(m.rows))
-	for _, r := range m.rows {
-		bs := make([]any, 0, len(r))
-		for _, b := range r {
-			bj := map[string]any{"type": 2, "style": b.Style, "disabled": b.Disabled}
-			if b.Label != "" {
-				bj["label"] = b.Label
-			}
-			if b.CustomID != "" {
-				bj["custom_id"] = b.CustomID
-			}
-			if b.URL != "" {
-				bj["url"] = b.URL
-			}
-			if b.Emoji != nil {
-				bj["emoji"] = b.Emoji
-			}
-			bs = append(bs, bj)
-		}
-		rows = append(rows, map[string]any{"type": 1, "components": bs})
-	}
-	j := map[string]any{
-		"id": m.id, "channel_id": m.channel.id, "type": m.kind,
-		"author": f.userJSON(m.author, m.authorBot), "content": m.content,
-		"timestamp": m.created.UTC().Format(time.RFC3339Nano), "edited_timestamp": nil,
-		"tts": false, "mention_everyone": m.everyone, "mentions": []any{}, "mention_roles": []any{},
-		"attachments": []any{}, "embeds": []any{}, "pinned": false, "flags": 0, "components": rows,
-	}
-	if m.viewer != nil {
-		j["flags"] = 64 // EPHEMERAL
-	}
-	if m.edited != nil {
-		j["edited_timestamp"] = m.edited.UTC().Format(time.RFC3339Nano)
-	}
-	if m.attachment {
-		j["attachments"] = []any{map[string]any{
-			"id": m.id, "filename": "photo.png", "size": 1024, "content_type": "image/png",
-			"url":       "https://cdn.discordapp.com/attachments/" + m.channel.id + "/" + m.id + "/photo.png",
-			"proxy_url": "https://media.discordapp.net/attachments/" + m.channel.id + "/" + m.id + "/photo.png",
-		}}
-	}
-	if m.refID != "" {
-		j["message_reference"] = map[string]any{"type": 0, "message_id": m.refID, "channel_id": m.channel.id}
-	}
-	return j
+	return wire.Message{ID: m.id, ChannelID: m.channel.id, Kind: m.kind, Author: f.userJSON(m.author, m.authorBot),
+		Content: m.content, Rows: m.rows, Everyone: m.everyone, Ephemeral: m.viewer != nil, Attachment: m.attachment,
+		RefID: m.refID, Created: m.created, Edited: m.edited}.JSON()
 }
 
 // emitMessage dispatches a message event with the gateway-only fields

@@ -4,6 +4,9 @@
 // components). It implements adaptertest.Fake; DiscordFactory hands it,
 // with an adapter aimed at it, to the shared suite adaptertest.Run. Its
 // own tests hold it to Discord's rules with raw HTTP and a raw websocket.
-// The rules for request bodies are in formbody; what the fakes share
-// (refusals, websocket writes) in adapters/internal/platformfake.
+// With SetInteractionsURL, interactions are POSTed, Ed25519-signed, to
+// the adapter's endpoint instead (DiscordInteractionsFactory), with the
+// interaction webhook for deferred answers. The rules for request bodies
+// are in formbody, the wire shapes in wire, rate limits in ratelimit,
+// signing in signed; what the fakes share in adapters/internal/platformfake.
 package discordtest

@@ -3,16 +3,15 @@ package discordtest
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"io"
-	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/formbody"
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/ratelimit"
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/wire"
 )
 
 // ---- HTTP ----
@@ -27,11 +26,11 @@ func (f *DiscordFake) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.refuse("%s %s: not under /api/v9", r.Method, r.URL.Path)
 		f.mu.Unlock()
-		discordJSON(w, http.StatusNotFound, map[string]any{"message": "404: Not Found", "code": 0})
+		wire.JSON(w, http.StatusNotFound, map[string]any{"message": "404: Not Found", "code": 0})
 		return
 	}
 	parts := strings.Split(strings.Trim(rest, "/"), "/")
-	route := r.Method + " " + strings.Join(discordRouteShape(parts), "/")
+	route := r.Method + " " + strings.Join(wire.RouteShape(parts), "/")
 
 	// Interaction callbacks are authorised by their token, not the bot's.
 	if route == "POST interactions/:id/:token/callback" {
@@ -42,8 +41,13 @@ func (f *DiscordFake) serve(w http.ResponseWriter, r *http.Request) {
 		f.callback(w, r, parts[1], parts[2])
 		return
 	}
+	// Webhook calls of an interaction are authorised by its token too.
+	if parts[0] == "webhooks" {
+		f.serveWebhook(w, r, parts)
+		return
+	}
 	if route == "GET gateway" {
-		discordJSON(w, http.StatusOK, map[string]any{"url": f.wsURL()})
+		wire.JSON(w, http.StatusOK, map[string]any{"url": f.wsURL()})
 		return
 	}
 	if r.Header.Get("Authorization") != "Bot "+f.token {
@@ -52,7 +56,7 @@ func (f *DiscordFake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch route {
 	case "GET gateway/bot":
-		discordJSON(w, http.StatusOK, map[string]any{
+		wire.JSON(w, http.StatusOK, map[string]any{
 			"url": f.wsURL(), "shards": 1,
 			"session_start_limit": map[string]any{"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1},
 		})
@@ -60,7 +64,7 @@ func (f *DiscordFake) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		u := f.userJSON(f.bot, true)
 		f.mu.Unlock()
-		discordJSON(w, http.StatusOK, u)
+		wire.JSON(w, http.StatusOK, u)
 	case "POST channels/:id/messages":
 		f.createMessage(w, r, parts[1])
 	case "PATCH channels/:id/messages/:id":
@@ -73,25 +77,8 @@ func (f *DiscordFake) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.refuse("%s %s: no such route", r.Method, r.URL.Path)
 		f.mu.Unlock()
-		discordJSON(w, http.StatusNotFound, map[string]any{"message": "404: Not Found", "code": 0})
+		wire.JSON(w, http.StatusNotFound, map[string]any{"message": "404: Not Found", "code": 0})
 	}
-}
-
-// discordRouteShape replaces ids in a path with ":id" (and the token
-// of an interaction callback with ":token") to match routes.
-func discordRouteShape(parts []string) []string {
-	out := slices.Clone(parts)
-	for i, p := range out {
-		switch {
-		case len(parts) == 4 && parts[0] == "interactions" && i == 2:
-			out[i] = ":token"
-		case p != "" && strings.Trim(p, "0123456789") == "":
-			out[i] = ":id"
-		case len(parts) == 4 && parts[0] == "interactions" && i == 1:
-			out[i] = ":id"
-		}
-	}
-	return out
 }
 
 func (f *DiscordFake) wsURL() string {
@@ -102,24 +89,7 @@ func (f *DiscordFake) unauthorized(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.refuse("%s %s: wrong or missing Authorization (want \"Bot <token>\")", r.Method, r.URL.Path)
 	f.mu.Unlock()
-	discordJSON(w, http.StatusUnauthorized, map[string]any{"message": "401: Unauthorized", "code": 0})
-}
-
-func discordJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// discordFormError is Discord's 50035 "Invalid Form Body" with the
-// offending field's path ("components.0.components.1.custom_id").
-func discordFormError(w http.ResponseWriter, path, code, message string) {
-	var leaf any = map[string]any{"_errors": []any{map[string]any{"code": code, "message": message}}}
-	keys := strings.Split(path, ".")
-	for i := len(keys) - 1; i >= 0; i-- {
-		leaf = map[string]any{keys[i]: leaf}
-	}
-	discordJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035, "errors": leaf})
+	wire.JSON(w, http.StatusUnauthorized, map[string]any{"message": "401: Unauthorized", "code": 0})
 }
 
 func (f *DiscordFake) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -134,7 +104,7 @@ func (f *DiscordFake) readJSON(w http.ResponseWriter, r *http.Request, v any) bo
 		f.mu.Lock()
 		f.refuse("%s %s: body is not JSON: %v", r.Method, r.URL.Path, err)
 		f.mu.Unlock()
-		discordJSON(w, http.StatusBadRequest, map[string]any{"message": "The request body contains invalid JSON.", "code": 50109})
+		wire.JSON(w, http.StatusBadRequest, map[string]any{"message": "The request body contains invalid JSON.", "code": 50109})
 		return false
 	}
 	return true
@@ -145,7 +115,7 @@ func (f *DiscordFake) readJSON(w http.ResponseWriter, r *http.Request, v any) bo
 // 50035. f.mu held.
 func (f *DiscordFake) formRefused(w http.ResponseWriter, r *http.Request, what string, e *formbody.Error) {
 	f.refuse("%s %s: %s%s", r.Method, r.URL.Path, what, e.Reason())
-	discordFormError(w, e.Path, e.Code, e.Message)
+	wire.FormError(w, e.Path, e.Code, e.Message)
 }
 
 // checkBody validates content, mentions and components common to
@@ -162,20 +132,12 @@ func (f *DiscordFake) checkBody(w http.ResponseWriter, r *http.Request, req *for
 
 func (f *DiscordFake) emptyMessage(w http.ResponseWriter, r *http.Request) {
 	f.refuse("%s %s: empty message (no content, components or embeds)", r.Method, r.URL.Path)
-	discordJSON(w, http.StatusBadRequest, map[string]any{"message": "Cannot send an empty message", "code": 50006})
+	wire.JSON(w, http.StatusBadRequest, map[string]any{"message": "Cannot send an empty message", "code": 50006})
 }
 
 func (f *DiscordFake) unknownChannel(w http.ResponseWriter, r *http.Request) {
 	f.refuse("%s %s: unknown channel", r.Method, r.URL.Path)
-	discordJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Channel", "code": 10003})
-}
-
-// pings reports whether content notifies everyone, given allowed_mentions.
-func discordPings(content string, allowed *[]string) bool {
-	if !strings.Contains(content, "@everyone") && !strings.Contains(content, "@here") {
-		return false
-	}
-	return allowed == nil || slices.Contains(*allowed, "everyone")
+	wire.JSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Channel", "code": 10003})
 }
 
 func (f *DiscordFake) createMessage(w http.ResponseWriter, r *http.Request, channelID string) {
@@ -215,13 +177,13 @@ func (f *DiscordFake) createMessage(w http.ResponseWriter, r *http.Request, chan
 		switch {
 		case ref.ChannelID != "" && ref.ChannelID != channelID:
 			f.refuse("%s %s: message_reference.channel_id %s is not this channel", r.Method, r.URL.Path, ref.ChannelID)
-			discordFormError(w, "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message")
+			wire.FormError(w, "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message")
 			return
 		case exists:
 			m.kind, m.refID = 19, ref.MessageID
 		case ref.FailIfNotExists == nil || *ref.FailIfNotExists:
 			f.refuse("%s %s: message_reference to unknown message %s", r.Method, r.URL.Path, ref.MessageID)
-			discordFormError(w, "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message")
+			wire.FormError(w, "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message")
 			return
 		}
 	}
@@ -229,10 +191,10 @@ func (f *DiscordFake) createMessage(w http.ResponseWriter, r *http.Request, chan
 		p := slices.Clone(req.AllowedMentions.Parse)
 		m.allowed = &p
 	}
-	m.everyone = discordPings(content, m.allowed)
+	m.everyone = wire.Pings(content, m.allowed)
 	ch.msgs = append(ch.msgs, m)
 	f.emitMessage("MESSAGE_CREATE", m)
-	discordJSON(w, http.StatusOK, f.messageJSON(m))
+	wire.JSON(w, http.StatusOK, f.messageJSON(m))
 }
 
 func (f *DiscordFake) editMessage(w http.ResponseWriter, r *http.Request, channelID, msgID string) {
@@ -259,12 +221,12 @@ func (f *DiscordFake) editMessage(w http.ResponseWriter, r *http.Request, channe
 	}
 	if m == nil {
 		f.refuse("%s %s: unknown message", r.Method, r.URL.Path)
-		discordJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Message", "code": 10008})
+		wire.JSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Message", "code": 10008})
 		return
 	}
 	if m.author != f.bot {
 		f.refuse("%s %s: message is not the bot's", r.Method, r.URL.Path)
-		discordJSON(w, http.StatusForbidden, map[string]any{"message": "Cannot edit a message authored by another user", "code": 50005})
+		wire.JSON(w, http.StatusForbidden, map[string]any{"message": "Cannot edit a message authored by another user", "code": 50005})
 		return
 	}
 	if !f.rateLimit(w, "edit:"+channelID) {
@@ -273,7 +235,7 @@ func (f *DiscordFake) editMessage(w http.ResponseWriter, r *http.Request, channe
 	if !f.applyEdit(w, r, m, &req, rows) {
 		return
 	}
-	discordJSON(w, http.StatusOK, f.messageJSON(m))
+	wire.JSON(w, http.StatusOK, f.messageJSON(m))
 }
 
 // applyEdit changes the fields an edit carries (absent or null fields
@@ -288,7 +250,7 @@ func (f *DiscordFake) applyEdit(w http.ResponseWriter, r *http.Request, m *disco
 	}
 	if content == "" && len(newRows) == 0 {
 		f.refuse("%s %s: edit would leave an empty message", r.Method, r.URL.Path)
-		discordJSON(w, http.StatusBadRequest, map[string]any{"message": "Cannot send an empty message", "code": 50006})
+		wire.JSON(w, http.StatusBadRequest, map[string]any{"message": "Cannot send an empty message", "code": 50006})
 		return false
 	}
 	now := time.Now()
@@ -300,70 +262,15 @@ func (f *DiscordFake) applyEdit(w http.ResponseWriter, r *http.Request, m *disco
 	return true
 }
 
-// rateLimit applies the global and the bucket's limits (and a forced
-// 429), setting X-RateLimit-* headers. It writes the 429 and returns
-// false when the request is over a limit. f.mu held.
+// rateLimit applies the limiter to bucket, writing the 429 and
+// returning false when the request is over a limit. f.mu held.
 func (f *DiscordFake) rateLimit(w http.ResponseWriter, bucket string) bool {
-	now := time.Now()
-	h := w.Header()
-	tooMany := func(retry time.Duration, global bool) bool {
+	retry, global, ok := f.limits.Allow(w.Header(), bucket, time.Now())
+	if !ok {
 		f.refusals.Throttle(bucket)
-		secs := math.Ceil(retry.Seconds()*1000) / 1000
-		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
-		h.Set("X-RateLimit-Reset-After", strconv.FormatFloat(secs, 'f', 3, 64))
-		h.Set("X-RateLimit-Reset", strconv.FormatFloat(float64(now.Add(retry).UnixMilli())/1000, 'f', 3, 64))
-		if global {
-			h.Set("X-RateLimit-Global", "true")
-			h.Set("X-RateLimit-Scope", "global")
-		} else {
-			h.Set("X-RateLimit-Scope", "user")
-			h.Set("X-RateLimit-Remaining", "0")
-		}
-		discordJSON(w, http.StatusTooManyRequests, map[string]any{"message": "You are being rate limited.", "retry_after": secs, "global": global})
-		return false
+		wire.JSON(w, http.StatusTooManyRequests, ratelimit.Body(retry, global))
 	}
-	if f.force429 > 0 {
-		d := f.force429
-		f.force429 = 0
-		h.Set("X-RateLimit-Bucket", discordBucketHash(bucket))
-		h.Set("X-RateLimit-Limit", "5")
-		return tooMany(d, false)
-	}
-	if n := f.cfg.globalPerSecond; n > 0 {
-		if now.Sub(f.global.start) >= time.Second {
-			f.global = discordBucket{start: now}
-		}
-		if f.global.count >= n {
-			return tooMany(f.global.start.Add(time.Second).Sub(now), true)
-		}
-		f.global.count++
-	}
-	n := f.cfg.perChannel
-	if n <= 0 {
-		return true
-	}
-	b, ok := f.buckets[bucket]
-	if !ok || now.Sub(b.start) >= f.cfg.window {
-		b = &discordBucket{start: now}
-		f.buckets[bucket] = b
-	}
-	reset := b.start.Add(f.cfg.window)
-	h.Set("X-RateLimit-Bucket", discordBucketHash(bucket))
-	h.Set("X-RateLimit-Limit", strconv.Itoa(n))
-	if b.count >= n {
-		return tooMany(reset.Sub(now), false)
-	}
-	b.count++
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(n-b.count))
-	h.Set("X-RateLimit-Reset", strconv.FormatFloat(float64(reset.UnixMilli())/1000, 'f', 3, 64))
-	h.Set("X-RateLimit-Reset-After", strconv.FormatFloat(reset.Sub(now).Seconds(), 'f', 3, 64))
-	return true
-}
-
-func discordBucketHash(bucket string) string {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(strings.SplitN(bucket, ":", 2)[0]))
-	return strconv.FormatUint(h.Sum64(), 16)
+	return ok
 }
 
 // callback answers POST /interactions/{id}/{token}/callback.
@@ -386,13 +293,13 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 			f.mu.Lock()
 			f.refuse("interaction callback %s: data: %v", id, err)
 			f.mu.Unlock()
-			discordJSON(w, http.StatusBadRequest, map[string]any{"message": "The request body contains invalid JSON.", "code": 50109})
+			wire.JSON(w, http.StatusBadRequest, map[string]any{"message": "The request body contains invalid JSON.", "code": 50109})
 			return
 		}
 	}
 	unknown := func(why string) {
 		f.refuse("interaction callback %s: %s", id, why)
-		discordJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown interaction", "code": 10062})
+		wire.JSON(w, http.StatusNotFound, map[string]any{"message": "Unknown interaction", "code": 10062})
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -403,7 +310,7 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 		return
 	case ix.Answered:
 		f.refuse("interaction callback %s: answered twice", id)
-		discordJSON(w, http.StatusBadRequest, map[string]any{"message": "Interaction has already been acknowledged.", "code": 40060})
+		wire.JSON(w, http.StatusBadRequest, map[string]any{"message": "Interaction has already been acknowledged.", "code": 40060})
 		return
 	case time.Now().After(ix.deadline):
 		unknown(fmt.Sprintf("answered %s after the press, over the %s deadline", time.Since(ix.created).Round(time.Millisecond), f.cfg.deadline))
@@ -412,7 +319,7 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 	if req.Type == 9 { // MODAL
 		if ix.modalSubmit {
 			f.refuse("interaction callback %s: a modal cannot answer a modal submission", id)
-			discordFormError(w, "type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid")
+			wire.FormError(w, "type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid")
 			return
 		}
 		modal, e := formbody.CheckModal(raw.Data)
@@ -423,6 +330,7 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 		ix.Modal = modal
 		ix.Type, ix.Answered, ix.After = req.Type, true, time.Since(ix.created)
 		ix.finish()
+		ix.settle()
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -442,12 +350,12 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 	case 4: // CHANNEL_MESSAGE_WITH_SOURCE
 		if req.Data == nil || (content == "" && len(rows) == 0 && len(data.Embeds) == 0) {
 			f.refuse("interaction callback %s: type 4 with an empty message", id)
-			discordJSON(w, http.StatusBadRequest, map[string]any{"message": "Cannot send an empty message", "code": 50006})
+			wire.JSON(w, http.StatusBadRequest, map[string]any{"message": "Cannot send an empty message", "code": 50006})
 			return
 		}
 		if data.Flags&^(64|4) != 0 {
 			f.refuse("interaction callback %s: flags %d (only 64 ephemeral and 4 suppress embeds)", id, data.Flags)
-			discordFormError(w, "data.flags", "MESSAGE_FLAGS_INVALID", "Invalid flags")
+			wire.FormError(w, "data.flags", "MESSAGE_FLAGS_INVALID", "Invalid flags")
 			return
 		}
 		m := &discordMsg{id: f.snowflake(), channel: ix.channel, author: f.bot, content: content, rows: rows, created: time.Now()}
@@ -457,7 +365,7 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 			m.allowed = &p
 		}
 		if data.Flags&64 == 0 {
-			m.everyone = discordPings(content, m.allowed)
+			m.everyone = wire.Pings(content, m.allowed)
 			ix.channel.msgs = append(ix.channel.msgs, m)
 			f.emitMessage("MESSAGE_CREATE", m)
 		} else {
@@ -467,11 +375,24 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 		}
 		ix.reply = m
 		ix.Content, ix.Flags = content, data.Flags
-	case 5: // deferred: the user sees "thinking…"
+	case 5: // deferred: the user sees "thinking…" until the original is edited
+		if data.Flags&^64 != 0 {
+			f.refuse("interaction callback %s: flags %d (only 64 ephemeral)", id, data.Flags)
+			wire.FormError(w, "data.flags", "MESSAGE_FLAGS_INVALID", "Invalid flags")
+			return
+		}
+		m := &discordMsg{id: f.snowflake(), channel: ix.channel, author: f.bot, created: time.Now()}
+		if data.Flags&64 != 0 {
+			m.viewer = ix.user
+			f.ephemeral[m.id] = m
+		} else {
+			ix.channel.msgs = append(ix.channel.msgs, m)
+		}
+		ix.reply, ix.Flags = m, data.Flags
 	case 6, 7: // DEFERRED_UPDATE_MESSAGE, UPDATE_MESSAGE: a component's message
 		if ix.msg == nil {
 			f.refuse("interaction callback %s: response type %d is not valid for an application command (it has no message to update)", id, req.Type)
-			discordFormError(w, "type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid")
+			wire.FormError(w, "type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid")
 			return
 		}
 		if req.Type == 6 {
@@ -483,10 +404,13 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 		ix.Content = ix.msg.content
 	default:
 		f.refuse("interaction callback %s: response type %d is not valid for a component interaction", id, req.Type)
-		discordFormError(w, "type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid")
+		wire.FormError(w, "type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid")
 		return
 	}
 	ix.Type, ix.Answered, ix.After = req.Type, true, time.Since(ix.created)
 	ix.finish()
+	if req.Type != 5 && req.Type != 6 {
+		ix.settle()
+	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -3,8 +3,6 @@ package discordtest
 import (
 	"errors"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/formbody"
 )
@@ -32,23 +30,14 @@ func (f *DiscordFake) SubmitModal(ixID string, values map[string]string) (string
 		return "", fmt.Errorf("discord fake: interaction %s was not answered with a modal", ixID)
 	}
 	modal := first.Modal
-	var rows []any
-	for _, in := range modal.Inputs {
-		v := values[in.CustomID]
-		n := utf8.RuneCountInString(v)
-		switch {
-		case strings.TrimSpace(v) == "" && in.Required:
-			f.mu.Unlock()
-			return "", fmt.Errorf("discord fake: %q is required", in.Label)
-		case v != "" && (n < in.MinLength || n > in.MaxLength):
-			f.mu.Unlock()
-			return "", fmt.Errorf("discord fake: %q takes %d to %d characters, not %d", in.Label, in.MinLength, in.MaxLength, n)
-		}
-		rows = append(rows, map[string]any{"type": 1, "components": []any{map[string]any{"type": 4, "custom_id": in.CustomID, "value": v}}})
-	}
-	if f.session == nil || f.session.conn == nil || !f.session.conn.ready {
+	rows, err := modal.Submission(values)
+	if err != nil {
 		f.mu.Unlock()
-		return "", errors.New("discord fake: no gateway client is connected to receive the interaction")
+		return "", err
+	}
+	if err := f.canInteract(); err != nil {
+		f.mu.Unlock()
+		return "", err
 	}
 	var u *discordUser
 	for _, x := range f.users {

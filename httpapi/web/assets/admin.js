@@ -372,11 +372,26 @@
     });
   }
 
+  // The tour's dev mailbox: shown only when the gateway has one.
+  async function loadDevMail() {
+    const body = await api("/v1/devmail");
+    $("devmail-section").hidden = !body.enabled;
+    if (!body.enabled) return;
+    $("devmail-dir").textContent = body.dir || "";
+    fill("devmail", body.entries || [], (tr, m) => {
+      cell(tr, when(m.date));
+      cell(tr, m.to);
+      cell(tr, m.subject);
+      cell(tr, m.body, "devmail-body");
+      cell(tr, m.id);
+    });
+  }
+
   function show(err) { $("status").textContent = err ? String(err.message || err) : ""; }
 
   async function refresh() {
     show(null);
-    const results = await Promise.allSettled([loadCard(), loadStats(), loadIncidents(), loadAdapters(), loadGates(), loadReceive(), loadDead(), loadPeople(), loadGrants()]);
+    const results = await Promise.allSettled([loadCard(), loadStats(), loadIncidents(), loadAdapters(), loadGates(), loadReceive(), loadDead(), loadPeople(), loadGrants(), loadDevMail()]);
     const failed = results.find((r) => r.status === "rejected");
     if (failed) show(failed.reason);
     // How many refreshes have finished, for whoever waits on the page.

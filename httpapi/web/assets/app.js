@@ -8,6 +8,8 @@
 
 (() => {
   const TOKEN_KEY = "gatehouse.token";
+  const TOUR_KEY = "gatehouse.tourChats";
+  const TOUR_SELECTION = "scripted:tour";
   const PAGE = 1000;
   const KINDS = [
     "user.message", "assistant.message", "tool.result", "run.started",
@@ -125,7 +127,26 @@
     retry: null,
     catchingUp: false,
     running: false,
+    info: null,      // GET /v1/info: the model and what is not configured
   };
+
+  // ---- the tour ------------------------------------------------------------
+  // "Try the tour" marks one chat (this browser remembers which): its
+  // input is sent with the tour's model selection, and only while no model
+  // is configured. Other chats, and every chat once a model is, are not
+  // touched.
+
+  function tourChats() {
+    try { return new Set(JSON.parse(localStorage.getItem(TOUR_KEY) || "[]")); } catch { return new Set(); }
+  }
+  function markTour(id) {
+    const set = tourChats();
+    set.add(id);
+    try { localStorage.setItem(TOUR_KEY, JSON.stringify([...set])); } catch { /* private mode */ }
+  }
+  function isTour(id) {
+    return Boolean(id) && Boolean(state.info) && !state.info.modelConfigured && tourChats().has(id);
+  }
 
   // ---- sessions ----------------------------------------------------------
 
@@ -214,6 +235,7 @@
     });
     hideBanner();
     renderSessions();
+    renderSetup();
     render();
     ui.input.disabled = ui.send.disabled = !id;
     if (!id) { setConn("idle"); return; }
@@ -358,7 +380,7 @@
         const res = await api(`/v1/sessions/${encodeURIComponent(id)}/input`, {
           method: "POST",
           headers: { "X-Gatehouse-Source": "web" },
-          body: { text, requestId: item.requestId, delivery },
+          body: { text, requestId: item.requestId, delivery, selection: isTour(id) ? TOUR_SELECTION : undefined },
         });
         if (epoch !== state.epoch) return;
         item.seq = res.seq;
@@ -611,7 +633,7 @@
     li.dataset.testid = "message";
     li.dataset.role = "assistant";
     if (ev) li.dataset.seq = ev.seq;
-    li.append(el("div", "bubble", text));
+    li.append(withTables(el("div", "bubble"), text));
     // The memories this answer was given, so people see what was used.
     if (p && Array.isArray(p.memories) && p.memories.length) {
       const used = el("div", "memories-used", "Remembered: " + p.memories.map((m) => m.text).join(" · "));
@@ -619,6 +641,40 @@
       li.append(used);
     }
     return li;
+  }
+
+  // withTables fills a bubble with text, Markdown tables ("| a | b |" rows
+  // with a "| --- |" line under the head) shown as tables. Cells are set
+  // with textContent, like every payload text.
+  function withTables(bubble, text) {
+    const lines = String(text).split("\n");
+    const row = (l) => /^\s*\|.*\|\s*$/.test(l);
+    const cells = (l) => l.trim().slice(1, -1).split(/(?<!\\)\|/).map((c) => c.trim().replace(/\\\|/g, "|"));
+    let plain = [];
+    const flush = () => { if (plain.length) bubble.append(document.createTextNode(plain.join("\n"))); plain = []; };
+    for (let i = 0; i < lines.length; i++) {
+      if (row(lines[i]) && i + 1 < lines.length && /^\s*\|[\s:|-]+\|\s*$/.test(lines[i + 1])) {
+        flush();
+        const table = el("table", "md-table");
+        table.dataset.testid = "answer-table";
+        const head = el("tr");
+        for (const c of cells(lines[i])) head.append(el("th", "", c));
+        table.append(el("thead"), el("tbody"));
+        table.tHead.append(head);
+        i += 2;
+        for (; i < lines.length && row(lines[i]); i++) {
+          const tr = el("tr");
+          for (const c of cells(lines[i])) tr.append(el("td", "", c));
+          table.tBodies[0].append(tr);
+        }
+        i--;
+        bubble.append(table);
+        continue;
+      }
+      plain.push(lines[i]);
+    }
+    flush();
+    return bubble;
   }
 
   // What is kept about the person: listed on opening, each removable.
@@ -664,9 +720,11 @@
     if (part.ev) li.dataset.seq = part.ev.seq;
     const b = el("div", "bubble");
     const head = el("div", "error-text");
-    head.append(el("span", "error-icon", "⚠️ "), document.createTextNode(part.text));
+    // No model: what to do is said once, in the note at the top.
+    const noModel = part.code === "model-not-configured" && state.info && !state.info.modelConfigured;
+    head.append(el("span", "error-icon", "⚠️ "), document.createTextNode(noModel ? "No answer: no model is configured (see the note at the top)." : part.text));
     b.append(head);
-    if (part.hint) {
+    if (part.hint && !noModel) {
       const h = el("div", "error-hint", part.hint);
       h.dataset.testid = "error-hint";
       b.append(h);
@@ -975,18 +1033,69 @@
   });
   setInterval(() => { if (!document.hidden) renderSessions(); }, 60000);
 
-  // With no model configured the gateway still runs; say how to set one.
+  // What is not configured is said once, here, each with what to do
+  // (GET /v1/info "missing"). With no model the note offers the tour.
   async function loadInfo() {
     try {
-      const info = await api("/v1/info");
-      const el = $("model-hint");
-      if (!info.modelConfigured) {
-        el.textContent = "No model is configured, so turns will fail. " + (info.hint || "Set GATEHOUSE_MODEL.");
-        el.hidden = false;
-      } else {
-        el.hidden = true;
+      state.info = await api("/v1/info");
+    } catch (e) { return; /* the banner already reports API errors */ }
+    renderSetup();
+    render();
+  }
+
+  const TOUR_TRIES = ["Email Sara that the report is ready.", "remember that I prefer short answers", "what do you remember?", "show me a table"];
+
+  function renderSetup() {
+    const note = $("model-hint");
+    const info = state.info;
+    const tour = isTour(state.id);
+    $("tour-badge").hidden = !tour;
+    const missing = info && Array.isArray(info.missing) ? info.missing : [];
+    if (!info || (!missing.length && !tour)) { note.hidden = true; note.replaceChildren(); return; }
+    const frag = document.createDocumentFragment();
+    if (tour) {
+      const t = el("p", "setup-line tour-note", "Tour: this chat runs the built-in tour (scripted:tour), not a model. Its answers are scripted, and its mails go to a local dev mailbox (see /admin), never out.");
+      t.dataset.testid = "tour-note";
+      frag.append(t);
+      const tries = el("div", "setup-actions");
+      for (const text of TOUR_TRIES) {
+        const b = el("button", "btn btn-small", text);
+        b.type = "button";
+        b.dataset.testid = "tour-try";
+        b.addEventListener("click", () => { ui.input.value = text; autosize(); ui.input.focus(); });
+        tries.append(b);
       }
-    } catch (e) { /* the banner already reports API errors */ }
+      frag.append(tries);
+    }
+    for (const m of missing) {
+      if (tour && m.setting !== "GATEHOUSE_MODEL") continue; // the tour needs none of the rest
+      const line = el("p", "setup-line");
+      line.dataset.testid = "setup-missing";
+      line.dataset.setting = m.setting || "";
+      line.append(el("span", "setup-setting", m.setting || ""), document.createTextNode(m.message || ""));
+      frag.append(line);
+      if (m.setting === "GATEHOUSE_MODEL" && !tour) {
+        const b = el("button", "btn btn-primary btn-small tour-try", "Try the tour");
+        b.type = "button";
+        b.dataset.testid = "try-tour";
+        b.addEventListener("click", tryTour);
+        const row = el("div", "setup-actions");
+        row.append(b);
+        frag.append(row);
+      }
+    }
+    note.replaceChildren(frag);
+    note.hidden = false;
+  }
+
+  // tryTour selects the tour for the open chat, or for a new one.
+  async function tryTour() {
+    if (!state.id) await newChat();
+    const id = sessionFromHash() || state.id;
+    if (!id) return;
+    markTour(id);
+    renderSetup();
+    if (id === state.id) ui.input.focus();
   }
 
   loadInfo();

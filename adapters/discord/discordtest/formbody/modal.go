@@ -2,7 +2,9 @@ package formbody
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -104,4 +106,24 @@ func CheckModal(raw json.RawMessage) (*Modal, *Error) {
 		m.Inputs = append(m.Inputs, ti)
 	}
 	return m, nil
+}
+
+// Submission is what a MODAL_SUBMIT carries for values typed into m's
+// inputs (custom_id → text): action rows of one text input each. As
+// Discord's client does, it refuses a missing required value and one
+// outside an input's lengths.
+func (m *Modal) Submission(values map[string]string) ([]any, error) {
+	var rows []any
+	for _, in := range m.Inputs {
+		v := values[in.CustomID]
+		n := utf8.RuneCountInString(v)
+		switch {
+		case strings.TrimSpace(v) == "" && in.Required:
+			return nil, fmt.Errorf("discord fake: %q is required", in.Label)
+		case v != "" && (n < in.MinLength || n > in.MaxLength):
+			return nil, fmt.Errorf("discord fake: %q takes %d to %d characters, not %d", in.Label, in.MinLength, in.MaxLength, n)
+		}
+		rows = append(rows, map[string]any{"type": 1, "components": []any{map[string]any{"type": 4, "custom_id": in.CustomID, "value": v}}})
+	}
+	return rows, nil
 }
