@@ -46,7 +46,9 @@ func (s *Service) CommitDecisionTx(ctx context.Context, tx store.Tx, g gh.Gate) 
 	case gh.IncidentDiagnose:
 		var r gh.Run
 		if r, err = tx.GetRun(ctx, c.RunID); err == nil && r.State == gh.RunRunning && r.Epoch == c.Epoch {
-			_, more, err = s.openTx(ctx, tx, r, c.N+1)
+			next := c
+			next.N++
+			_, more, err = s.openTx(ctx, tx, r, next)
 		}
 	}
 	return append(cs, more...), err

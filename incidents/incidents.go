@@ -110,20 +110,26 @@ func cardOf(g gh.Gate) (card, error) {
 	return c, nil
 }
 
-// key is the idempotency key of the n-th card of a run's epoch.
-func key(runID, epoch int64, n int) string {
-	return "incident:" + strconv.FormatInt(runID, 10) + ":" + strconv.FormatInt(epoch, 10) + ":" + strconv.Itoa(n)
+// cardFor is the n-th card of run r as it stands.
+func cardFor(r gh.Run, n int) card {
+	return card{RunID: r.ID, Epoch: r.Epoch, Step: r.Step, StepStarted: r.StepStarted, N: n}
 }
 
-// openedKey is the key of the n-th card's gate.opened: a gate's, for the
-// "call" its ToolCallID names, so it is found as any gate's event is.
-func openedKey(runID, epoch int64, n int) string {
-	return gh.GateOpenedKey(key(runID, epoch, n), 1)
+// key names card c: its run, epoch and step (a run stuck again after it
+// moved on gets cards of its own) and its number (a Diagnose opens the
+// next). It is the card's ToolCallID.
+func key(c card) string {
+	return "incident:" + strconv.FormatInt(c.RunID, 10) + ":" + strconv.FormatInt(c.Epoch, 10) + ":" +
+		strconv.FormatInt(c.StepStarted.UnixMicro(), 10) + ":" + strconv.Itoa(c.N)
 }
 
-// gateID names the n-th card of a run's epoch: every replica names it alike.
-func gateID(sessionID string, runID, epoch int64, n int) string {
-	h := sha256.Sum256([]byte(sessionID + "\x00" + key(runID, epoch, n)))
+// openedKey is the key of card c's gate.opened: a gate's, for the "call"
+// its ToolCallID names, so it is found as any gate's event is.
+func openedKey(c card) string { return gh.GateOpenedKey(key(c), 1) }
+
+// gateID names card c of a session: every replica names it alike.
+func gateID(sessionID string, c card) string {
+	h := sha256.Sum256([]byte(sessionID + "\x00" + key(c)))
 	return "i_" + hex.EncodeToString(h[:10])
 }
 
@@ -157,14 +163,14 @@ func minutes(d time.Duration) string {
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
 
-// open opens the n-th card of run r (as the store has it now) unless it
-// is open already, and returns it (opened false when it was).
-func (s *Service) open(ctx context.Context, r gh.Run, n int) (gh.Gate, bool, error) {
+// open opens card c of run r unless it is open already, and returns it
+// (opened false when it was).
+func (s *Service) open(ctx context.Context, r gh.Run, c card) (gh.Gate, bool, error) {
 	var g gh.Gate
 	var wrote []kernel.Committed
 	err := s.k.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
-		g, wrote, err = s.openTx(ctx, tx, r, n)
+		g, wrote, err = s.openTx(ctx, tx, r, c)
 		return err
 	})
 	if err != nil || len(wrote) == 0 {
@@ -178,30 +184,29 @@ func (s *Service) open(ctx context.Context, r gh.Run, n int) (gh.Gate, bool, err
 	return g, true, nil
 }
 
-// openTx commits the n-th card of r in tx: its gate.opened event and its
-// gate row. A card already committed is left as it is (nothing written).
-func (s *Service) openTx(ctx context.Context, tx store.Tx, r gh.Run, n int) (gh.Gate, []kernel.Committed, error) {
+// openTx commits card c of r in tx: its gate.opened event and its gate
+// row. A card already committed is left as it is (nothing written).
+func (s *Service) openTx(ctx context.Context, tx store.Tx, r gh.Run, c card) (gh.Gate, []kernel.Committed, error) {
 	now := s.now()
-	c := card{RunID: r.ID, Epoch: r.Epoch, Step: r.Step, StepStarted: r.StepStarted, N: n}
 	args, _ := json.Marshal(c)
 	text := fmt.Sprintf("This turn has made no progress for %s (last step: %s started %s).",
-		minutes(now.Sub(r.StepStarted)), stepWords(r.Step), r.StepStarted.UTC().Format("15:04 UTC"))
-	if n > 1 {
-		text = fmt.Sprintf("This turn is still stuck (last step: %s started %s).", stepWords(r.Step), r.StepStarted.UTC().Format("15:04 UTC"))
+		minutes(now.Sub(c.StepStarted)), stepWords(c.Step), c.StepStarted.UTC().Format("15:04 UTC"))
+	if c.N > 1 {
+		text = fmt.Sprintf("This turn is still stuck (last step: %s started %s).", stepWords(c.Step), c.StepStarted.UTC().Format("15:04 UTC"))
 	}
 	requesters, err := requestersOf(ctx, tx, r.SessionID)
 	if err != nil {
 		return gh.Gate{}, nil, err
 	}
 	g := gh.Gate{
-		ID: gateID(r.SessionID, r.ID, r.Epoch, n), SessionID: r.SessionID, RunID: r.ID,
-		ToolCallID: key(r.ID, r.Epoch, n), Tool: gh.GateKindIncident, Arguments: args, Kind: gh.GateKindIncident,
+		ID: gateID(r.SessionID, c), SessionID: r.SessionID, RunID: r.ID,
+		ToolCallID: key(c), Tool: gh.GateKindIncident, Arguments: args, Kind: gh.GateKindIncident,
 		Question: text, Options: []string{gh.IncidentClose, gh.IncidentDiagnose},
 		State: gh.GatePending, ExpiresAt: now.Add(s.cfg.CardTTL), Created: now,
 	}
 	payload, _ := json.Marshal(gh.GateOpened{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Arguments: args,
 		Kind: g.Kind, Question: text, Options: g.Options, ExpiresAt: g.ExpiresAt, Requesters: requesters})
-	cs, err := s.k.OutsideCommitTx(ctx, tx, r.SessionID, gh.NewEvent{Kind: gh.KindGateOpened, Payload: payload, Key: openedKey(r.ID, r.Epoch, n)})
+	cs, err := s.k.OutsideCommitTx(ctx, tx, r.SessionID, gh.NewEvent{Kind: gh.KindGateOpened, Payload: payload, Key: openedKey(c)})
 	if err != nil || cs[0].Duplicate {
 		return g, nil, err
 	}

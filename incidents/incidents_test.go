@@ -30,7 +30,7 @@ func hangingTool(name string, tier tools.Tier, runs *atomic.Int32, release <-cha
 func stack(t *testing.T, tool tools.Tool, release chan struct{}) *stacktest.Env {
 	t.Helper()
 	e := stacktest.NewEnv(t, nil, stacktest.EnvOptions{HTTP: &httpapi.Config{}, Tools: []tools.Tool{tool},
-		StuckAfter: time.Second, LeaseTTL: 600 * time.Millisecond})
+		StuckAfter: 2500 * time.Millisecond, LeaseTTL: 3 * time.Second})
 	// Before the stack's own cleanups (they run after, last in first out):
 	// the stuck tool lets go so the workers can stop.
 	t.Cleanup(func() { close(release) })
@@ -211,7 +211,17 @@ func TestAStuckEffectIsDiagnosedWhileStuckThenClosedAsUnknown(t *testing.T) {
 func TestACardWhoseTurnMovedOnIsRetired(t *testing.T) {
 	var runs atomic.Int32
 	release := make(chan struct{}, 1)
-	e := stack(t, hangingTool("slow_lookup", tools.Safe, &runs, release), release)
+	lookup := toolworker.FuncTool{ToolName: "slow_lookup", Desc: "Looks something up slowly.", ToolTier: tools.Safe,
+		Fn: func(ctx context.Context, c tools.Call) (string, error) {
+			runs.Add(1)
+			select {
+			case <-release:
+				return "found", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}}
+	e := stack(t, lookup, release)
 	e.Model.Push(toolReply("slow_lookup"), modeltest.Reply{Text: "Found it."})
 	say(t, e, "w2", "look it up")
 	inc := openIncident(t, e)
@@ -246,7 +256,7 @@ func TestWaitingForApprovalIsNotStuck(t *testing.T) {
 		g, _ := e.Store.ListGates(e.Ctx, "w3", gh.GatePending, 10)
 		return len(g) == 1
 	})
-	time.Sleep(2 * time.Second)
+	time.Sleep(4 * time.Second)
 	if g, _ := e.Store.IncidentGates(e.Ctx, "", 10); len(g) != 0 {
 		t.Fatalf("an incident for a turn waiting for approval: %+v", g)
 	}

@@ -28,26 +28,33 @@ func (s *Service) SweepOnce(ctx context.Context) error {
 			first = err
 		}
 	}
+	pending, err := s.st.IncidentGates(ctx, gh.GatePending, sweepBatch)
+	if err != nil {
+		fail("incidents: list open incidents", err)
+	}
+	carded := map[int64]bool{}
+	for _, g := range pending {
+		carded[g.RunID] = true
+	}
 	stuck, err := s.st.StuckRuns(ctx, s.now().Add(-s.cfg.StuckAfter), sweepBatch)
 	if err != nil {
 		fail("incidents: list stuck runs", err)
 	}
 	for _, r := range stuck {
-		// The first card of the run's epoch, once: later ones come from
-		// Diagnose presses.
-		if _, ok, err := s.st.EventByKey(ctx, r.SessionID, openedKey(r.ID, r.Epoch, 1)); err != nil || ok {
+		// One card at a time per run; the first of its step once (later
+		// ones come from Diagnose presses).
+		if carded[r.ID] {
+			continue
+		}
+		if _, ok, err := s.st.EventByKey(ctx, r.SessionID, openedKey(cardFor(r, 1))); err != nil || ok {
 			if err != nil {
 				fail("incidents: look up an incident", err, "run", r.ID)
 			}
 			continue
 		}
-		if _, _, err := s.open(ctx, r, 1); err != nil {
+		if _, _, err := s.open(ctx, r, cardFor(r, 1)); err != nil {
 			fail("incidents: open an incident", err, "run", r.ID)
 		}
-	}
-	pending, err := s.st.IncidentGates(ctx, gh.GatePending, sweepBatch)
-	if err != nil {
-		fail("incidents: list open incidents", err)
 	}
 	for _, g := range pending {
 		reason, err := s.movedOn(ctx, g)
@@ -87,7 +94,10 @@ func (s *Service) movedOn(ctx context.Context, g gh.Gate) (string, error) {
 		return "the turn ended", nil
 	case r.State != gh.RunRunning:
 		return "the turn is waiting for a person", nil
-	case r.Step != c.Step || !r.StepStarted.Equal(c.StepStarted):
+	case r.StepStarted.After(g.Created):
+		// A step begun after the card: progress. (A renewal can record a
+		// step begun a little before the card, after the sweeper read the
+		// one before it: that is not.)
 		return "the turn moved on", nil
 	}
 	return "", nil
