@@ -3,6 +3,7 @@ module github.com/gatehouse/gatehouse
 go 1.26.0
 
 require (
+	codeberg.org/go-pdf/fpdf v0.12.0
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/bwmarrin/discordgo v0.29.0
 	github.com/chromedp/cdproto v0.160.1
@@ -13,6 +14,7 @@ require (
 	github.com/google/jsonschema-go v0.4.3
 	github.com/gorilla/websocket v1.5.3
 	github.com/jackc/pgx/v5 v5.13.0
+	github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/openai/openai-go/v3 v3.99.0
 	github.com/pressly/goose/v3 v3.30.1
@@ -20,6 +22,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/slack-go/slack v0.36.0
 	github.com/wneessen/go-mail v0.8.1
+	golang.org/x/net v0.62.0
 	golang.org/x/time v0.15.0
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.62.0

@@ -235,7 +235,7 @@ func (m *Memory) semantic(ctx context.Context, userKey, question string, terms [
 			texts = append(texts, v.Text)
 		}
 	}
-	got, err := m.emb.embed(ctx, texts)
+	got, err := m.emb.Embed(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +254,7 @@ func (m *Memory) semantic(ctx context.Context, userKey, question string, terms [
 		}
 	}
 	if len(stale) > 0 {
-		again, err := m.emb.embed(ctx, staleTexts)
+		again, err := m.emb.Embed(ctx, staleTexts)
 		if err != nil {
 			return nil, err
 		}
@@ -272,7 +272,7 @@ func (m *Memory) semantic(ctx context.Context, userKey, question string, terms [
 			m.cfg.Logger.Warn("memory: keep fact vectors", "user", userKey, "err", err)
 		}
 	}
-	bg, err := m.emb.background(ctx)
+	bg, err := m.emb.Background(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -61,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"GateCompareAndSet", testGates},
 		{"Memory", testMemory},
+		{"Knowledge", testKnowledge},
 		{"Gateway", testGateway},
 		{"People", testPeople},
 		{"Grants", testGrants},
