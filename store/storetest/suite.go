@@ -69,6 +69,7 @@ func Run(t *testing.T, h Harness) {
 		{"FencedAppend", testFencedAppend},
 		{"ClaimCandidateSaysMore", testClaimMore},
 		{"AppendUnlessGatePending", testUnlessGatePending},
+		{"Incidents", testIncidents},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
