@@ -817,10 +817,15 @@
     if (d) {
       li.dataset.decision = d.decision;
       const words = { approved: "Approved", denied: "Denied", expired: "Expired — nobody decided in time", answered: `Answered: ${d.answer || ""}` };
+      if (card.kind === "incident") {
+        // What was done about the stuck turn, not an answer to a question.
+        Object.assign(words, { answered: d.answer === "Close" ? "Closed" : "Diagnosis asked for",
+          expired: d.reason && d.reason !== "timeout" ? "Resolved: " + d.reason : "Nobody pressed in time" });
+      }
       let text = words[d.decision] || cap(d.decision || "decided");
       const who = d.by === "local" ? "the operator" : (d.by || "someone");
       if (d.decision !== "expired") text += ` by ${who} via ${d.surface || "?"}`;
-      if (d.reason) text += ` — ${d.reason}`;
+      if (d.reason && !(card.kind === "incident" && d.decision === "expired")) text += ` — ${d.reason}`;
       const out = el("div", "gate-outcome", cards.visible(text));
       out.dataset.testid = "gate-outcome";
       li.append(out);
