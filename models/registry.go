@@ -104,6 +104,13 @@ func (r *Registry) TourContacts() map[string]string {
 // provider, or if cfg.ScriptFile is set but cannot be read.
 func New(cfg Config) (*Registry, error) {
 	cfg = cfg.withDefaults()
+	var err error
+	if cfg.OpenAIBaseURL, err = openAIBaseURL(cfg.OpenAIBaseURL); err != nil {
+		return nil, err
+	}
+	if cfg.AnthropicBaseURL, err = anthropicBaseURL(cfg.AnthropicBaseURL); err != nil {
+		return nil, err
+	}
 	r := &Registry{cfg: cfg, providers: map[string]Provider{}}
 	r.providers[providerOpenAI] = newOpenAI(cfg)
 	r.providers[providerAnthropic] = newAnthropic(cfg)
