@@ -201,14 +201,14 @@ func (m *Metrics) event(e gh.Event) {
 		}
 	case gh.KindGateOpened:
 		var p gh.GateOpened
-		if json.Unmarshal(e.Payload, &p) != nil {
-			return
+		if json.Unmarshal(e.Payload, &p) != nil || p.Kind == gh.GateKindIncident {
+			return // an incident's card is counted by gatehouse_incidents_open
 		}
 		m.gatesOpened.WithLabelValues(oneOf(p.Kind, "other", gh.GateKindApproval, gh.GateKindClarify)).Inc()
 		m.opened.put(p.GateID, e.CreatedAt)
 	case gh.KindGateDecided:
 		var p gh.GateDecided
-		if json.Unmarshal(e.Payload, &p) != nil {
+		if json.Unmarshal(e.Payload, &p) != nil || p.Tool == gh.GateKindIncident {
 			return
 		}
 		decision := oneOf(string(p.Decision), "other", string(gh.GateApproved), string(gh.GateDenied), string(gh.GateAnswered), string(gh.GateExpired))

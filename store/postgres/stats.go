@@ -22,9 +22,9 @@ const (
 			percentile_disc(0.95) WITHIN GROUP (ORDER BY greatest(floor(extract(epoch FROM updated_at - created_at) * 1000), 0))::float8
 		FROM runs WHERE state IN ('done', 'failed', 'cancelled') AND updated_at >= $1 AND updated_at < $2 GROUP BY 1 ORDER BY 1`
 	statsOpenedSQL = `SELECT floor(extract(epoch FROM created_at - $1::timestamptz) / $3::float8)::int, kind, count(*) FROM gates
-		WHERE created_at >= $1 AND created_at < $2 GROUP BY 1, 2 ORDER BY 1, 2`
+		WHERE created_at >= $1 AND created_at < $2 AND kind <> 'incident' GROUP BY 1, 2 ORDER BY 1, 2`
 	statsDecidedSQL = `SELECT floor(extract(epoch FROM decided_at - $1::timestamptz) / $3::float8)::int, state, count(*) FROM gates
-		WHERE state <> 'pending' AND decided_at >= $1 AND decided_at < $2 GROUP BY 1, 2 ORDER BY 1, 2`
+		WHERE state <> 'pending' AND kind <> 'incident' AND decided_at >= $1 AND decided_at < $2 GROUP BY 1, 2 ORDER BY 1, 2`
 	statsSpendSQL = `SELECT floor(extract(epoch FROM created_at - $1::timestamptz) / $3::float8)::int, count(*), coalesce(sum(cost_usd), 0)::float8 FROM ledger
 		WHERE created_at >= $1 AND created_at < $2 GROUP BY 1 ORDER BY 1`
 )

@@ -22,9 +22,9 @@ const (
 	statsDurationsSQL = `SELECT (updated_at - ?1) / ?3, (updated_at - created_at) / 1000 FROM runs
 		WHERE state IN ('done', 'failed', 'cancelled') AND updated_at >= ?1 AND updated_at < ?2 ORDER BY 1`
 	statsOpenedSQL = `SELECT (created_at - ?1) / ?3, kind, count(*) FROM gates
-		WHERE created_at >= ?1 AND created_at < ?2 GROUP BY 1, 2 ORDER BY 1, 2`
+		WHERE created_at >= ?1 AND created_at < ?2 AND kind <> 'incident' GROUP BY 1, 2 ORDER BY 1, 2`
 	statsDecidedSQL = `SELECT (decided_at - ?1) / ?3, state, count(*) FROM gates
-		WHERE state <> 'pending' AND decided_at >= ?1 AND decided_at < ?2 GROUP BY 1, 2 ORDER BY 1, 2`
+		WHERE state <> 'pending' AND kind <> 'incident' AND decided_at >= ?1 AND decided_at < ?2 GROUP BY 1, 2 ORDER BY 1, 2`
 	statsSpendSQL = `SELECT (created_at - ?1) / ?3, count(*), total(cost_usd) FROM ledger
 		WHERE created_at >= ?1 AND created_at < ?2 GROUP BY 1 ORDER BY 1`
 )
