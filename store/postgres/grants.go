@@ -88,3 +88,11 @@ func (t *executor) RevokeGrant(ctx context.Context, id, by string, now time.Time
 	}
 	return g, err == nil, dbErr(err, "revoke grant")
 }
+
+// nilIfEmpty makes an empty list nil, as the SQLite store returns it.
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}

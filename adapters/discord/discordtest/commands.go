@@ -3,7 +3,6 @@ package discordtest
 import (
 	"fmt"
 	"net/http"
-	"slices"
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/formbody"
@@ -12,45 +11,8 @@ import (
 
 // ---- application commands (slash commands) ----
 
-type discordCommand struct {
-	id, version      string
-	name             string
-	description      string
-	dmPermission     *bool
-	contexts         *[]int
-	integrationTypes *[]int
-}
-
-// json is the command as Discord returns it.
-func (c *discordCommand) json(appID string) map[string]any {
-	j := map[string]any{
-		"id": c.id, "application_id": appID, "version": c.version, "type": 1,
-		"name": c.name, "description": c.description, "default_member_permissions": nil,
-		"dm_permission": c.dmPermission == nil || *c.dmPermission, "nsfw": false,
-		"integration_types": []int{0}, "contexts": nil,
-	}
-	if c.integrationTypes != nil {
-		j["integration_types"] = *c.integrationTypes
-	}
-	if c.contexts != nil {
-		j["contexts"] = *c.contexts
-	}
-	return j
-}
-
-// usableIn reports whether the command can be invoked in ch: a DM
-// with the bot needs dm_permission (not false) and, when contexts are
-// set, context 1 (BOT_DM); a guild channel needs context 0.
-func (c *discordCommand) usableIn(ch *discordChannel) bool {
-	want := 0
-	if ch.guildID == "" {
-		if c.dmPermission != nil && !*c.dmPermission {
-			return false
-		}
-		want = 1
-	}
-	return c.contexts == nil || slices.Contains(*c.contexts, want)
-}
+// discordCommand is a registered global command.
+type discordCommand = wire.Command
 
 // putCommands answers PUT /applications/{id}/commands: the bulk
 // overwrite of the global commands. Commands keep their id across an
@@ -78,27 +40,27 @@ func (f *DiscordFake) putCommands(w http.ResponseWriter, r *http.Request, appID 
 	}
 	old := map[string]*discordCommand{}
 	for _, c := range f.commands {
-		old[c.name] = c
+		old[c.Name] = c
 	}
 	next := make([]*discordCommand, 0, len(reqs))
 	for _, c := range reqs {
 		cmd := &discordCommand{
-			name: c.Name, description: c.Description, dmPermission: c.DMPermission,
-			contexts: c.Contexts, integrationTypes: c.IntegrationTypes,
+			Name: c.Name, Description: c.Description, DMPermission: c.DMPermission,
+			Contexts: c.Contexts, IntegrationTypes: c.IntegrationTypes,
 		}
 		if prev, ok := old[c.Name]; ok {
-			cmd.id = prev.id
+			cmd.ID = prev.ID
 		} else {
-			cmd.id = f.snowflake()
+			cmd.ID = f.snowflake()
 		}
-		cmd.version = f.snowflake()
+		cmd.Version = f.snowflake()
 		next = append(next, cmd)
 	}
 	f.commands = next
 	f.commandPuts++
 	out := make([]any, 0, len(next))
 	for _, c := range next {
-		out = append(out, c.json(f.appID))
+		out = append(out, c.JSON(f.appID))
 	}
 	wire.JSON(w, http.StatusOK, out)
 }
@@ -114,7 +76,7 @@ func (f *DiscordFake) getCommands(w http.ResponseWriter, r *http.Request, appID 
 	}
 	out := make([]any, 0, len(f.commands))
 	for _, c := range f.commands {
-		out = append(out, c.json(f.appID))
+		out = append(out, c.JSON(f.appID))
 	}
 	wire.JSON(w, http.StatusOK, out)
 }
@@ -130,7 +92,7 @@ func (f *DiscordFake) Commands() []string {
 	defer f.mu.Unlock()
 	out := make([]string, 0, len(f.commands))
 	for _, c := range f.commands {
-		out = append(out, c.name)
+		out = append(out, c.Name)
 	}
 	return out
 }
@@ -141,8 +103,8 @@ func (f *DiscordFake) CommandID(name string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range f.commands {
-		if c.name == name {
-			return c.id
+		if c.Name == name {
+			return c.ID
 		}
 	}
 	return ""
@@ -194,7 +156,7 @@ func (f *DiscordFake) Command(chat, user, name string) (adaptertest.Message, err
 func (f *DiscordFake) command(chat, user, name string) (*discordInteraction, error) {
 	var cmd *discordCommand
 	for _, c := range f.commands {
-		if c.name == name {
+		if c.Name == name {
 			cmd = c
 		}
 	}
@@ -202,20 +164,20 @@ func (f *DiscordFake) command(chat, user, name string) (*discordInteraction, err
 		return nil, fmt.Errorf("discord fake: no application command %q is registered (registered: %q): a Discord client cannot send it", name, f.commandNames())
 	}
 	ch := f.channel(chat)
-	if !cmd.usableIn(ch) {
+	if !cmd.UsableIn(ch.guildID == "") {
 		return nil, fmt.Errorf("discord fake: /%s is not usable in %q (dm_permission or contexts)", name, chat)
 	}
 	if err := f.canInteract(); err != nil {
 		return nil, err
 	}
-	data := map[string]any{"id": cmd.id, "name": cmd.name, "type": 1}
+	data := map[string]any{"id": cmd.ID, "name": cmd.Name, "type": 1}
 	return f.interact(ch, nil, f.user(user), 2, name, data), nil
 }
 
 func (f *DiscordFake) commandNames() []string {
 	out := make([]string, 0, len(f.commands))
 	for _, c := range f.commands {
-		out = append(out, c.name)
+		out = append(out, c.Name)
 	}
 	return out
 }

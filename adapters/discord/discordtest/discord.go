@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -264,28 +263,7 @@ type DiscordInteraction struct {
 
 // DiscordMessage is a message as the fake holds it, with what only the
 // Discord tests look at.
-type DiscordMessage struct {
-	adaptertest.Message
-	ChannelID string
-	AuthorID  string
-	// Type is 0 for a plain message and 19 for a reply; ReplyTo the
-	// referenced message.
-	Type    int
-	ReplyTo string
-	// AllowedMentions is allowed_mentions.parse as sent, nil when the
-	// request had no allowed_mentions.
-	AllowedMentions []string
-	// PingedEveryone is true when the message notified @everyone/@here.
-	PingedEveryone bool
-	// Styles and Labels of the buttons, in order, like Buttons.
-	Styles []int
-	Labels []string
-	// Rows is how many action rows the message has.
-	Rows int
-	// Ephemeral is true for an answer to an interaction only its user
-	// sees (flags 64); it is in no channel's Messages.
-	Ephemeral bool
-}
+type DiscordMessage = wire.View
 
 type discordConn struct {
 	platformfake.WSConn
@@ -293,12 +271,7 @@ type discordConn struct {
 	ready   bool
 }
 
-const (
-	discordIntentGuildMessages  = 1 << 9
-	discordIntentDirectMessages = 1 << 12
-	discordIntentMessageContent = 1 << 15
-	discordEpochMS              = 1420070400000
-)
+const discordEpochMS = 1420070400000
 
 var _ adaptertest.Fake = (*DiscordFake)(nil)
 
@@ -514,25 +487,7 @@ func (f *DiscordFake) Message(chat, id string) (DiscordMessage, bool) {
 }
 
 func (f *DiscordFake) view(m *discordMsg) DiscordMessage {
-	v := DiscordMessage{
-		Message:   adaptertest.Message{ID: m.id, Text: m.content, Edited: m.edited != nil},
-		ChannelID: m.channel.id, AuthorID: m.author.id, Type: m.kind, ReplyTo: m.refID,
-		PingedEveryone: m.everyone, Rows: len(m.rows), Ephemeral: m.viewer != nil,
-	}
-	if m.allowed != nil {
-		v.AllowedMentions = slices.Clone(*m.allowed)
-		if v.AllowedMentions == nil {
-			v.AllowedMentions = []string{}
-		}
-	}
-	for _, row := range m.rows {
-		for _, b := range row {
-			v.Buttons = append(v.Buttons, b.CustomID)
-			v.Styles = append(v.Styles, b.Style)
-			v.Labels = append(v.Labels, b.Label)
-		}
-	}
-	return v
+	return f.wireMessage(m).View(m.author.id, m.allowed)
 }
 
 // Interactions lists the presses so far and their answers.
@@ -707,11 +662,14 @@ func (f *DiscordFake) userJSON(u *discordUser, bot bool) map[string]any {
 	return wire.User(u.id, u.name, bot || u == f.bot)
 }
 
-func (f *DiscordFake) messageJSON(m *discordMsg) map[string]any {
+// wireMessage is what m is written from. f.mu held.
+func (f *DiscordFake) wireMessage(m *discordMsg) wire.Message {
 	return wire.Message{ID: m.id, ChannelID: m.channel.id, Kind: m.kind, Author: f.userJSON(m.author, m.authorBot),
 		Content: m.content, Rows: m.rows, Everyone: m.everyone, Ephemeral: m.viewer != nil, Attachment: m.attachment,
-		RefID: m.refID, Created: m.created, Edited: m.edited}.JSON()
+		RefID: m.refID, Created: m.created, Edited: m.edited}
 }
+
+func (f *DiscordFake) messageJSON(m *discordMsg) map[string]any { return f.wireMessage(m).JSON() }
 
 // emitMessage dispatches a message event with the gateway-only fields
 // (guild_id, member) that REST responses do not carry.
@@ -719,10 +677,7 @@ func (f *DiscordFake) emitMessage(t string, m *discordMsg) {
 	d := f.messageJSON(m)
 	if m.channel.guildID != "" {
 		d["guild_id"] = m.channel.guildID
-		d["member"] = map[string]any{
-			"roles": []any{}, "joined_at": f.started.UTC().Format(time.RFC3339Nano),
-			"deaf": false, "mute": false, "flags": 0, "pending": false,
-		}
+		d["member"] = wire.Member(f.started)
 	}
 	ev := &discordEvent{t: t, d: d, guild: m.channel.guildID != "", fromBot: m.author == f.bot}
 	if t == "MESSAGE_CREATE" {
@@ -753,24 +708,9 @@ func (f *DiscordFake) emit(ev *discordEvent) {
 // deliver writes one dispatch, shaped by the client's intents. f.mu held.
 func (f *DiscordFake) deliver(c *discordConn, ev *discordEvent) {
 	ev.delivered = true
-	d := ev.d
-	intents := c.session.intents
-	if strings.HasPrefix(ev.t, "MESSAGE_") {
-		if ev.guild && intents&discordIntentGuildMessages == 0 {
-			return
-		}
-		if !ev.guild && intents&discordIntentDirectMessages == 0 {
-			return
-		}
-		// Without the privileged Message Content intent Discord blanks
-		// guild messages that are not the bot's own.
-		if ev.guild && !ev.fromBot && intents&discordIntentMessageContent == 0 {
-			d = make(map[string]any, len(ev.d))
-			for k, v := range ev.d {
-				d[k] = v
-			}
-			d["content"], d["embeds"], d["attachments"], d["components"] = "", []any{}, []any{}, []any{}
-		}
+	d, ok := wire.ForIntents(ev.t, ev.d, ev.guild, ev.fromBot, c.session.intents)
+	if !ok {
+		return
 	}
 	if err := c.WriteJSON(map[string]any{"op": 0, "t": ev.t, "s": ev.seq, "d": d}); err != nil {
 		f.t.Logf("discord fake: writing %s to the gateway client: %v", ev.t, err)

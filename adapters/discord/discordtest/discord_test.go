@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/wire"
 	"github.com/gatehouse/gatehouse/internal/testenv"
 )
 
@@ -78,7 +79,7 @@ func (c *discordTestClient) identify(token string, intents int) {
 	}})
 }
 
-const discordAllIntents = discordIntentGuildMessages | discordIntentDirectMessages | discordIntentMessageContent
+const discordAllIntents = wire.IntentGuildMessages | wire.IntentDirectMessages | wire.IntentMessageContent
 
 func discordCall(t *testing.T, f *DiscordFake, method, path, token string, body any) (int, map[string]any) {
 	t.Helper()
@@ -117,7 +118,7 @@ func TestDiscordFakeGateway(t *testing.T) {
 	// Said before any client: held until READY.
 	early := f.Say("room", "alice", "early", false)
 	c := discordDialGateway(t, f)
-	c.identify("Bot "+f.Token(), discordIntentGuildMessages|discordIntentDirectMessages) // no content intent
+	c.identify("Bot "+f.Token(), wire.IntentGuildMessages|wire.IntentDirectMessages) // no content intent
 	ready := c.next("READY")
 	var r struct {
 		SessionID string `json:"session_id"`

@@ -7,6 +7,7 @@
 // With SetInteractionsURL, interactions are POSTed, Ed25519-signed, to
 // the adapter's endpoint instead (DiscordInteractionsFactory), with the
 // interaction webhook for deferred answers. The rules for request bodies
-// are in formbody, the wire shapes in wire, rate limits in ratelimit,
-// signing in signed; what the fakes share in adapters/internal/platformfake.
+// (callbacks' too) are in formbody; the wire shapes, the message view
+// and the intents' filter in wire; rate limits in ratelimit, signing in
+// signed; what the fakes share in adapters/internal/platformfake.
 package discordtest

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/wire"
 	"github.com/gatehouse/gatehouse/adapters/internal/platformfake"
 )
 
@@ -168,15 +169,7 @@ func (f *DiscordFake) identify(c *discordConn, intents int) {
 	c.session = s
 	s.conn = c
 	s.seq++
-	ready := map[string]any{
-		"v": 9, "session_id": s.id, "session_type": "normal",
-		"resume_gateway_url": f.wsURL(),
-		"user":               f.userJSON(f.bot, true),
-		"guilds":             []any{map[string]any{"id": f.guildID, "unavailable": true}},
-		"private_channels":   []any{},
-		"application":        map[string]any{"id": f.appID, "flags": 0},
-		"shard":              []int{0, 1},
-	}
+	ready := wire.Ready(s.id, f.wsURL(), f.userJSON(f.bot, true), f.guildID, f.appID)
 	if err := c.WriteJSON(map[string]any{"op": 0, "t": "READY", "s": s.seq, "d": ready}); err != nil {
 		return
 	}

@@ -275,27 +275,17 @@ func (f *DiscordFake) rateLimit(w http.ResponseWriter, bucket string) bool {
 
 // callback answers POST /interactions/{id}/{token}/callback.
 func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token string) {
-	var raw struct {
-		Type int             `json:"type"`
-		Data json.RawMessage `json:"data"`
-	}
-	if !f.readJSON(w, r, &raw) {
+	var req formbody.Callback
+	if !f.readJSON(w, r, &req) {
 		return
 	}
-	var req struct {
-		Type int
-		Data *formbody.Message
-	}
-	req.Type = raw.Type
-	if raw.Type != 9 && len(raw.Data) > 0 && string(raw.Data) != "null" {
-		req.Data = &formbody.Message{}
-		if err := json.Unmarshal(raw.Data, req.Data); err != nil {
-			f.mu.Lock()
-			f.refuse("interaction callback %s: data: %v", id, err)
-			f.mu.Unlock()
-			wire.JSON(w, http.StatusBadRequest, map[string]any{"message": "The request body contains invalid JSON.", "code": 50109})
-			return
-		}
+	reqData, err := req.Message()
+	if err != nil {
+		f.mu.Lock()
+		f.refuse("interaction callback %s: data: %v", id, err)
+		f.mu.Unlock()
+		wire.JSON(w, http.StatusBadRequest, map[string]any{"message": "The request body contains invalid JSON.", "code": 50109})
+		return
 	}
 	unknown := func(why string) {
 		f.refuse("interaction callback %s: %s", id, why)
@@ -322,7 +312,7 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 			wire.FormError(w, "type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid")
 			return
 		}
-		modal, e := formbody.CheckModal(raw.Data)
+		modal, e := formbody.CheckModal(req.Data)
 		if e != nil {
 			f.formRefused(w, r, "modal: ", e)
 			return
@@ -335,8 +325,8 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 		return
 	}
 	var data formbody.Message
-	if req.Data != nil {
-		data = *req.Data
+	if reqData != nil {
+		data = *reqData
 	}
 	rows, ok := f.checkBody(w, r, &data)
 	if !ok {
@@ -348,7 +338,7 @@ func (f *DiscordFake) callback(w http.ResponseWriter, r *http.Request, id, token
 	}
 	switch req.Type {
 	case 4: // CHANNEL_MESSAGE_WITH_SOURCE
-		if req.Data == nil || (content == "" && len(rows) == 0 && len(data.Embeds) == 0) {
+		if reqData == nil || (content == "" && len(rows) == 0 && len(data.Embeds) == 0) {
 			f.refuse("interaction callback %s: type 4 with an empty message", id)
 			wire.JSON(w, http.StatusBadRequest, map[string]any{"message": "Cannot send an empty message", "code": 50006})
 			return

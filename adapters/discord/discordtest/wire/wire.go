@@ -1,7 +1,10 @@
 // Package wire holds how the fake Discord writes Discord's objects and
-// answers, with no state of its own: users, messages and interactions as
-// Discord serialises them, JSON answers and 50035 form errors, routes
-// with their ids replaced, and whether a message pings everyone.
+// answers, with no state of its own: users, messages, interactions and
+// application commands as Discord serialises them (and where a command
+// may be used), the gateway's READY and guild member objects, a
+// dispatch as a client's intents let it through (ForIntents), a
+// message as a test sees it (View), JSON answers and 50035 form errors,
+// routes with their ids replaced, and whether a message pings everyone.
 // discordtest keeps the state and calls it.
 package wire
 
