@@ -170,6 +170,10 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.loopDone = make(chan struct{})
 	// The claimers share the worker slots.
 	slots := make(chan struct{}, s.cfg.Workers)
+	// Alive from its start: /livez answers as soon as the process says it
+	// started, and the heartbeat goes stale only if the loop never goes
+	// round.
+	s.health.tick(time.Now())
 	var loops sync.WaitGroup
 	for i := range s.cfg.Claimers {
 		loops.Go(func() { s.loop(claimCtx, slots, i == 0) })
