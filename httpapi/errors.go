@@ -61,6 +61,12 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	writeJSON(w, status, errorBody{Code: code, Message: msg})
 }
 
+// ErrorWriter answers errors as every endpoint does, for handlers mounted
+// from outside (Config.Knowledge).
+func ErrorWriter(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
+	return func(w http.ResponseWriter, r *http.Request, err error) { writeError(w, r, log, err) }
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -157,6 +157,10 @@ type Config struct {
 	// (POST /v1/chat/completions, GET /v1/models; httpapi/openaiapi) behind
 	// the API token. Defaults to nil: those paths answer 404.
 	OpenAI OpenAIHandler
+	// Knowledge, when set, serves the knowledge library's endpoints
+	// (/v1/documents, /v1/collections, /v1/knowledge/recall;
+	// httpapi/knowledgeapi) behind the API token. Defaults to nil: 404.
+	Knowledge http.Handler
 	// Web, when set, serves GET / and GET /assets/ (the embedded web chat,
 	// httpapi/web.Handler()). It receives the full request path. Defaults
 	// to nil: no web chat.
@@ -325,6 +329,11 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 	if o := s.cfg.OpenAI; o != nil {
 		for _, p := range []string{"/v1/chat/completions", "/v1/models", "/v1/models/{id}"} {
 			mux.Handle(p, s.authWith(o.Refuse, o.ServeHTTP, false))
+		}
+	}
+	for _, p := range []string{"/v1/documents", "/v1/documents/{id}", "/v1/collections", "/v1/knowledge/recall"} {
+		if h := s.cfg.Knowledge; h != nil {
+			mux.Handle(p, s.auth(h.ServeHTTP, false))
 		}
 	}
 	allow := map[string][]string{}

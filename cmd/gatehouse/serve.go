@@ -96,6 +96,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	hasModel := len(reg.Selection()) > 0
 	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: !hasModel, Floor: cfg.MemoryFloor, Batch: cfg.MemoryBatch,
 		EmbeddingsURL: cfg.EmbeddingsURL, EmbeddingsModel: cfg.EmbeddingsModel, EmbeddingsAPIKey: cfg.EmbeddingsAPIKey})
+	// The knowledge library (know.lib), its folder watcher and endpoints.
+	know, err := newKnowledge(cfg, st, log)
+	if err != nil {
+		return err
+	}
 	tour := newTourWiring(cfg, reg)
 	worker, closeTools, err := newToolWorker(ctx, cfg, k, mem, gateSvc.Opened, log, tour)
 	if err != nil {
@@ -129,7 +134,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Kernel: k, Store: st, APIToken: cfg.APIToken, MaxBodyBytes: int64(cfg.MaxBodyBytes), Web: web.Handler(),
 		Model: reg.Selection().String(), ModelHint: models.NotConfiguredHint, Version: versionString(), CheckSelection: reg.Validate,
 		Missing: missingSettings(cfg, hasModel, gw != nil), DevMail: tour.mail.Mailbox,
-		Metrics: promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}),
+		Metrics: promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}), Knowledge: know.api,
 
 		// HTTP limits. The database pool's connections are files too:
 		// they come out of the headroom the connection cap leaves.
@@ -159,6 +164,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	group.add("gate sweeper", gateSvc)
 	group.add("incident sweeper", inc)
+	know.add(group)
 	if gw != nil {
 		group.add("chat platforms", gw)
 	}

@@ -1,5 +1,6 @@
-// Gatehouse admin page: activity charts, incidents, platforms, people,
-// grants, pending approvals, the receive log and dead letters, read from
+// Gatehouse admin page: activity charts, incidents, the knowledge library,
+// platforms, people, grants, pending approvals, the receive log and dead
+// letters, read from
 // the /v1 API. No framework, no build step.
 (function () {
   "use strict";
@@ -21,7 +22,11 @@
       res = await fetch(path, init);
     }
     const body = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error(body.message || (body.error && body.error.message) || res.statusText);
+    if (!res.ok) {
+      const err = new Error(body.message || (body.error && body.error.message) || res.statusText);
+      err.status = res.status;
+      throw err;
+    }
     return body;
   }
 
@@ -387,11 +392,172 @@
     });
   }
 
+  // Knowledge: the collections, the documents with Delete and their
+  // passages, an upload into the shared collection, and a question to
+  // test. Hidden when this gateway serves no library (404).
+  const size = (n) => (n >= 1 << 20 ? (n / (1 << 20)).toFixed(1) + " MiB" : n >= 1024 ? (n / 1024).toFixed(1) + " KiB" : n + " B");
+  const num = (v) => (v == null ? "?" : Number(v).toFixed(2));
+  let shownDoc = 0;
+
+  async function loadKnowledge() {
+    let cols, docs;
+    try {
+      [cols, docs] = await Promise.all([api("/v1/collections"), api("/v1/documents?limit=1000")]);
+    } catch (e) {
+      if (e.status === 404) { $("knowledge-section").hidden = true; return; }
+      throw e;
+    }
+    $("knowledge-section").hidden = false;
+    fill("collections", cols.collections || [], (tr, c) => {
+      cell(tr, c.name + (c.trusted ? " (trusted)" : ""));
+      cell(tr, c.documents);
+      cell(tr, c.passages);
+      cell(tr, when(c.updatedAt));
+    });
+    const list = docs.documents || [];
+    fill("documents", list, (tr, d) => {
+      tr.dataset.id = String(d.id);
+      cell(tr, (d.title && d.title !== d.name ? d.title + " — " : "") + d.name + (d.version > 1 ? " (v" + d.version + ")" : ""), "text");
+      cell(tr, d.collection);
+      cell(tr, d.mediaType);
+      cell(tr, size(d.size));
+      cell(tr, d.passages);
+      cell(tr, d.source + (d.addedBy ? " (" + d.addedBy + ")" : ""));
+      cell(tr, when(d.updatedAt));
+      const td = cell(tr, "");
+      button(td, "Passages", "document-passages", () => showDocument(d.id));
+      button(td, "Delete", "document-delete", () => deleteDocument(d));
+    });
+    const fails = docs.failures || [];
+    $("knowledge-failures").hidden = fails.length === 0;
+    $("knowledge-failures").querySelector("ul").replaceChildren(...fails.map((f) => {
+      const li = document.createElement("li");
+      li.textContent = f.name + ": " + f.error;
+      return li;
+    }));
+    if (shownDoc && !list.some((d) => d.id === shownDoc)) {
+      shownDoc = 0;
+      $("document-view").hidden = true;
+    }
+  }
+
+  async function showDocument(id) {
+    const body = await api("/v1/documents/" + id);
+    shownDoc = id;
+    $("document-view-name").textContent = body.document.name;
+    $("document-view").querySelector("ol").replaceChildren(...(body.passages || []).map((p) => {
+      const li = document.createElement("li");
+      li.dataset.testid = "document-passage";
+      if (p.heading.length) {
+        const h = document.createElement("strong");
+        h.textContent = p.heading.join(" › ");
+        li.appendChild(h);
+      }
+      const t = document.createElement("p");
+      t.className = "passage-text";
+      t.textContent = p.text;
+      li.appendChild(t);
+      return li;
+    }));
+    $("document-view").hidden = false;
+  }
+
+  // deleteDocument removes a document; one from the folder comes back at
+  // the watcher's next scan unless its file is removed too.
+  async function deleteDocument(d) {
+    await api("/v1/documents/" + d.id, { method: "DELETE" });
+    await loadKnowledge();
+  }
+
+  async function uploadDocument() {
+    const input = $("knowledge-upload").elements.file;
+    const status = $("knowledge-upload-status");
+    if (!input.files.length) { status.textContent = "Choose a file first."; return; }
+    const form = new FormData();
+    form.append("collection", "shared");
+    form.append("source", "admin");
+    form.append("file", input.files[0]);
+    status.textContent = "Uploading " + input.files[0].name + "…";
+    try {
+      const body = await api("/v1/documents", { method: "POST", body: form });
+      const d = body.document;
+      status.textContent = body.changed ? "Added " + d.name + ": " + d.passages + " passages." : d.name + " is already there, unchanged.";
+      input.value = "";
+    } catch (e) {
+      status.textContent = "Not added: " + (e.message || e);
+      status.classList.add("dropped");
+      return;
+    }
+    status.classList.remove("dropped");
+    await loadKnowledge();
+  }
+
+  // evidenceText says what each retriever found for a passage.
+  function evidenceText(ev, floors) {
+    const parts = [];
+    const l = ev.lexical, m = ev.embeddings;
+    if (l) parts.push("lexical: evidence " + num(l.evidence) + " = closeness " + num(l.closeness) + " + coverage " + num(l.coverage) +
+      (l.evidence >= floors.lexical ? " ≥ " : " < ") + "floor " + floors.lexical + (l.rank ? ", rank " + l.rank : "") +
+      " (BM25 " + num(l.score) + " against a background of " + num(l.background) + ")");
+    if (m) parts.push("embeddings: closeness " + num(m.closeness) + (m.closeness >= floors.embeddings ? " ≥ " : " < ") + "floor " + floors.embeddings +
+      (m.rank ? ", rank " + m.rank : "") + " (similarity " + num(m.similarity) + " against " + num(m.background) + ")");
+    parts.push("fused " + (ev.fused ? ev.fused.toFixed(4) : "0"));
+    return parts.join("; ");
+  }
+
+  function recalledList(items, floors, testid) {
+    const ol = document.createElement("ol");
+    for (const r of items) {
+      const li = document.createElement("li");
+      li.dataset.testid = testid;
+      const head = document.createElement("strong");
+      head.textContent = (r.document.title || r.document.name) + " (" + r.document.collection + "/" + r.document.name + ")" +
+        (r.passage.heading.length ? " › " + r.passage.heading.join(" › ") : "") + (r.reason ? " — " + r.reason : "");
+      const text = document.createElement("p");
+      text.className = "passage-text";
+      text.textContent = r.passage.text;
+      const ev = document.createElement("p");
+      ev.className = "evidence";
+      ev.dataset.testid = "evidence";
+      ev.textContent = evidenceText(r.evidence, floors);
+      li.append(head, text, ev);
+      ol.appendChild(li);
+    }
+    return ol;
+  }
+
+  async function askKnowledge() {
+    const f = $("knowledge-ask").elements;
+    const out = $("knowledge-answer");
+    const req = { question: f.question.value.trim() };
+    if (f.sessionId.value.trim()) req.sessionId = f.sessionId.value.trim();
+    if (f.user.value.trim()) req.user = f.user.value.trim();
+    const body = await api("/v1/knowledge/recall", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(req),
+    });
+    const floors = { lexical: body.lexicalFloor, embeddings: body.embeddingsFloor };
+    const parts = [];
+    const summary = document.createElement("p");
+    summary.dataset.testid = "knowledge-summary";
+    summary.textContent = (body.passages.length ? body.passages.length + " passage" + (body.passages.length === 1 ? "" : "s") + " would be given" : "Nothing would be recalled") +
+      " (terms: " + (body.terms.join(", ") || "none") + "; collections: " + body.collections.join(", ") + "; at most " + body.maxPassages +
+      " passages within " + body.tokenBudget + " tokens" + (body.embeddings ? "" : "; lexical only, no embeddings configured") + ")." +
+      (body.embeddingsError ? " Embeddings failed: " + body.embeddingsError : "");
+    parts.push(summary);
+    if (body.passages.length) parts.push(recalledList(body.passages, floors, "recalled"));
+    if (body.notRecalled.length) {
+      const h = document.createElement("h4");
+      h.textContent = "Considered, not given";
+      parts.push(h, recalledList(body.notRecalled, floors, "not-recalled"));
+    }
+    out.replaceChildren(...parts);
+  }
+
   function show(err) { $("status").textContent = err ? String(err.message || err) : ""; }
 
   async function refresh() {
     show(null);
-    const results = await Promise.allSettled([loadCard(), loadStats(), loadIncidents(), loadAdapters(), loadGates(), loadReceive(), loadDead(), loadPeople(), loadGrants(), loadDevMail()]);
+    const results = await Promise.allSettled([loadCard(), loadStats(), loadIncidents(), loadKnowledge(), loadAdapters(), loadGates(), loadReceive(), loadDead(), loadPeople(), loadGrants(), loadDevMail()]);
     const failed = results.find((r) => r.status === "rejected");
     if (failed) show(failed.reason);
     // How many refreshes have finished, for whoever waits on the page.
@@ -407,6 +573,11 @@
     ev.preventDefault();
     const input = $("pair-form").elements.code;
     approveCode(input.value.trim()).then(() => { input.value = ""; show(null); }).catch(show);
+  });
+  $("knowledge-upload").addEventListener("submit", (ev) => { ev.preventDefault(); uploadDocument().catch(show); });
+  $("knowledge-ask").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    askKnowledge().catch((e) => { $("knowledge-answer").textContent = "Could not ask: " + (e.message || e); });
   });
   refresh();
   setInterval(refresh, 5000);

@@ -139,6 +139,30 @@ type Config struct {
 	// MemoryBatch is how many of a person's turns in a session memory's
 	// model pass reads in one call. Defaults to 5.
 	MemoryBatch int
+	// KnowledgeDir is the folder the knowledge library's shared collection
+	// is kept in step with (one replica at a time, by a lease). Defaults
+	// to empty: no folder watched.
+	KnowledgeDir string
+	// KnowledgeScanInterval is how often that folder is scanned. Defaults
+	// to 10s.
+	KnowledgeScanInterval time.Duration
+	// KnowledgeMaxDocumentBytes refuses larger documents (folder, API,
+	// admin page). Defaults to 20971520 (20 MiB).
+	KnowledgeMaxDocumentBytes int
+	// KnowledgeLexicalFloor and KnowledgeEmbeddingsFloor are the evidence
+	// a passage needs from each retriever (knowledge.Config). Default to
+	// 1.0 and 0.3; a negative floor keeps every candidate.
+	KnowledgeLexicalFloor, KnowledgeEmbeddingsFloor float64
+	// KnowledgeMaxPassages bounds the passages one recall gives. Defaults
+	// to 5.
+	KnowledgeMaxPassages int
+	// KnowledgeTokenBudget bounds their text together, in tokens. Defaults
+	// to 1500.
+	KnowledgeTokenBudget int
+	// KnowledgePassageBytes bounds one passage; KnowledgeOverlapBytes is
+	// how much of it the next passage of its section repeats. Default to
+	// 1600 and 160.
+	KnowledgePassageBytes, KnowledgeOverlapBytes int
 	// DailyBudgetUSD caps a user's model spending per day. Defaults to 0: none.
 	DailyBudgetUSD float64
 	// BudgetAlertShare is the share of the cap that raises an alert. Defaults to 0.8.
@@ -239,6 +263,20 @@ func duration(dst func(*Config) *time.Duration) func(*Config, string) error {
 			return fmt.Errorf("want a positive duration such as 30s or 5m, got %q", v)
 		}
 		*dst(c) = d
+		return nil
+	}
+}
+
+// floor parses an evidence floor: above 0 and at most hi, or negative
+// (every candidate kept). 0 is refused: the library would read it as its
+// default.
+func floor(dst func(*Config) *float64, hi float64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f == 0 || f > hi {
+			return fmt.Errorf("want a number above 0 and at most %g (negative keeps every candidate), got %q", hi, v)
+		}
+		*dst(c) = f
 		return nil
 	}
 }
@@ -370,6 +408,15 @@ var settings = append([]Setting{
 		c.MemoryBatch = n
 		return nil
 	}},
+	{"GATEHOUSE_KNOWLEDGE_DIR", "knowledge_dir", "", "folder of Markdown, text, HTML and PDF files kept in the knowledge library's shared collection (rescanned; one replica at a time); empty watches none", str(func(c *Config) *string { return &c.KnowledgeDir })},
+	{"GATEHOUSE_KNOWLEDGE_SCAN_INTERVAL", "knowledge_scan_interval", "10s", "how often the knowledge folder is scanned for added, changed and removed files", duration(func(c *Config) *time.Duration { return &c.KnowledgeScanInterval })},
+	{"GATEHOUSE_KNOWLEDGE_MAX_DOCUMENT_BYTES", "knowledge_max_document_bytes", "20971520", "largest document the knowledge library takes (folder, API, admin page)", integer(func(c *Config) *int { return &c.KnowledgeMaxDocumentBytes })},
+	{"GATEHOUSE_KNOWLEDGE_LEXICAL_FLOOR", "knowledge_lexical_floor", "1.0", "evidence a passage needs from the lexical retriever: closeness above the background (0–1) plus the share of the question's words it holds (0–1); negative keeps every candidate", floor(func(c *Config) *float64 { return &c.KnowledgeLexicalFloor }, 2)},
+	{"GATEHOUSE_KNOWLEDGE_EMBEDDINGS_FLOOR", "knowledge_embeddings_floor", "0.3", "closeness in meaning above the background (0–1) a passage needs from the embeddings retriever (with GATEHOUSE_EMBEDDINGS_URL); negative keeps every candidate", floor(func(c *Config) *float64 { return &c.KnowledgeEmbeddingsFloor }, 1)},
+	{"GATEHOUSE_KNOWLEDGE_MAX_PASSAGES", "knowledge_max_passages", "5", "passages of the knowledge library one recall gives the model at most", integer(func(c *Config) *int { return &c.KnowledgeMaxPassages })},
+	{"GATEHOUSE_KNOWLEDGE_TOKEN_BUDGET", "knowledge_token_budget", "1500", "bound on the recalled passages' text together, in tokens (4 bytes each)", integer(func(c *Config) *int { return &c.KnowledgeTokenBudget })},
+	{"GATEHOUSE_KNOWLEDGE_PASSAGE_BYTES", "knowledge_passage_bytes", "1600", "bound of one passage of a document (at least 200); a changed value applies to documents added or changed after", integer(func(c *Config) *int { return &c.KnowledgePassageBytes })},
+	{"GATEHOUSE_KNOWLEDGE_OVERLAP_BYTES", "knowledge_overlap_bytes", "160", "how much of a passage's end the next passage of the same section repeats (at most a quarter of a passage)", integer(func(c *Config) *int { return &c.KnowledgeOverlapBytes })},
 	{"GATEHOUSE_DAILY_BUDGET_USD", "daily_budget_usd", "0", "cap on one user's model spending per day (from the ledger and GATEHOUSE_PRICES); 0 is none", func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || f < 0 {
