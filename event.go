@@ -13,7 +13,7 @@ type Kind string
 const (
 	KindUserMessage      Kind = "user.message"      // input from a person (edge)
 	KindGateDecided      Kind = "gate.decided"      // a decision on an approval gate (edge)
-	KindTurnRetry        Kind = "turn.retry"        // a failed turn asked to run again (edge; see TurnRetry)
+	KindTurnRetry        Kind = "turn.retry"        // a failed turn, or an answer to regenerate, asked to run again (edge; see TurnRetry)
 	KindAssistantMessage Kind = "assistant.message" // a model answer; key generationId
 	KindToolResult       Kind = "tool.result"       // one result per toolCallId
 	KindGateOpened       Kind = "gate.opened"       // a tool call waits for approval

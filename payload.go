@@ -194,12 +194,21 @@ type ContextSize struct {
 }
 
 // TurnRetry is the payload of turn.retry: someone asked for the session's
-// last failed turn to run again (POST /v1/sessions/{id}/retry). It is an
-// input, so it queues a run; the run answers the inputs the failed turn
-// left unanswered (a failed attempt answers none).
+// last turn to run again. It is an input, so it queues a run. A failed
+// turn's retry (POST /v1/sessions/{id}/retry, or a regenerate of a failed
+// answer) names the failed run: the run answers the inputs the failed turn
+// left unanswered (a failed attempt answers none). A regenerate of an
+// answer that did not fail (the OpenAI-compatible endpoint) also names the
+// answer it replaces: the log is append-only, so that answer stays, but
+// from the retry on it no longer answers its inputs and the model is not
+// shown it, so the run answers them afresh.
 type TurnRetry struct {
-	// RunID is the failed run being retried.
+	// RunID is the run being retried: the failed one, or the one that
+	// answered what is regenerated.
 	RunID int64 `json:"runId"`
+	// Replaces is the generationId of the final answer a regenerate
+	// replaces; empty for a failed turn's retry.
+	Replaces string `json:"replaces,omitempty"`
 	// RequestID makes the retry idempotent, as an input's does.
 	RequestID string `json:"requestId,omitempty"`
 	By        string `json:"by"`

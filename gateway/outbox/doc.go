@@ -3,7 +3,10 @@
 // session's deliverable events (an answer, a notice, a grant's notice, a
 // gate.opened card, a gate.decided card update) into outbox rows keyed by
 // (session, seq), moving the session's cursor past them in the same
-// transaction, and copies cards to the approval chat when there is one.
+// transaction, and copies cards to the approval chat when there is one:
+// a chat session's beside its own rows, and a session's without a chat
+// address (web, API) found from the gates table instead of a cursor, its
+// cards alone (approvals.go).
 // A dispatcher per platform ([Outbox.Dispatch]) sends the rows through
 // the platform's adapter (package gateway/chat) within its limits
 // (package gateway/pacing): a session's rows in seq order, 429

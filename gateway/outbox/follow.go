@@ -41,8 +41,15 @@ func (ob *Outbox) Follow(ctx context.Context) {
 	}
 }
 
-// FollowOnce brings every platform session's outbox up to its log.
+// FollowOnce brings every platform session's outbox up to its log, and
+// the approval chat's copies of the cards of sessions without a chat
+// address up to the gates (followApprovals).
 func (ob *Outbox) FollowOnce(ctx context.Context) error {
+	if n, err := ob.followApprovals(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		ob.Wake()
+	}
 	for {
 		behind, err := ob.st.AddressesBehind(ctx, followBatch)
 		if err != nil {

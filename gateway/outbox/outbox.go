@@ -30,7 +30,9 @@ type Config struct {
 	// chat's /admin instead.
 	PublicURL string
 	// ApprovalChat, when its Platform is set, is an approvers' chat every
-	// card and card update of a chat session is copied to. Its platform
+	// card and card update is copied to: a chat session's beside its own
+	// rows, and a session's without a chat address (the web chat, the
+	// API) there alone, with nothing else of the session. Its platform
 	// must be one of Platforms and served; defaults to none.
 	ApprovalChat gh.Address
 	// Owner names this replica on outbox claims. Defaults to
@@ -88,6 +90,9 @@ type Outbox struct {
 	st    store.Store
 	kicks map[string]chan struct{} // per platform: outbox rows were added
 	sends *prometheus.CounterVec
+	// copies follows the cards of sessions without a chat address for
+	// the approval chat (approvals.go).
+	copies approvalCopies
 }
 
 // New builds an outbox.
@@ -97,6 +102,7 @@ func New(cfg Config) *Outbox {
 	}
 	cfg = cfg.withDefaults()
 	ob := &Outbox{cfg: cfg, k: cfg.Kernel, st: cfg.Store, kicks: map[string]chan struct{}{},
+		copies: approvalCopies{watched: map[string]bool{}, chatted: map[string]bool{}},
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gatehouse_outbox_sends_total",
 			Help: "Outbox sends by result: sent, rate_limited (429, rescheduled), retry (rescheduled), dead (dead letter)."},
 			[]string{"platform", "kind", "result"})}

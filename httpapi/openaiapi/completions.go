@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -59,10 +60,13 @@ func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var after int64 // a regenerate waits for a state set after its turn.retry
-	if pos.turn < 0 {
+	switch {
+	case pos.turn < 0:
 		pos.turn, err = h.commitInput(ctx, id, conv, pos.place, req.last, selection)
-	} else if conv.turns[pos.turn].state == turnFailed {
+	case conv.turns[pos.turn].state == turnFailed:
 		after, err = h.regenerate(ctx, id)
+	case conv.turns[pos.turn].state == turnAnswered && h.isRegenerate(r, id, conv.turns[pos.turn]):
+		after, err = h.regenerateAnswer(ctx, id, conv, pos.turn)
 	}
 	if err != nil {
 		h.writeError(w, r, err)
@@ -123,6 +127,54 @@ func (h *Handler) commitInput(ctx context.Context, id string, conv *conversation
 		return 0, gh.Errorf(gh.CodeInternal, "user message %d of session %q is not in its log", c.Event.Seq, id)
 	}
 	return i, nil
+}
+
+// retryCountHeader is the header the OpenAI SDKs (openai-go, Python, Node)
+// number their own retries of a request with: "0" on the first try.
+const retryCountHeader = "X-Stainless-Retry-Count"
+
+// isRegenerate reports whether the same request again, for the answered
+// turn t, asks for a new answer rather than for the answer it has. The
+// request cannot say which: a regenerate resends the history without the
+// answer, exactly as the first request was. So: an SDK's own retry of a
+// request (retryCountHeader above 0) is the request again, whose reply
+// was lost; a client this process gave the answer to asks for another;
+// otherwise it is a regenerate unless the client may never have had the
+// answer — a gate opened in the turn (it was given the approval text) or
+// the answer came near or after MaxWait (it was told to wait), and then
+// the same again is how it is told to get the answer.
+func (h *Handler) isRegenerate(r *http.Request, id string, t turn) bool {
+	if n, err := strconv.Atoi(strings.TrimSpace(r.Header.Get(retryCountHeader))); err == nil && n > 0 {
+		return false
+	}
+	if h.wasDelivered(id, t.answer) {
+		return true
+	}
+	return !t.gated && t.answeredAt.Sub(t.asked) < h.cfg.MaxWait*9/10
+}
+
+// regenerateAnswer asks for a new answer to the turn at i, which has one
+// that did not fail, through the retry path: a turn.retry that names the
+// answer it replaces (the supervisor then owes the turn's inputs a fresh
+// answer and does not show the model the old one). It is keyed by that
+// answer, so the same regenerate twice commits one retry, while a
+// regenerate of the new answer is a retry of its own. It returns the
+// retry's seq.
+func (h *Handler) regenerateAnswer(ctx context.Context, id string, conv *conversation, i int) (int64, error) {
+	gen := conv.turns[i].answer
+	payload, err := json.Marshal(gh.TurnRetry{RunID: conv.replies[gen].run, Replaces: gen, By: gh.LocalUser})
+	if err != nil {
+		return 0, gh.Wrap(gh.CodeInternal, err, "encode turn.retry")
+	}
+	c, err := h.k.EdgeCommit(ctx, kernel.EdgeInput{Tenant: h.cfg.Tenant, SessionID: id,
+		Event: gh.NewEvent{Kind: gh.KindTurnRetry, Payload: payload, Key: retryKeyPrefix + gen}})
+	if err != nil {
+		return 0, err
+	}
+	if !c.Duplicate {
+		h.log.Info("an answer was regenerated", "session", id, "replaces", gen)
+	}
+	return c.Event.Seq, nil
 }
 
 // regenerate asks for the session's failed last turn again, through the

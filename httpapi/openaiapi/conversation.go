@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 
 	gh "github.com/gatehouse/gatehouse"
 )
@@ -27,13 +28,34 @@ type turn struct {
 	stateSeq int64
 	// failure is the text of the failure, in state turnFailed.
 	failure string
+	// answer is the generation id of the final answer, in state
+	// turnAnswered: what a regenerate replaces.
+	answer string
+	// asked is when the turn was last asked for: its message, or the
+	// regenerate that replaced its answer; answeredAt when it was
+	// answered. Far apart, a wait may have run out in between.
+	asked, answeredAt time.Time
+	// gated says a gate opened while the turn was the newest: a client
+	// waiting for it was given the approval text, not the answer.
+	gated bool
 }
 
 // said is one committed assistant text, in log order, with the turn it
-// belongs to: the newest input the answer presented.
+// belongs to (the newest input the answer presented) and its generation.
 type said struct {
 	turn int
 	text string
+	gen  string
+}
+
+// counted is what one assistant message that did not fail counted for,
+// so that a regenerate can take it back.
+type counted struct {
+	owner int
+	turns []int // the turns it listed
+	used  gh.Usage
+	calls bool // it asked for tools: never replaced
+	run   int64
 }
 
 // conversation is the session's log as the endpoint reads it: the user
@@ -50,11 +72,16 @@ type conversation struct {
 	failures map[string]bool
 	pending  map[string]gh.GateOpened
 	order    []string // gate ids in the order they opened
-	cursor   int64
+	// replies are the assistant messages that did not fail, by
+	// generation id; run is the newest run.started's run.
+	replies map[string]counted
+	run     int64
+	cursor  int64
 }
 
 func newConversation() *conversation {
-	return &conversation{index: map[int64]int{}, usage: map[int]gh.Usage{}, failures: map[string]bool{}, pending: map[string]gh.GateOpened{}}
+	return &conversation{index: map[int64]int{}, usage: map[int]gh.Usage{}, failures: map[string]bool{}, pending: map[string]gh.GateOpened{},
+		replies: map[string]counted{}}
 }
 
 // add reads events after the cursor. An unreadable payload is skipped, as
@@ -71,18 +98,31 @@ func (c *conversation) add(events []gh.Event) {
 			var u gh.UserMessage
 			if json.Unmarshal(e.Payload, &u) == nil {
 				c.index[e.Seq] = len(c.turns)
-				c.turns = append(c.turns, turn{seq: e.Seq, text: u.Text})
+				c.turns = append(c.turns, turn{seq: e.Seq, text: u.Text, asked: e.CreatedAt})
 			}
 		case gh.KindAssistantMessage:
 			var a gh.AssistantMessage
 			if json.Unmarshal(e.Payload, &a) == nil {
-				c.answer(e.Seq, a)
+				c.answer(e.Seq, e.CreatedAt, a)
+			}
+		case gh.KindTurnRetry:
+			var r gh.TurnRetry
+			if json.Unmarshal(e.Payload, &r) == nil && r.Replaces != "" {
+				c.replace(e.Seq, e.CreatedAt, r.Replaces)
+			}
+		case gh.KindRunStarted:
+			var r gh.RunStarted
+			if json.Unmarshal(e.Payload, &r) == nil {
+				c.run = r.RunID
 			}
 		case gh.KindGateOpened:
 			var o gh.GateOpened
 			if json.Unmarshal(e.Payload, &o) == nil && o.GateID != "" {
 				c.pending[o.GateID] = o
 				c.order = append(c.order, o.GateID)
+				if n := len(c.turns); n > 0 {
+					c.turns[n-1].gated = true
+				}
 			}
 		case gh.KindGateDecided:
 			var d gh.GateDecided
@@ -95,7 +135,7 @@ func (c *conversation) add(events []gh.Event) {
 
 // answer records an assistant message: its text under the turn of the
 // newest input it presented, and the state of each input it lists.
-func (c *conversation) answer(seq int64, a gh.AssistantMessage) {
+func (c *conversation) answer(seq int64, at time.Time, a gh.AssistantMessage) {
 	owner := -1
 	for _, s := range a.InputSeqs {
 		if i, ok := c.index[s]; ok {
@@ -112,30 +152,60 @@ func (c *conversation) answer(seq int64, a gh.AssistantMessage) {
 	if failed {
 		c.failures[strings.TrimSpace(a.Text)] = true
 	} else {
-		u := c.usage[owner]
-		u.InputTokens += a.Usage.InputTokens
-		u.OutputTokens += a.Usage.OutputTokens
-		c.usage[owner] = u
+		c.addUsage(owner, a.Usage, 1)
 		if strings.TrimSpace(a.Text) != "" {
-			c.said = append(c.said, said{turn: owner, text: a.Text})
+			c.said = append(c.said, said{turn: owner, text: a.Text, gen: a.GenerationID})
 		}
 	}
+	r := counted{owner: owner, used: a.Usage, calls: len(a.ToolCalls) > 0, run: c.run}
 	for _, s := range a.InputSeqs {
 		i, ok := c.index[s]
 		if !ok {
 			continue
 		}
+		r.turns = append(r.turns, i)
 		t := &c.turns[i]
 		switch {
 		case failed:
-			t.state, t.failure = turnFailed, a.Text
+			t.state, t.failure, t.answer = turnFailed, a.Text, ""
 		case len(a.ToolCalls) == 0:
-			t.state, t.failure = turnAnswered, ""
+			t.state, t.failure, t.answer, t.answeredAt = turnAnswered, "", a.GenerationID, at
 		default:
-			t.state, t.failure = turnWorking, ""
+			t.state, t.failure, t.answer = turnWorking, "", ""
 		}
 		t.stateSeq = seq
 	}
+	if !failed {
+		c.replies[a.GenerationID] = r
+	}
+}
+
+// replace takes back the answer gen, which the regenerate at seq
+// replaced, as the supervisor's transcript does: its text is no longer
+// what the agent said and the turns it answered are working again. Only
+// a final answer is replaced (the transcript keeps one that asked for
+// tools).
+func (c *conversation) replace(seq int64, at time.Time, gen string) {
+	r, ok := c.replies[gen]
+	if !ok || r.calls {
+		return
+	}
+	delete(c.replies, gen)
+	c.said = slices.DeleteFunc(c.said, func(s said) bool { return s.gen == gen })
+	c.addUsage(r.owner, r.used, -1)
+	for _, i := range r.turns {
+		if t := &c.turns[i]; t.answer == gen {
+			t.state, t.answer, t.stateSeq, t.asked, t.gated = turnWorking, "", seq, at, false
+		}
+	}
+}
+
+// addUsage adds (sign 1) or takes back (-1) an answer's usage to a turn.
+func (c *conversation) addUsage(turn int, u gh.Usage, sign int) {
+	sum := c.usage[turn]
+	sum.InputTokens += sign * u.InputTokens
+	sum.OutputTokens += sign * u.OutputTokens
+	c.usage[turn] = sum
 }
 
 // text is what the agent said for the turns from through to, joined by a

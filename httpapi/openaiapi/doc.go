@@ -43,12 +43,22 @@
 //     text that is committed, and the client must hold exactly what the
 //     log holds for its next request to match.
 //   - The same again. A last message equal to the log's last user message
-//     (at the same place) is not committed again: a client's retry of a
-//     request waits for, or gets, that input's answer. When that turn
-//     failed and the session's last run failed, it is a regenerate and goes
-//     through the retry path: a turn.retry keyed by the failed run. A
-//     regenerate of an answer that did not fail gets the same answer: the
-//     log holds one answer per input (send a new message for another).
+//     (at the same place) is not committed again: while its answer is to
+//     come, the request waits for it. Once it has one, it is a regenerate
+//     and goes through the retry path: for a failed turn (and a failed
+//     last run) a turn.retry keyed by the failed run, "openai:retry:<run>";
+//     for an answer that did not fail, a turn.retry that names it
+//     (TurnRetry.Replaces), keyed "openai:retry:<generationId>": the
+//     supervisor then owes the input a fresh answer and the model never
+//     sees the replaced one, which stays in the log but is no longer what
+//     the agent said (conversation.replace), so a history holding it
+//     mismatches. The same regenerate twice commits one retry. Because a
+//     regenerate looks exactly like the first request, some are answered
+//     as they are (isRegenerate): an SDK's own retry of a request
+//     (X-Stainless-Retry-Count), and, unless this process gave the client
+//     the answer, a turn whose client may only have had a status reply (a
+//     card opened in it, or its answer came near MaxWait), for which the
+//     same again is how the answer is fetched.
 //   - Idempotency. A new input is committed with the key
 //     "openai:turn:<n>" (n: its place among the session's user messages),
 //     so two identical requests commit one user.message, and two different

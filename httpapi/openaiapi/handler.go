@@ -96,7 +96,18 @@ type Handler struct {
 	// draining is closed by Drain: waits end with what they know.
 	drainOnce sync.Once
 	draining  chan struct{}
+
+	// delivered is, per session, the final answer this process last
+	// answered a request with (its generation id): the same request
+	// again after it is a regenerate even when the log alone cannot tell
+	// (see isRegenerate). Cleared when it reaches maxDelivered sessions.
+	mu        sync.Mutex
+	delivered map[string]string
 }
+
+// maxDelivered bounds Handler.delivered: forgetting only makes a later
+// same-again after an approval or a long wait answer as it is.
+const maxDelivered = 10000
 
 // New builds the handler.
 func New(cfg Config) *Handler {
@@ -104,7 +115,7 @@ func New(cfg Config) *Handler {
 		panic("openaiapi: New needs a Kernel")
 	}
 	cfg = cfg.withDefaults()
-	return &Handler{cfg: cfg, k: cfg.Kernel, log: cfg.Logger, draining: make(chan struct{}),
+	return &Handler{cfg: cfg, k: cfg.Kernel, log: cfg.Logger, draining: make(chan struct{}), delivered: map[string]string{},
 		body: reqbody.Limits{MaxBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout}}
 }
 
@@ -149,4 +160,23 @@ func (h *Handler) allow(w http.ResponseWriter, r *http.Request, methods ...strin
 	w.Header().Set("Allow", list)
 	h.writeStatus(w, r, http.StatusMethodNotAllowed, gh.Errorf(gh.CodeInvalid, "method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path, list))
 	return false
+}
+
+// deliver records that session's request was answered with the final
+// answer gen.
+func (h *Handler) deliver(session, gen string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.delivered) >= maxDelivered {
+		clear(h.delivered)
+	}
+	h.delivered[session] = gen
+}
+
+// wasDelivered reports whether this process answered a request of session
+// with the final answer gen.
+func (h *Handler) wasDelivered(session, gen string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return gen != "" && h.delivered[session] == gen
 }

@@ -13,8 +13,9 @@ import (
 )
 
 // A conversation resent whole, not streamed then streamed: each request's
-// last message is committed once and answered with the log's answer; a
-// repeat of a request commits nothing more and gets the same answer.
+// last message is committed once and answered with the log's answer; the
+// SDK's own retry of a request commits nothing more and gets the same
+// answer.
 func TestConversationResentWhole(t *testing.T) {
 	s := newStack(t, `[{"match": "hello", "text": "Hello there, human."}, {"match": "weather", "text": "Sunny today."}]`, openaiapi.Config{})
 	if got := s.ask("conv-1", "hello"); got != "Hello there, human." {
@@ -23,8 +24,8 @@ func TestConversationResentWhole(t *testing.T) {
 	if got := s.askStreamed("conv-1", "hello", "Hello there, human.", "and the weather?"); got != "Sunny today." {
 		t.Fatalf("streamed answer %q", got)
 	}
-	// The client retries the same request: no second input.
-	if got := s.ask("conv-1", "hello", "Hello there, human.", "and the weather?"); got != "Sunny today." {
+	// The client's SDK retries the same request: no second input.
+	if got := s.ask("conv-1", "hello", "Hello there, human.", "and the weather?", sdkRetry); got != "Sunny today." {
 		t.Fatalf("repeated request's answer %q", got)
 	}
 	if k := s.kinds("conv-1"); k[gh.KindUserMessage] != 2 || k[gh.KindAssistantMessage] != 2 {
@@ -32,7 +33,8 @@ func TestConversationResentWhole(t *testing.T) {
 	}
 	// A system message is ignored, so it does not break the match.
 	msgs := append([]openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Be brief.")}, conversation("hello", "Hello there, human.", "and the weather?")...)
-	c, err := s.client.Chat.Completions.New(context.Background(), params(msgs), option.WithHeader(openaiapi.SessionHeader, "conv-1"))
+	c, err := s.client.Chat.Completions.New(context.Background(), params(msgs), option.WithHeader(openaiapi.SessionHeader, "conv-1"),
+		option.WithHeader("X-Stainless-Retry-Count", "1"))
 	if err != nil || c.Choices[0].Message.Content != "Sunny today." || c.Model != openaiapi.ModelID {
 		t.Fatalf("with a system message: %v %s", err, c.RawJSON())
 	}
@@ -78,10 +80,10 @@ func TestRegenerateRetriesTheFailedTurn(t *testing.T) {
 	if got := s.askStreamed("conv-r", "will this work?"); got != "It works now." {
 		t.Fatalf("regenerated answer %q", got)
 	}
-	// Again: the answer did not fail, so it is the same answer, and the
-	// retry is not committed twice.
-	if got := s.ask("conv-r", "will this work?"); got != "It works now." {
-		t.Fatalf("regenerate of a good answer %q", got)
+	// The SDK's retry of that request: the same answer, and the retry is
+	// not committed twice.
+	if got := s.ask("conv-r", "will this work?", sdkRetry); got != "It works now." {
+		t.Fatalf("a retry of the regenerate %q", got)
 	}
 	if k := s.kinds("conv-r"); k[gh.KindUserMessage] != 1 || k[gh.KindTurnRetry] != 1 {
 		t.Fatalf("log %v: want one user.message and one turn.retry", k)

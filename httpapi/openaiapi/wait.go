@@ -66,6 +66,7 @@ func (h *Handler) wait(ctx context.Context, sub *kernel.Subscription, id string,
 		switch {
 		case settled && t.state == turnAnswered:
 			end("")
+			h.deliver(id, t.answer)
 			return
 		case settled && t.state == turnFailed && !(hasRun && run.State.Active()):
 			// Answered once its run settled, so that a regenerate

@@ -7,6 +7,12 @@
 // has been read since (AskerOf), and what each person said, for memory
 // (TurnForMemory).
 //
+// A regenerate (a turn.retry that names the answer it replaces) takes that
+// final answer out of the reading: its inputs are unanswered again and the
+// model never sees it, while its name still counts, so the fresh answer is
+// named apart. The tool calls of the turn and their results stay, so a
+// regenerate writes a new answer from them and repeats no effect.
+//
 // It does no I/O and commits nothing: the supervisor commits, then records
 // what it committed here (the Add methods), so the transcript stays the
 // attempt's view of the log. Everything is derived from the log, so a

@@ -36,8 +36,15 @@ type Transcript struct {
 	results   map[string]gh.ToolResult // by toolCallId
 	answered  map[int64]bool           // inputs a completed assistant message listed
 	lastSeq   int64
+	// replaced are the generation ids of answers a regenerate replaced
+	// (turn.retry's Replaces): left out of entries and answered, but
+	// counted by Generation so that the new answer gets a name of its own.
+	replaced []string
 	// skipped counts unreadable payloads (each logged once).
 	skipped int
+	// readOutside: the turn was given outside text the log does not hold
+	// as a tool result (MarkReadOutside).
+	readOutside bool
 }
 
 // failed reports whether an assistant message is a terminal failure, which
@@ -55,6 +62,20 @@ func Decode(events []gh.Event, log *slog.Logger) *Transcript {
 		t.skipped++
 		log.Warn("skipping unreadable event", "session", e.SessionID, "seq", e.Seq, "kind", e.Kind, "err", err)
 	}
+	// A regenerate comes after the answer it replaces: read first, so the
+	// answer is left out as it is met.
+	replaces := map[string]bool{}
+	for _, e := range events {
+		if e.Kind != gh.KindTurnRetry {
+			continue
+		}
+		var r gh.TurnRetry
+		if err := json.Unmarshal(e.Payload, &r); err != nil {
+			bad(e, err)
+		} else if r.Replaces != "" {
+			replaces[r.Replaces] = true
+		}
+	}
 	for _, e := range events {
 		t.lastSeq = max(t.lastSeq, e.Seq)
 		switch e.Kind {
@@ -69,6 +90,14 @@ func Decode(events []gh.Event, log *slog.Logger) *Transcript {
 			var a gh.AssistantMessage
 			if err := json.Unmarshal(e.Payload, &a); err != nil {
 				bad(e, err)
+				continue
+			}
+			if replaces[a.GenerationID] && len(a.ToolCalls) == 0 && !failed(&a) {
+				// Regenerated: its inputs are owed a fresh answer, and the
+				// model must not read this one as given. Only a final
+				// answer is replaced: the calls before it and their
+				// results stay, so a regenerate repeats no effect.
+				t.replaced = append(t.replaced, a.GenerationID)
 				continue
 			}
 			if !failed(&a) {
@@ -325,6 +354,12 @@ func (t *Transcript) Generation(promptSeq int64) string {
 			n++
 		}
 	}
+	// A replaced answer keeps its name: reusing it would return it.
+	for _, g := range t.replaced {
+		if strings.HasPrefix(g, prefix) {
+			n++
+		}
+	}
 	return prefix + strconv.Itoa(n+1)
 }
 
@@ -491,12 +526,22 @@ func (t *Transcript) requesters(a *gh.AssistantMessage, user string) []string {
 	return out
 }
 
+// MarkReadOutside records that the turn's prompt held outside text that is
+// not a tool result (the knowledge library's passages from a chat's or a
+// person's collection): the supervisor recalls them before any batch of
+// the attempt, a resumed one too, so its calls are tainted as after an
+// External result.
+func (t *Transcript) MarkReadOutside() { t.readOutside = true }
+
 // tainted reports whether the turn has read outside text since the
 // person's message u at seq since: a document sent with u, or a tool
 // result committed after it (by seq, as the log orders it, however this
 // attempt read it) that is outside text. A turn here runs from a person's
 // message: a person speaking again starts afresh.
 func (t *Transcript) tainted(since int64, u *gh.UserMessage) bool {
+	if t.readOutside {
+		return true
+	}
 	if u != nil {
 		for _, at := range u.Attachments {
 			if strings.TrimSpace(at.Text) != "" {
