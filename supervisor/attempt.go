@@ -277,6 +277,8 @@ type attemptPlan struct {
 	// prior is the run's cost before this attempt, when priorKnown.
 	prior      gh.RunFinished
 	priorKnown bool
+	// knowledge is the library's note for the turn (knowledge.go).
+	knowledge []models.Message
 }
 
 // work is the attempt's work: pre-flight, the batch a predecessor left,
@@ -299,6 +301,8 @@ func (s *Supervisor) work(ctx context.Context, lease gh.Lease) (out outcome, err
 		return s.fail(ctx, lease, p.t, p.pending, p.selectErr, out)
 	}
 	defer func() { out.t, out.inputs, out.promptSeq = p.t, p.inputs, p.promptSeq }()
+	// Before any batch: a chat's passage taints the batch a resume runs.
+	p.knowledge = s.recallKnowledge(ctx, lease.SessionID, p.t, p.inputs)
 	// A predecessor died mid-batch, or the batch waited for a decision
 	// that has come.
 	if len(p.missing) > 0 {
@@ -359,6 +363,7 @@ func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*attemptPla
 func (s *Supervisor) modelLoop(ctx context.Context, lease gh.Lease, p *attemptPlan, out *outcome) error {
 	// Unread input is presented last (transcript.Messages does it).
 	notes, recalled := s.turnNotes(ctx, p.t, p.inputs)
+	notes = withKnowledge(notes, p.knowledge)
 	userKey := p.t.LatestInput(p.inputs).UserKey()
 	if ci := callInfoFrom(ctx); ci != nil {
 		ci.userKey = userKey

@@ -32,6 +32,10 @@ type Config struct {
 	// its rule pass runs (names, contacts, preferences) and the model pass
 	// is queued. Defaults to nil: nothing is remembered.
 	Memory *memory.Memory
+	// Knowledge is the knowledge library (*knowledge.Library): before a
+	// turn's first request, the passages that bear on the question are
+	// given fenced as data (knowledge.go). Defaults to nil: no library.
+	Knowledge Recaller
 	// Workers bounds how many attempts run at once. Defaults to 4.
 	Workers int
 	// Claimers is how many claims may be in flight at once. A claim is

@@ -102,7 +102,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	tour := newTourWiring(cfg, reg)
-	worker, closeTools, err := newToolWorker(ctx, cfg, k, mem, gateSvc.Opened, log, tour)
+	worker, closeTools, err := newToolWorker(ctx, cfg, k, mem, know.lib, gateSvc.Opened, log, tour)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ready = append(ready, redisPinger{rdb})
 	}
 	sup, err := supervisor.New(supervisor.Config{
-		Kernel: k, Models: reg, Tools: worker, Memory: mem, Workers: cfg.Workers, Location: loc, Logger: log,
+		Kernel: k, Models: reg, Tools: worker, Memory: mem, Knowledge: know.lib, Workers: cfg.Workers, Location: loc, Logger: log,
 		ContextWindow: cfg.ContextWindow, CompactionShare: cfg.CompactionShare, MaxModelRequests: cfg.MaxModelRequests, TurnTimeout: cfg.TurnTimeout,
 		DailyBudgetUSD: cfg.DailyBudgetUSD, BudgetAlertShare: cfg.BudgetAlertShare,
 		SpoolDir: filepath.Join(cfg.DataDir, "spool"),

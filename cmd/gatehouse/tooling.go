@@ -16,6 +16,8 @@ import (
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gates/redisgates"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/knowledge"
+	"github.com/gatehouse/gatehouse/knowledge/knowledgetool"
 	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/tools"
@@ -32,7 +34,7 @@ type mcpFile struct {
 
 // newToolWorker builds the tools this install offers and the worker that
 // runs them. The returned close ends MCP sessions.
-func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memory.Memory, onOpen func(context.Context, gh.Gate), log *slog.Logger, tour *tourWiring) (*toolworker.Worker, func(), error) {
+func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memory.Memory, lib *knowledge.Library, onOpen func(context.Context, gh.Gate), log *slog.Logger, tour *tourWiring) (*toolworker.Worker, func(), error) {
 	root := cfg.Workspace
 	if root == "" {
 		root = filepath.Join(cfg.DataDir, "workspace")
@@ -58,6 +60,9 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 	for _, t := range mem.Tools() {
 		reg.Register(t)
 	}
+	// search_library reads the library in the asking chat's and person's
+	// scope (tools.Call).
+	reg.Register(knowledgetool.New(lib))
 	closeMCP := func() {}
 	secrets := cfg.Secrets()
 	if cfg.MCPConfig != "" {

@@ -21,6 +21,8 @@ import (
 	"github.com/gatehouse/gatehouse/incidents"
 	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/knowledge"
+	"github.com/gatehouse/gatehouse/knowledge/knowledgetool"
 	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/models/modeltest"
@@ -44,7 +46,9 @@ type Env struct {
 	Model *modeltest.OpenAI
 	// Memory is set with EnvOptions.Memory.
 	Memory *memory.Memory
-	Gates  *gates.Service
+	// Knowledge is set with EnvOptions.Knowledge (on Store).
+	Knowledge *knowledge.Library
+	Gates     *gates.Service
 	// Incidents is set with EnvOptions.StuckAfter.
 	Incidents *incidents.Service
 	// Gateway, Adapter and Fake are nil without a factory (web/API only).
@@ -114,6 +118,9 @@ type EnvOptions struct {
 	// MemoryTools registers memory's remember and forget beside the
 	// tools (with Memory).
 	MemoryTools bool
+	// Knowledge gives the supervisor a knowledge library on the Env's
+	// store (Env.Knowledge) and registers search_library beside the tools.
+	Knowledge bool
 	// ModelPass makes Memory queue a model-pass job per person and turn
 	// too; nothing runs the jobs but the test (Memory.RunJobs).
 	ModelPass bool
@@ -165,6 +172,13 @@ func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 	e.Kernel = kernel.New(st, kcfg)
 	if o.Memory {
 		e.Memory = memory.New(st, memory.Config{NoModelPass: !o.ModelPass})
+	}
+	if o.Knowledge {
+		lib, err := knowledge.New(st, knowledge.Config{Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Knowledge = lib
 	}
 	reg := e.models(o.Script)
 	sweep := o.GateSweep
@@ -241,12 +255,17 @@ func (e *Env) startWorkers(reg *models.Registry, o EnvOptions, log *slog.Logger)
 			ts = append(append([]tools.Tool(nil), ts...), e.Memory.Tools()...)
 		}
 	}
+	// A nil *Library in the interface would not be nil: set only with one.
+	var lib supervisor.Recaller
+	if e.Knowledge != nil {
+		lib, ts = e.Knowledge, append(append([]tools.Tool(nil), ts...), knowledgetool.New(e.Knowledge))
+	}
 	worker := toolworker.New(toolworker.Config{Kernel: e.Kernel, Tools: tools.NewRegistry(ts...), Contacts: contacts, ApprovalTimeout: time.Hour, OnOpen: e.Gates.Opened, Logger: log})
 	poll := o.Poll
 	if poll == 0 {
 		poll = 20 * time.Millisecond
 	}
-	sup, err := supervisor.New(supervisor.Config{Kernel: e.Kernel, Models: reg, Tools: worker, Memory: e.Memory, Poll: poll, Logger: log})
+	sup, err := supervisor.New(supervisor.Config{Kernel: e.Kernel, Models: reg, Tools: worker, Memory: e.Memory, Knowledge: lib, Poll: poll, Logger: log})
 	if err != nil {
 		e.T.Fatal(err)
 	}
