@@ -831,6 +831,11 @@ func (s *Supervisor) fail(ctx context.Context, lease gh.Lease, t *transcript.Tra
 		GenerationID: gen, InputSeqs: dedupe(inputs), StopReason: gh.StopError,
 		Text: "⚠️ The turn failed: " + msg + "\n" + hint, Error: msg, ErrorCode: code, Hint: hint,
 	}
+	if code == models.CodeNotConfigured {
+		// The one message already says what to do: said twice (as the
+		// error and as the hint) it is noise on every surface.
+		a.Text = "⚠️ No answer: " + strings.TrimPrefix(hint, "Configure a model: ")
+	}
 	if _, cerr := s.commit(ctx, lease, gh.KindAssistantMessage, a.GenerationID, a); cerr != nil {
 		return out, cerr
 	}

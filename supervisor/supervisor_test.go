@@ -375,6 +375,10 @@ func TestNoModelConfiguredFailsOnceWithHint(t *testing.T) {
 	if len(as) != 1 || as[0].ErrorCode != models.CodeNotConfigured || !strings.Contains(as[0].Hint, "GATEHOUSE_MODEL") {
 		t.Fatalf("answer %+v", as)
 	}
+	// What to do is said once, on the API and the chat platforms too.
+	if n := strings.Count(as[0].Text, "Set GATEHOUSE_MODEL"); n != 1 || !strings.HasPrefix(as[0].Text, "⚠️ No answer: No model is configured.") {
+		t.Fatalf("the answer says what to do %d times: %q", n, as[0].Text)
+	}
 }
 
 func TestBrokenModelAnswersNeverBecomeAnswers(t *testing.T) {

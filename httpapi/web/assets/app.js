@@ -464,9 +464,17 @@
           if (!turn && queue.length) { openTurn(queue); queue = []; }
           break;
         case "turn.retry":
-          // A failed turn runs again: its answer goes in a turn of its own.
+          // A failed turn runs again, or a good answer is regenerated
+          // (replaces names it): the new answer goes in a turn of its own,
+          // and a replaced answer is no longer shown as the answer.
+          if (p.replaces) {
+            for (const it of items) {
+              if (it.type !== "turn") continue;
+              it.parts = it.parts.filter((part) => !(part.type === "assistant" && part.p && part.p.generationId === p.replaces));
+            }
+          }
           if (!turn) openTurn(queue.splice(0));
-          turn.parts.push({ type: "note", text: "Retrying the failed turn." });
+          turn.parts.push({ type: "note", text: p.replaces ? "Regenerating the answer." : "Retrying the failed turn." });
           break;
         case "assistant.message": {
           const t = current();
