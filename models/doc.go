@@ -133,7 +133,7 @@
 // shared by all sessions, and starts over when the process does.
 //
 // scripted:tour ([TourSelection]) is the built-in tour (tour.go, its words
-// in tour/tour.json, embedded): no file, no key, no position — each answer
+// in internal/tourscript/tour.json, embedded): no file, no key, no position — each answer
 // is decided by the newest user message and the tool result after it. Its
 // tool calls carry ids with a MAC under a per-process key, so tools can
 // tell the tour's calls from any model's ([Registry.TourCall]): the
