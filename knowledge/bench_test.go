@@ -37,7 +37,28 @@ const (
 // (GetKnowledgeDocument by name), phases run lookup, recall, recall,
 // lookup so drift of the machine weighs on both alike. Run with a fixed
 // count, e.g. -benchtime=2000x.
-func BenchmarkRecall(b *testing.B) {
+func BenchmarkRecall(b *testing.B) { eachBenchStore(b, benchRecall) }
+
+// BenchmarkIndex measures indexing alone, as BenchmarkRecall does, over
+// 200 documents (10,000 passages): quicker to iterate on.
+func BenchmarkIndex(b *testing.B) {
+	eachBenchStore(b, func(b *testing.B, st store.Store, bare func(context.Context, int64, []bareRow) error) {
+		lib, err := knowledge.New(st, knowledge.Config{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		docs, paragraphs, _ := benchCorpus(rand.New(rand.NewPCG(1, 2)), 200)
+		indexTook, bareTook := benchIndex(b, lib, bare, docs, paragraphs)
+		b.ReportMetric(float64(len(paragraphs))/indexTook.Seconds(), "indexed-passages/s")
+		b.ReportMetric(float64(len(paragraphs))/bareTook.Seconds(), "bare-passages/s")
+		b.ReportMetric(bareTook.Seconds()/indexTook.Seconds(), "index/bare")
+	})
+}
+
+// eachBenchStore runs fn on a fresh SQLite store and a fresh Postgres
+// schema, each with a bare passage table and the bare insert of one
+// document's rows into it.
+func eachBenchStore(b *testing.B, fn func(*testing.B, store.Store, func(context.Context, int64, []bareRow) error)) {
 	b.Run("sqlite", func(b *testing.B) {
 		st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db")})
 		if err != nil {
@@ -49,7 +70,7 @@ func BenchmarkRecall(b *testing.B) {
 			ord INTEGER NOT NULL, heading TEXT NOT NULL, text TEXT NOT NULL, start_offset INTEGER NOT NULL, end_offset INTEGER NOT NULL, length INTEGER NOT NULL)`); err != nil {
 			b.Fatal(err)
 		}
-		benchRecall(b, st, func(ctx context.Context, doc int64, rows []bareRow) error {
+		fn(b, st, func(ctx context.Context, doc int64, rows []bareRow) error {
 			tx, err := db.BeginTx(ctx, nil)
 			if err != nil {
 				return err
@@ -81,7 +102,7 @@ func BenchmarkRecall(b *testing.B) {
 			end_offset INTEGER NOT NULL, length INTEGER NOT NULL)`); err != nil {
 			b.Fatal(err)
 		}
-		benchRecall(b, st, func(ctx context.Context, doc int64, rows []bareRow) error {
+		fn(b, st, func(ctx context.Context, doc int64, rows []bareRow) error {
 			var batch pgx.Batch
 			batch.Queue(`BEGIN`)
 			for _, r := range rows {
@@ -116,26 +137,21 @@ func benchWords(r *rand.Rand, n int) []string {
 	return out
 }
 
-func benchRecall(b *testing.B, st store.Store, bare func(context.Context, int64, []bareRow) error) {
-	ctx := context.Background()
-	r := rand.New(rand.NewPCG(1, 2))
+// benchCorpus makes nDocs Markdown documents of benchPerDoc passages: a
+// heading per passage, each passage one paragraph of Zipf-distributed
+// made-up words that fits a passage whole. It returns them with their
+// paragraphs, and a phrase maker over the same vocabulary.
+func benchCorpus(r *rand.Rand, nDocs int) (docs, paragraphs []string, phrase func(int) string) {
 	vocab := benchWords(r, 30000)
 	zipf := rand.NewZipf(r, 1.05, 10, uint64(len(vocab)-1))
-	phrase := func(n int) string {
+	phrase = func(n int) string {
 		ws := make([]string, n)
 		for i := range ws {
 			ws[i] = vocab[zipf.Uint64()]
 		}
 		return strings.Join(ws, " ")
 	}
-	lib, err := knowledge.New(st, knowledge.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Documents: a heading per passage, each passage one paragraph that
-	// fits a passage whole, so each document makes benchPerDoc passages.
-	docs := make([]string, benchPassages/benchPerDoc)
-	var paragraphs []string
+	docs = make([]string, nDocs)
 	for i := range docs {
 		var sb strings.Builder
 		fmt.Fprintf(&sb, "# Document %d\n\n", i)
@@ -146,6 +162,14 @@ func benchRecall(b *testing.B, st store.Store, bare func(context.Context, int64,
 		}
 		docs[i] = sb.String()
 	}
+	return docs, paragraphs, phrase
+}
+
+// benchIndex adds docs through lib, one Library.Add (one transaction)
+// each, then inserts the same passage rows bare, one transaction per
+// document, and returns both durations.
+func benchIndex(b *testing.B, lib *knowledge.Library, bare func(context.Context, int64, []bareRow) error, docs, paragraphs []string) (indexTook, bareTook time.Duration) {
+	ctx := context.Background()
 	start := time.Now()
 	var stored int
 	for i, d := range docs {
@@ -155,9 +179,9 @@ func benchRecall(b *testing.B, st store.Store, bare func(context.Context, int64,
 		}
 		stored += doc.Passages
 	}
-	indexTook := time.Since(start)
-	if stored != benchPassages {
-		b.Fatalf("%d passages stored, want %d", stored, benchPassages)
+	indexTook = time.Since(start)
+	if stored != len(paragraphs) {
+		b.Fatalf("%d passages stored, want %d", stored, len(paragraphs))
 	}
 	start = time.Now()
 	for i := range docs {
@@ -170,8 +194,20 @@ func benchRecall(b *testing.B, st store.Store, bare func(context.Context, int64,
 			b.Fatalf("bare insert %d: %v", i, err)
 		}
 	}
-	bareTook := time.Since(start)
+	bareTook = time.Since(start)
 	b.Logf("indexed %d passages in %v; bare inserts of the same rows took %v", stored, indexTook.Round(time.Millisecond), bareTook.Round(time.Millisecond))
+	return indexTook, bareTook
+}
+
+func benchRecall(b *testing.B, st store.Store, bare func(context.Context, int64, []bareRow) error) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 2))
+	lib, err := knowledge.New(st, knowledge.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs, paragraphs, phrase := benchCorpus(r, benchPassages/benchPerDoc)
+	indexTook, bareTook := benchIndex(b, lib, bare, docs, paragraphs)
 	if pg, ok := st.(*postgres.Store); ok {
 		if _, err := pg.Pool().Exec(ctx, `VACUUM ANALYZE knowledge_passages, knowledge_documents, knowledge_terms`); err != nil {
 			b.Fatal(err)

@@ -33,8 +33,11 @@
 // internal/embeddings).
 //
 // Recall. Like memory, by evidence over a floor, per retriever: the
-// lexical retriever scores the passages the index finds by BM25 over the
-// library's counts and keeps those whose closeness (how far the score
+// lexical retriever scores by BM25 over the library's counts the
+// passages the index finds (at most Config.Candidates: those holding the
+// most idf of the question's terms, found without reading every holder
+// of a common term, see store.RankKnowledgeMatch) and keeps those whose
+// closeness (how far the score
 // stands above an average passage's, as a share of an ideal match) plus
 // coverage (the share of the question's terms held) clears
 // Config.LexicalFloor; the embeddings retriever keeps those whose

@@ -234,11 +234,26 @@ func (l *Library) lexical(ctx context.Context, scope, qterms []string, get func(
 	if len(essential) == 0 {
 		return nil // no passage can clear the floor
 	}
-	weights := make([]float64, len(essential))
-	for i, t := range essential {
-		weights[i] = idf(t)
+	weights, dfs := make([]float64, len(essential)), make([]int64, len(essential))
+	var cheapIDF float64
+	for _, t := range held[:cheap] {
+		cheapIDF += idf(t)
 	}
-	hits, err := l.k.KnowledgeMatch(ctx, store.KnowledgeMatch{Collections: scope, Terms: essential, Weights: weights, Limit: l.cfg.Candidates})
+	for i, t := range essential {
+		weights[i], dfs[i] = idf(t), stats.DF[t]
+	}
+	// The index ranks the passages holding the essential terms by their
+	// summed idf; a passage holding k of them of summed idf w, and at
+	// best every cheap term as often as it likes, could not clear the
+	// floor when the bound of max-score pruning above says so.
+	var worth func(int, float64) bool
+	if l.cfg.LexicalFloor > 0 {
+		worth = func(k int, w float64) bool {
+			return min(1, (bm25K1+1)*(w+cheapIDF)/ideal)+float64(k+cheap)/float64(len(qterms)) >= l.cfg.LexicalFloor
+		}
+	}
+	hits, err := l.k.KnowledgeMatch(ctx, store.KnowledgeMatch{Collections: scope, Terms: essential, Weights: weights, DF: dfs,
+		Limit: l.cfg.Candidates, Worth: worth})
 	if err != nil {
 		return err
 	}

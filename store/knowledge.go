@@ -1,7 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
@@ -90,13 +93,20 @@ type KnowledgeStats struct {
 }
 
 // KnowledgeMatch asks for the passages of Collections that hold any of
-// Terms, most promising first (by the summed Weights of the terms each
-// holds, or the index's own rank), at most Limit.
+// Terms, most promising first — by the summed Weights of the terms each
+// holds (1 each when Weights is not given), ties by id — at most Limit.
+// DF, when given, is each term's document frequency: it lets the store
+// read the postings of the rarest terms only (see RankKnowledgeMatch).
+// Worth, when set, says whether a passage holding held of the terms, of
+// summed weight weight, could matter at all; the store may leave out
+// those it says no to.
 type KnowledgeMatch struct {
 	Collections []string
 	Terms       []string
 	Weights     []float64
+	DF          []int64
 	Limit       int
+	Worth       func(held int, weight float64) bool
 }
 
 // KnowledgeHit is a passage found by a match, with its document.
@@ -150,4 +160,164 @@ func KnowledgeOf(st Store) (Knowledge, error) {
 		return nil, gh.Errorf(gh.CodeInvalid, "store %s keeps no knowledge library", st.Dialect())
 	}
 	return k, nil
+}
+
+// KnowledgeIndex is what RankKnowledgeMatch asks of a store's lexical
+// index, all within one read transaction and within the match's
+// collections.
+type KnowledgeIndex interface {
+	// Holders returns the passages holding any of terms[:n], each with
+	// a mask of which of terms (bit i: terms[i]) it holds.
+	Holders(ctx context.Context, terms []string, n int) (map[int64]uint64, error)
+	// Class returns the passages holding every one of all and none of
+	// none, lowest id first, at most limit.
+	Class(ctx context.Context, all, none []string, limit int) ([]int64, error)
+}
+
+// Bounds of RankKnowledgeMatch: the postings it reads whole (summed
+// document frequencies of the rarest terms), and how many of the other
+// terms it enumerates the combinations of.
+const (
+	knowledgeRarePostings = 2048
+	knowledgeClassTerms   = 6
+)
+
+// RankKnowledgeMatch returns the ids of the passages m asks for, best
+// first, without scoring every passage that holds one of its terms (the
+// commonest terms are held by a large share of the library). Terms are
+// taken rarest (weightiest) first:
+//
+//  1. The rarest terms whose postings sum to at most 2,048 are read
+//     whole (Holders), each passage with the mask of every term it holds,
+//     so its weight is exact.
+//  2. A passage holding none of those holds only the commoner terms, so
+//     its weight is that of one combination of them. The combinations are
+//     taken heaviest first (Class, each a query that stops at the limit),
+//     and only while one could still place: once Limit passages weigh
+//     more than the next combination, nothing below can enter. Of more
+//     than six common terms the commonest are not enumerated (they still
+//     count in Worth), and combinations Worth refuses are skipped.
+//
+// The result is the same as ranking every holder by summed weight, ties
+// by id, but for the passages of combinations Worth refuses and, past six
+// common terms, the weight of the commonest (not enumerated, so a passage
+// holding them may rank as though it did not).
+func RankKnowledgeMatch(ctx context.Context, m KnowledgeMatch, ix KnowledgeIndex) ([]int64, error) {
+	n := len(m.Terms)
+	if n == 0 || len(m.Collections) == 0 {
+		return nil, nil
+	}
+	if n > 64 {
+		return nil, gh.Errorf(gh.CodeInvalid, "knowledge match of %d terms: at most 64", n)
+	}
+	limit := max(m.Limit, 1)
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	weight := func(i int) float64 {
+		if len(m.Weights) == n {
+			return m.Weights[i]
+		}
+		return 1
+	}
+	df := func(i int) int64 {
+		if len(m.DF) == n {
+			return m.DF[i]
+		}
+		return 0
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(weight(b), weight(a)), cmp.Compare(df(a), df(b)), strings.Compare(m.Terms[a], m.Terms[b]))
+	})
+	terms, w := make([]string, n), make([]float64, n)
+	for k, i := range idx {
+		terms[k], w[k] = m.Terms[i], weight(i)
+	}
+	rare := 0
+	for sum := int64(0); rare < n && sum+df(idx[rare]) <= knowledgeRarePostings; rare++ {
+		sum += df(idx[rare])
+	}
+	type scored struct {
+		id    int64
+		score float64
+	}
+	var found []scored
+	if rare > 0 {
+		masks, err := ix.Holders(ctx, terms, rare)
+		if err != nil {
+			return nil, err
+		}
+		for id, mask := range masks {
+			var s float64
+			for k := range n {
+				if mask&(1<<k) != 0 {
+					s += w[k]
+				}
+			}
+			found = append(found, scored{id, s})
+		}
+	}
+	common := terms[rare:]
+	var extraN int
+	var extraW float64
+	if len(common) > knowledgeClassTerms {
+		for k := rare + knowledgeClassTerms; k < n; k++ {
+			extraN, extraW = extraN+1, extraW+w[k]
+		}
+		common = common[:knowledgeClassTerms]
+	}
+	// The non-empty combinations of the common terms, heaviest first.
+	type class struct {
+		mask uint64
+		sum  float64
+		held int
+	}
+	var classes []class
+	for mask := uint64(1); mask < 1<<len(common); mask++ {
+		c := class{mask: mask}
+		for k := range common {
+			if mask&(1<<k) != 0 {
+				c.sum, c.held = c.sum+w[rare+k], c.held+1
+			}
+		}
+		classes = append(classes, c)
+	}
+	slices.SortStableFunc(classes, func(a, b class) int { return cmp.Compare(b.sum, a.sum) })
+	for _, c := range classes {
+		above := 0 // passages known to weigh more than this class
+		for _, f := range found {
+			if f.score > c.sum {
+				above++
+			}
+		}
+		if above >= limit {
+			break
+		}
+		if m.Worth != nil && !m.Worth(c.held+extraN, c.sum+extraW) {
+			continue
+		}
+		var all, none []string
+		for k, t := range common {
+			if c.mask&(1<<k) != 0 {
+				all = append(all, t)
+			} else {
+				none = append(none, t)
+			}
+		}
+		none = append(none, terms[:rare]...)
+		ids, err := ix.Class(ctx, all, none, limit-above)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			found = append(found, scored{id, c.sum})
+		}
+	}
+	slices.SortFunc(found, func(a, b scored) int { return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.id, b.id)) })
+	out := make([]int64, 0, min(limit, len(found)))
+	for _, f := range found[:min(limit, len(found))] {
+		out = append(out, f.id)
+	}
+	return out, nil
 }

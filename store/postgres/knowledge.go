@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres/internal/pgknowledge"
 )
@@ -68,7 +71,21 @@ func (s *Store) KnowledgeTermStats(ctx context.Context, terms []string) (store.K
 
 // KnowledgeMatch implements store.Knowledge.
 func (s *Store) KnowledgeMatch(ctx context.Context, m store.KnowledgeMatch) ([]store.KnowledgeHit, error) {
-	return pgknowledge.Match(ctx, s.q, m)
+	// One repeatable-read transaction: the ranking's statements and the
+	// rows they find all read the same snapshot.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "postgres: begin knowledge match")
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	hits, err := pgknowledge.Match(ctx, tx, m)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "postgres: end knowledge match")
+	}
+	return hits, nil
 }
 
 // KnowledgeVectors implements store.Knowledge.

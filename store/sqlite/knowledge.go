@@ -2,8 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"sync"
 	"time"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/sqlite/internal/sqlknowledge"
 )
@@ -65,12 +68,30 @@ func (s *Store) KnowledgeCollectionVersions(ctx context.Context, names []string)
 
 // KnowledgeTermStats implements store.Knowledge.
 func (s *Store) KnowledgeTermStats(ctx context.Context, terms []string) (store.KnowledgeStats, error) {
-	return sqlknowledge.TermStats(ctx, s.reader.q, terms)
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return store.KnowledgeStats{}, gh.Wrap(gh.CodeUnavailable, err, "sqlite: begin knowledge term stats")
+	}
+	defer tx.Rollback()
+	cache, _ := dfCaches.LoadOrStore(s.path, &sqlknowledge.DFCache{})
+	return sqlknowledge.TermStats(ctx, tx, terms, cache.(*sqlknowledge.DFCache))
 }
+
+// dfCaches holds each database's cache of document frequencies, by its
+// path: the cache is valid for a generation of the index stored in the
+// database itself, so stores opened on the same file may share it.
+var dfCaches sync.Map
 
 // KnowledgeMatch implements store.Knowledge.
 func (s *Store) KnowledgeMatch(ctx context.Context, m store.KnowledgeMatch) ([]store.KnowledgeHit, error) {
-	return sqlknowledge.Match(ctx, s.reader.q, m)
+	// One read transaction: the ranking's statements and the rows they
+	// find all read the same snapshot.
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "sqlite: begin knowledge match")
+	}
+	defer tx.Rollback()
+	return sqlknowledge.Match(ctx, tx, m)
 }
 
 // KnowledgeVectors implements store.Knowledge.

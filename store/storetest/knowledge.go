@@ -135,6 +135,30 @@ func testKnowledgeMatch(t *testing.T, k store.Knowledge) {
 	if hits[0].Document.Name != "a.md" {
 		t.Fatalf("the passage holding the rare term is not first: %+v", hits[0])
 	}
+	// Counts that make a term common send the store down the other
+	// path (combinations of the common terms, each query stopping at the
+	// limit): the same passages in the same order, at every limit.
+	ids := func(hs []store.KnowledgeHit) []int64 {
+		out := make([]int64, len(hs))
+		for i, h := range hs {
+			out[i] = h.Passage.ID
+		}
+		return out
+	}
+	for _, df := range [][]int64{{5000, 5000}, {5000, 1}, {1, 5000}} {
+		for _, limit := range []int{1, 2, 3, 10} {
+			m := store.KnowledgeMatch{Collections: []string{"shared", "chat:a"}, Terms: []string{"vacation", "rare"}, Weights: []float64{0.1, 5}, Limit: limit}
+			want, err := k.KnowledgeMatch(ctx, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.DF = df
+			got, err := k.KnowledgeMatch(ctx, m)
+			if err != nil || !slices.Equal(ids(got), ids(want)) || len(want) != min(limit, 3) {
+				t.Fatalf("counts %v, limit %d: %v %v, want %v", df, limit, ids(got), err, ids(want))
+			}
+		}
+	}
 	if hits, _ := k.KnowledgeMatch(ctx, store.KnowledgeMatch{Collections: []string{"shared", "chat:a"}, Terms: []string{"vacation"}, Limit: 2}); len(hits) != 2 {
 		t.Fatalf("limit: %d hits", len(hits))
 	}

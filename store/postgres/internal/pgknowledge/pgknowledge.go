@@ -1,8 +1,10 @@
 package pgknowledge
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -146,42 +148,89 @@ func TermStats(ctx context.Context, q Querier, terms []string) (store.KnowledgeS
 	return st, err
 }
 
-// tsquery is terms as an OR query of lexemes, quoted so that Postgres
-// parses none of them.
-func tsquery(terms []string) (string, error) {
+func checkTerm(t string) error {
+	if t == "" || strings.ContainsAny(t, "'\\ \t\r\n\x00") {
+		return gh.Errorf(gh.CodeInvalid, "knowledge term %q is not a word", t)
+	}
+	return nil
+}
+
+// tsquery is terms joined by op, each quoted so that Postgres parses
+// none of them (checkTerm has refused quotes).
+func tsquery(terms []string, op string) string {
 	quoted := make([]string, len(terms))
 	for i, t := range terms {
-		if t == "" || strings.ContainsAny(t, "'\\ \t\r\n\x00") {
-			return "", gh.Errorf(gh.CodeInvalid, "knowledge term %q is not a word", t)
-		}
 		quoted[i] = "'" + t + "'"
 	}
-	return strings.Join(quoted, " | "), nil
+	return "(" + strings.Join(quoted, op) + ")"
 }
 
 // Match returns the passages of m.Collections holding any of m.Terms,
-// those whose held terms weigh most first.
+// those whose held terms weigh most first, with their documents (see
+// store.RankKnowledgeMatch: the rarest terms' holders in one statement,
+// the commoner terms' combinations by queries that stop at the limit). q
+// should be a repeatable-read transaction, so that every statement reads
+// the same snapshot.
 func Match(ctx context.Context, q Querier, m store.KnowledgeMatch) ([]store.KnowledgeHit, error) {
 	if len(m.Terms) == 0 || len(m.Collections) == 0 {
 		return nil, nil
 	}
-	query, err := tsquery(m.Terms)
-	if err != nil {
-		return nil, err
-	}
-	weights := m.Weights
-	if len(weights) != len(m.Terms) {
-		weights = make([]float64, len(m.Terms))
-		for i := range weights {
-			weights[i] = 1
+	for _, t := range m.Terms {
+		if err := checkTerm(t); err != nil {
+			return nil, err
 		}
 	}
-	return queryAll(ctx, q, "match knowledge passages", func(r pgx.Rows) (store.KnowledgeHit, error) { return scanHit(r) }, `SELECT `+passageCols+`, `+qualified("d.", docCols)+`
-		FROM knowledge_passages p JOIN knowledge_documents d ON d.id = p.document_id
-		WHERE p.tsv @@ $1::tsquery AND p.collection = ANY($2)
-		ORDER BY (SELECT SUM(w.weight) FROM unnest($3::text[], $4::float8[]) w(term, weight)
-			WHERE p.tsv @@ ('''' || w.term || '''')::tsquery) DESC, p.id
-		LIMIT $5`, query, m.Collections, m.Terms, weights, max(m.Limit, 1))
+	ids, err := store.RankKnowledgeMatch(ctx, m, index{q: q, scope: m.Collections})
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	hits, err := queryAll(ctx, q, "read knowledge passages", func(r pgx.Rows) (store.KnowledgeHit, error) { return scanHit(r) },
+		`SELECT `+passageCols+`, `+qualified("d.", docCols)+` FROM knowledge_passages p JOIN knowledge_documents d ON d.id = p.document_id
+		WHERE p.id = ANY($1)`, ids)
+	at := make(map[int64]int, len(ids))
+	for i, id := range ids {
+		at[id] = i
+	}
+	slices.SortFunc(hits, func(a, b store.KnowledgeHit) int { return cmp.Compare(at[a.Passage.ID], at[b.Passage.ID]) })
+	return hits, err
+}
+
+// index answers store.RankKnowledgeMatch from the GIN index. Its
+// statements go by the simple protocol: each is planned for its own
+// terms (a generic plan cannot tell a rare term from a common one).
+type index struct {
+	q     Querier
+	scope []string
+}
+
+func (x index) Holders(ctx context.Context, terms []string, n int) (map[int64]uint64, error) {
+	queries := make([]string, len(terms))
+	for i, t := range terms {
+		queries[i] = "'" + t + "'"
+	}
+	masks := map[int64]uint64{}
+	_, err := queryAll(ctx, x.q, "match knowledge passages", func(r pgx.Rows) (struct{}, error) {
+		var id, mask int64
+		err := r.Scan(&id, &mask)
+		masks[id] = uint64(mask)
+		return struct{}{}, err
+	}, `SELECT p.id, (SELECT COALESCE(bit_or(1::bigint << (w.i - 1)::int), 0) FROM unnest($2::text[]::tsquery[]) WITH ORDINALITY w(q, i)
+			WHERE p.tsv @@ w.q)
+		FROM knowledge_passages p WHERE p.tsv @@ $1::tsquery AND p.collection = ANY($3)`,
+		pgx.QueryExecModeSimpleProtocol, tsquery(terms[:n], " | "), queries, x.scope)
+	return masks, err
+}
+
+func (x index) Class(ctx context.Context, all, none []string, limit int) ([]int64, error) {
+	query := tsquery(all, " & ")
+	if len(none) > 0 {
+		query += " & !" + tsquery(none, " | ")
+	}
+	return queryAll(ctx, x.q, "match knowledge passages", func(r pgx.Rows) (int64, error) {
+		var id int64
+		return id, r.Scan(&id)
+	}, `SELECT id FROM knowledge_passages WHERE tsv @@ $1::tsquery AND collection = ANY($2) ORDER BY id LIMIT $3`,
+		pgx.QueryExecModeSimpleProtocol, query, x.scope, limit)
 }
 
 func scanHit(r pgx.Rows, extra ...any) (store.KnowledgeHit, error) {

@@ -1,11 +1,16 @@
 package sqlknowledge
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
@@ -108,46 +113,203 @@ func CollectionVersions(ctx context.Context, q Querier, names []string) (map[str
 	return out, err
 }
 
+// DFCache keeps the document frequencies TermStats has read, for one
+// generation of the library (knowledge_stats.generation rises with every
+// write of the index, in the same transaction): fts5vocab counts a term's
+// passages by reading its whole doclist, so a common term costs as much
+// as its postings.
+type DFCache struct {
+	mu  sync.Mutex
+	gen int64
+	df  map[string]int64
+}
+
+// maxCachedTerms bounds a DFCache; past it, it starts again.
+const maxCachedTerms = 1 << 14
+
 // TermStats returns the library's counts for terms: document frequencies
-// from FTS5's own vocabulary.
-func TermStats(ctx context.Context, q Querier, terms []string) (store.KnowledgeStats, error) {
+// from FTS5's own vocabulary, through cache (which may be nil). q should
+// be a read transaction, so that the counts and their generation agree.
+func TermStats(ctx context.Context, q Querier, terms []string, cache *DFCache) (store.KnowledgeStats, error) {
 	st := store.KnowledgeStats{DF: make(map[string]int64, len(terms))}
-	if err := q.QueryRowContext(ctx, `SELECT passages, terms FROM knowledge_stats WHERE id = 1`).Scan(&st.Passages, &st.Terms); err != nil {
+	var gen int64
+	if err := q.QueryRowContext(ctx, `SELECT passages, terms, generation FROM knowledge_stats WHERE id = 1`).Scan(&st.Passages, &st.Terms, &gen); err != nil {
 		return st, dbErr(err, "read knowledge stats")
+	}
+	var missing []string
+	if cache != nil {
+		cache.mu.Lock()
+		for _, t := range terms {
+			if df, ok := cache.df[t]; ok && cache.gen == gen {
+				if df > 0 {
+					st.DF[t] = df
+				}
+			} else {
+				missing = append(missing, t)
+			}
+		}
+		cache.mu.Unlock()
+	} else {
+		missing = terms
 	}
 	// One lookup per term: fts5vocab answers an equality on term from
 	// the index, where an IN list would scan the vocabulary.
-	for _, t := range terms {
+	found := make(map[string]int64, len(missing))
+	for _, t := range missing {
 		var df int64
 		err := q.QueryRowContext(ctx, `SELECT doc FROM knowledge_vocab WHERE term = ?`, t).Scan(&df)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return st, dbErr(err, "read knowledge term counts")
 		}
-		st.DF[t] = df
+		found[t] = df
+		if df > 0 {
+			st.DF[t] = df
+		}
+	}
+	if cache != nil && len(found) > 0 {
+		cache.mu.Lock()
+		if cache.gen != gen || cache.df == nil || len(cache.df) > maxCachedTerms {
+			cache.gen, cache.df = gen, make(map[string]int64, len(found))
+		}
+		maps.Copy(cache.df, found)
+		cache.mu.Unlock()
 	}
 	return st, nil
 }
 
 // Match returns the passages of m.Collections holding any of m.Terms,
-// FTS5's BM25 rank first, with their documents.
+// those whose held terms weigh most first, with their documents (see
+// store.RankKnowledgeMatch: FTS5 reads the rarest terms' postings, and
+// queries that stop at the limit for the commoner ones). q should be a
+// read transaction, so that every statement reads the same snapshot.
 func Match(ctx context.Context, q Querier, m store.KnowledgeMatch) ([]store.KnowledgeHit, error) {
 	if len(m.Terms) == 0 || len(m.Collections) == 0 {
 		return nil, nil
 	}
-	quoted := make([]string, len(m.Terms))
-	for i, t := range m.Terms {
-		if t == "" || strings.ContainsAny(t, "\" \t\r\n\x00") {
-			return nil, gh.Errorf(gh.CodeInvalid, "knowledge term %q is not a word", t)
+	for _, t := range m.Terms {
+		if err := checkTerm(t); err != nil {
+			return nil, err
 		}
+	}
+	x := index{q: q, scope: jsonArray(m.Collections)}
+	// When no collection outside the scope has passages (a library of
+	// the shared collection alone, say), no passage needs its
+	// collection checked.
+	var others bool
+	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM knowledge_collections c WHERE c.name NOT IN (SELECT value FROM json_each(?))
+		AND EXISTS (SELECT 1 FROM knowledge_documents d WHERE d.collection = c.name))`, x.scope).Scan(&others); err != nil {
+		return nil, dbErr(err, "read knowledge collections")
+	}
+	x.all = !others
+	ids, err := store.RankKnowledgeMatch(ctx, m, x)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	hits, err := sqlrow.QueryAll(ctx, q, "read knowledge passages", scanHit, `SELECT `+passageCols+`, `+qualified("d.", docCols)+`
+		FROM knowledge_passages p JOIN knowledge_documents d ON d.id = p.document_id
+		WHERE p.id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
+	return inOrder(hits, ids), err
+}
+
+// inOrder puts hits in the order of ids.
+func inOrder(hits []store.KnowledgeHit, ids []int64) []store.KnowledgeHit {
+	at := make(map[int64]int, len(ids))
+	for i, id := range ids {
+		at[id] = i
+	}
+	slices.SortFunc(hits, func(a, b store.KnowledgeHit) int { return cmp.Compare(at[a.Passage.ID], at[b.Passage.ID]) })
+	return hits
+}
+
+func checkTerm(t string) error {
+	if t == "" || strings.ContainsAny(t, "\" \t\r\n\x00()") {
+		return gh.Errorf(gh.CodeInvalid, "knowledge term %q is not a word", t)
+	}
+	return nil
+}
+
+// ftsAny is an FTS5 query for passages holding any of terms.
+func ftsAny(terms []string) string {
+	quoted := make([]string, len(terms))
+	for i, t := range terms {
 		quoted[i] = `"` + t + `"`
 	}
-	return sqlrow.QueryAll(ctx, q, "match knowledge passages", scanHit, `SELECT `+passageCols+`, `+qualified("d.", docCols)+`
-		FROM knowledge_fts f JOIN knowledge_passages p ON p.id = f.rowid JOIN knowledge_documents d ON d.id = p.document_id
-		WHERE knowledge_fts MATCH ? AND p.collection IN (SELECT value FROM json_each(?))
-		ORDER BY bm25(knowledge_fts) LIMIT ?`, strings.Join(quoted, " OR "), jsonArray(m.Collections), max(m.Limit, 1))
+	return "(" + strings.Join(quoted, " OR ") + ")"
+}
+
+// inScope says a passage f.rowid is in the collections of the JSON array
+// that is the next argument. It probes the (collection, id) index, a
+// small fraction of the passages' table that stays in the page cache,
+// rather than the table's rows.
+const inScope = `EXISTS (SELECT 1 FROM knowledge_passages p INDEXED BY knowledge_passages_collection
+	WHERE p.collection IN (SELECT value FROM json_each(?)) AND p.id = f.rowid)`
+
+// index answers store.RankKnowledgeMatch from FTS5.
+type index struct {
+	q     Querier
+	scope string // the collections, a JSON array
+	all   bool   // every passage is in scope
+}
+
+// inScope is the condition that f.rowid is in scope, with its argument.
+func (x index) inScope() (string, []any) {
+	if x.all {
+		return "1", nil
+	}
+	return inScope, []any{x.scope}
+}
+
+func (x index) ids(ctx context.Context, query string, args ...any) ([]int64, error) {
+	return sqlrow.QueryAll(ctx, x.q, "match knowledge passages", func(r sqlrow.Scanner) (int64, error) {
+		var id int64
+		return id, r.Scan(&id)
+	}, query, args...)
+}
+
+func (x index) Holders(ctx context.Context, terms []string, n int) (map[int64]uint64, error) {
+	masks := map[int64]uint64{}
+	for i, t := range terms[:n] {
+		cond, args := x.inScope()
+		ids, err := x.ids(ctx, `SELECT f.rowid FROM knowledge_fts f WHERE knowledge_fts MATCH ? AND `+cond, append([]any{ftsAny([]string{t})}, args...)...)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			masks[id] |= 1 << i
+		}
+	}
+	if len(masks) == 0 {
+		return masks, nil
+	}
+	// Which of the commoner terms the holders hold: FTS5 intersects the
+	// postings, seeking in the long ones.
+	rare := ftsAny(terms[:n])
+	for i := n; i < len(terms); i++ {
+		ids, err := x.ids(ctx, `SELECT rowid FROM knowledge_fts WHERE knowledge_fts MATCH ?`, rare+` AND "`+terms[i]+`"`)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			if _, ok := masks[id]; ok {
+				masks[id] |= 1 << i
+			}
+		}
+	}
+	return masks, nil
+}
+
+func (x index) Class(ctx context.Context, all, none []string, limit int) ([]int64, error) {
+	quoted := make([]string, len(all))
+	for i, t := range all {
+		quoted[i] = `"` + t + `"`
+	}
+	query := "(" + strings.Join(quoted, " AND ") + ")"
+	if len(none) > 0 {
+		query += " NOT " + ftsAny(none)
+	}
+	cond, args := x.inScope()
+	return x.ids(ctx, `SELECT f.rowid FROM knowledge_fts f WHERE knowledge_fts MATCH ? AND `+cond+` ORDER BY f.rowid LIMIT ?`,
+		append(append([]any{query}, args...), limit)...)
 }
 
 func scanHit(r sqlrow.Scanner) (store.KnowledgeHit, error) { return scanHitWith(r) }
@@ -233,24 +395,67 @@ func Put(ctx context.Context, q Querier, p store.KnowledgeDocumentPut) (store.Kn
 	if err != nil {
 		return store.KnowledgeDocument{}, false, dbErr(err, "write knowledge document")
 	}
-	var length int64
-	for i, ps := range p.Passages {
-		var id int64
-		err := q.QueryRowContext(ctx, `INSERT INTO knowledge_passages (document_id, collection, ord, heading, text, start_offset, end_offset,
-			length, embedding_model, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			d.ID, d.Collection, i, jsonArray(ps.Heading), ps.Text, ps.Start, ps.End, len(ps.Terms), ps.Model, ps.Vector).Scan(&id)
-		if err != nil {
-			return store.KnowledgeDocument{}, false, dbErr(err, "write knowledge passage")
-		}
-		if _, err := q.ExecContext(ctx, `INSERT INTO knowledge_fts (rowid, terms) VALUES (?, ?)`, id, strings.Join(ps.Terms, " ")); err != nil {
-			return store.KnowledgeDocument{}, false, dbErr(err, "index knowledge passage")
-		}
-		length += int64(len(ps.Terms))
+	length, err := insertPassages(ctx, q, d, p.Passages)
+	if err != nil {
+		return store.KnowledgeDocument{}, false, err
 	}
-	if _, err := q.ExecContext(ctx, `UPDATE knowledge_stats SET passages = passages + ?, terms = terms + ? WHERE id = 1`, len(p.Passages), length); err != nil {
+	if _, err := q.ExecContext(ctx, `UPDATE knowledge_stats SET passages = passages + ?, terms = terms + ?, generation = generation + 1 WHERE id = 1`, len(p.Passages), length); err != nil {
 		return store.KnowledgeDocument{}, false, dbErr(err, "count knowledge passages")
 	}
 	return d, true, bump(ctx, q, d.Collection, p.Now)
+}
+
+// insertPassages writes a document's passages and indexes them, in two
+// statements whatever their number: the rows travel as one JSON array,
+// the index gets each passage's distinct terms (the index keeps no
+// positions, so repeats would only cost tokenizing). It returns the sum
+// of their lengths.
+func insertPassages(ctx context.Context, q Querier, d store.KnowledgeDocument, ps []store.KnowledgePassage) (int64, error) {
+	if len(ps) == 0 {
+		return 0, nil
+	}
+	rows := make([][]any, len(ps))
+	terms := make([]string, len(ps))
+	var length int64
+	for i, p := range ps {
+		var vec any
+		if p.Vector != nil {
+			vec = hex.EncodeToString(p.Vector)
+		}
+		rows[i] = []any{jsonArray(p.Heading), p.Text, p.Start, p.End, len(p.Terms), p.Model, vec}
+		seen := make(map[string]bool, len(p.Terms))
+		var sb strings.Builder
+		for _, t := range p.Terms {
+			if !seen[t] {
+				seen[t] = true
+				if sb.Len() > 0 {
+					sb.WriteByte(' ')
+				}
+				sb.WriteString(t)
+			}
+		}
+		terms[i] = sb.String()
+		length += int64(len(p.Terms))
+	}
+	rj, err := json.Marshal(rows)
+	if err != nil {
+		return 0, gh.Wrap(gh.CodeInternal, err, "encode knowledge passages")
+	}
+	tj, err := json.Marshal(terms)
+	if err != nil {
+		return 0, gh.Wrap(gh.CodeInternal, err, "encode knowledge terms")
+	}
+	if _, err := q.ExecContext(ctx, `INSERT INTO knowledge_passages (document_id, collection, ord, heading, text, start_offset, end_offset,
+			length, embedding_model, embedding)
+		SELECT ?1, ?2, j.key, j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5, unhex(j.value->>6)
+		FROM json_each(?3) j ORDER BY j.key`, d.ID, d.Collection, string(rj)); err != nil {
+		return 0, dbErr(err, "write knowledge passages")
+	}
+	if _, err := q.ExecContext(ctx, `INSERT INTO knowledge_fts (rowid, terms)
+		SELECT p.id, j.value FROM json_each(?2) j JOIN knowledge_passages p ON p.document_id = ?1 AND p.ord = j.key`, d.ID, string(tj)); err != nil {
+		return 0, dbErr(err, "index knowledge passages")
+	}
+	return length, nil
 }
 
 // dropPassages removes a document's passages from the index, the counts
@@ -261,7 +466,8 @@ func dropPassages(ctx context.Context, q Querier, documentID int64) error {
 	}
 	if _, err := q.ExecContext(ctx, `UPDATE knowledge_stats SET
 		passages = passages - (SELECT COUNT(*) FROM knowledge_passages WHERE document_id = ?1),
-		terms = terms - (SELECT COALESCE(SUM(length), 0) FROM knowledge_passages WHERE document_id = ?1) WHERE id = 1`, documentID); err != nil {
+		terms = terms - (SELECT COALESCE(SUM(length), 0) FROM knowledge_passages WHERE document_id = ?1),
+		generation = generation + 1 WHERE id = 1`, documentID); err != nil {
 		return dbErr(err, "count knowledge passages")
 	}
 	_, err := q.ExecContext(ctx, `DELETE FROM knowledge_passages WHERE document_id = ?`, documentID)
