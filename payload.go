@@ -142,10 +142,34 @@ type AssistantMessage struct {
 	Thinking []ThinkingBlock `json:"thinking,omitempty"`
 	// Memories are the remembered facts this turn's requests were given.
 	Memories []RecalledMemory `json:"memories,omitempty"`
+	// Sources are the knowledge library's passages the final answer
+	// (stopReason end_turn) cites: of the passages the turn was given,
+	// those whose document the answer names. Giving is not using — a
+	// recalled passage may not bear on what was asked, and the model is
+	// told to name the documents it used — so a passage counts only when
+	// its document's name (or the name's last path element) appears in
+	// the answer text; an answer that names none cites none. Never set on
+	// an answer that asks for tools, nor on the gateway's own messages.
+	Sources []Source `json:"sources,omitempty"`
 	// Error and Hint explain a terminal failure (stopReason error).
 	Error     string `json:"error,omitempty"`
 	ErrorCode string `json:"errorCode,omitempty"`
 	Hint      string `json:"hint,omitempty"`
+}
+
+// Source is a knowledge library passage an answer cites: enough to name
+// it in a footnote ("handbook.md — Leave > Sick leave") and to open it
+// (GET /v1/documents/{documentId} lists the document's passages, this one
+// by passageId). It is a copy: the document may change or go later.
+type Source struct {
+	DocumentID int64 `json:"documentId"`
+	// Document is the document's name in its collection.
+	Document string `json:"document"`
+	Title    string `json:"title,omitempty"`
+	// Heading is the passage's heading path joined with " > ".
+	Heading    string `json:"heading,omitempty"`
+	PassageID  int64  `json:"passageId"`
+	Collection string `json:"collection"`
 }
 
 // ThinkingBlock is one reasoning block of a model's answer, as the

@@ -277,8 +277,10 @@ type attemptPlan struct {
 	// prior is the run's cost before this attempt, when priorKnown.
 	prior      gh.RunFinished
 	priorKnown bool
-	// knowledge is the library's note for the turn (knowledge.go).
+	// knowledge is the library's note for the turn (knowledge.go), and
+	// given its passages, which the final answer may cite.
 	knowledge []models.Message
+	given     []gh.Source
 }
 
 // work is the attempt's work: pre-flight, the batch a predecessor left,
@@ -302,7 +304,7 @@ func (s *Supervisor) work(ctx context.Context, lease gh.Lease) (out outcome, err
 	}
 	defer func() { out.t, out.inputs, out.promptSeq = p.t, p.inputs, p.promptSeq }()
 	// Before any batch: a chat's passage taints the batch a resume runs.
-	p.knowledge = s.recallKnowledge(ctx, lease.SessionID, p.t, p.inputs)
+	p.knowledge, p.given = s.recallKnowledge(ctx, lease.SessionID, p.t, p.inputs)
 	// A predecessor died mid-batch, or the batch waited for a decision
 	// that has come.
 	if len(p.missing) > 0 {
@@ -521,6 +523,9 @@ func (s *Supervisor) settleAnswer(ctx context.Context, lease gh.Lease, p *attemp
 		// The final answer gets the safeguards of what was asked (one
 		// paragraph, JSON copied byte for byte); the same on a retry.
 		a.Text = answers.Apply(p.t.InputText(p.inputs), a.Text)
+		if a.StopReason == gh.StopEndTurn {
+			a.Sources = cited(p.given, a.Text)
+		}
 	}
 	if v := kernel.ViewOf(ctx, lease); v != nil {
 		// An answer that asks for tools commits with what its tools

@@ -3,8 +3,10 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/knowledge"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/supervisor/transcript"
@@ -42,10 +44,12 @@ const knowledgeInstruction = "Passages from the knowledge library that may bear 
 // writes after it wait for a person, as after an External tool result. A
 // failing library is logged and the turn goes on without it: the library
 // helps an answer, it must not cost one.
-func (s *Supervisor) recallKnowledge(ctx context.Context, sessionID string, t *transcript.Transcript, inputs []int64) []models.Message {
+//
+// It also answers the passages as sources, for cited to pick from.
+func (s *Supervisor) recallKnowledge(ctx context.Context, sessionID string, t *transcript.Transcript, inputs []int64) ([]models.Message, []gh.Source) {
 	latest := t.LatestInput(inputs)
 	if s.cfg.Knowledge == nil || latest == nil || strings.TrimSpace(latest.Text) == "" {
-		return nil
+		return nil, nil
 	}
 	found, err := s.cfg.Knowledge.Recall(ctx, knowledge.Query{Text: latest.Text,
 		Scope: knowledge.Scope{SessionID: sessionID, UserKey: latest.UserKey()}})
@@ -53,18 +57,36 @@ func (s *Supervisor) recallKnowledge(ctx context.Context, sessionID string, t *t
 		if ctx.Err() == nil {
 			s.log.Warn("knowledge recall failed; answering without the library", "session", sessionID, "err", err)
 		}
-		return nil
+		return nil, nil
 	}
 	if len(found.Passages) == 0 {
-		return nil
+		return nil, nil
 	}
+	given := make([]gh.Source, 0, len(found.Passages))
 	for _, r := range found.Passages {
 		if !knowledge.Trusted(r.Passage.Collection) {
 			t.MarkReadOutside()
-			break
+		}
+		given = append(given, gh.Source{DocumentID: r.Document.ID, Document: r.Document.Name, Title: r.Document.Title,
+			Heading: strings.Join(r.Passage.Heading, " > "), PassageID: r.Passage.ID, Collection: r.Passage.Collection})
+	}
+	return []models.Message{{Role: models.RoleSystem, Text: knowledgeNote(found.Passages)}}, given
+}
+
+// cited are the given passages whose document the answer names (see
+// gh.AssistantMessage.Sources for why naming, not giving, is the test):
+// its whole name or, for a name with folders ("runbooks/db.md"), its last
+// element, case-insensitively, in the order given. Nil when none is named.
+func cited(given []gh.Source, answer string) []gh.Source {
+	text := strings.ToLower(answer)
+	var out []gh.Source
+	for _, src := range given {
+		name := strings.ToLower(src.Document)
+		if name != "" && (strings.Contains(text, name) || strings.Contains(text, path.Base(name))) {
+			out = append(out, src)
 		}
 	}
-	return []models.Message{{Role: models.RoleSystem, Text: knowledgeNote(found.Passages)}}
+	return out
 }
 
 // knowledgeNote is the system note holding the passages, each fenced with

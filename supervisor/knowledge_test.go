@@ -255,3 +255,55 @@ func TestAFailingLibraryIsSkipped(t *testing.T) {
 		t.Fatalf("answers %+v after %d recalls", as, lib.calls.Load())
 	}
 }
+
+// The final answer that names the handbook cites the passage it was
+// given, with what a footnote needs to open it; the answer that asked
+// for a tool first cites nothing; an answer that names no document cites
+// nothing, though it was given the same passage.
+func TestTheFinalAnswerCitesThePassagesItNames(t *testing.T) {
+	e := knowledgeEnv(t)
+	docs, err := e.Knowledge.Documents(e.Ctx, knowledge.Shared)
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("documents %+v %v", docs, err)
+	}
+	ps, err := e.Knowledge.Passages(e.Ctx, docs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sick knowledge.Passage
+	for _, p := range ps {
+		if strings.Contains(p.Text, "twelve paid sick days") {
+			sick = p
+		}
+	}
+	want := gh.Source{DocumentID: docs[0].ID, Document: "handbook.md", Title: "Handbook", Heading: "Handbook > Leave > Sick leave",
+		PassageID: sick.ID, Collection: knowledge.Shared}
+	if sick.ID == 0 {
+		t.Fatalf("no sick leave passage in %+v", ps)
+	}
+
+	e.Model.Push(toolReply("search_library", `{"query":"sick days"}`), modeltest.Reply{Text: "Twelve paid sick days a year (source: Handbook.md)."})
+	ask(t, e, "k1", "How many paid sick days do employees get per year?", 1)
+	as := assistantsOf(t, e, "k1")
+	if len(as) != 2 {
+		t.Fatalf("answers %+v", as)
+	}
+	if len(as[0].ToolCalls) == 0 || as[0].Sources != nil {
+		t.Fatalf("the tool-call message: %+v", as[0])
+	}
+	if got := as[1].Sources; len(got) != 1 || got[0] != want {
+		t.Fatalf("the final answer cites %+v, want [%+v]", got, want)
+	}
+
+	// The control: the same question (so the same passage given), an
+	// answer that names no document.
+	e.Model.Push(modeltest.Reply{Text: "Twelve."})
+	reqs := ask(t, e, "k1", "How many paid sick days do employees get per year?", 2)
+	if got := prompt(t, reqs[0]); !strings.Contains(got, "LIBRARY PASSAGE 1") {
+		t.Fatalf("the passage was not given the second time:\n%s", got)
+	}
+	as = assistantsOf(t, e, "k1")
+	if last := as[len(as)-1]; last.Text != "Twelve." || last.Sources != nil {
+		t.Fatalf("an answer naming no document cites %+v", last)
+	}
+}

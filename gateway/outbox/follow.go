@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -131,7 +132,7 @@ func deliverable(e gh.Event) (kind string, payload json.RawMessage, ok bool) {
 		if json.Unmarshal(e.Payload, &a) != nil || strings.TrimSpace(a.Text) == "" {
 			return "", nil, false
 		}
-		p, _ := json.Marshal(Text{Text: a.Text})
+		p, _ := json.Marshal(Text{Text: a.Text + sourcesLine(a.Sources)})
 		return "message", p, true
 	case gh.KindNotice:
 		var n gh.Notice
@@ -156,4 +157,44 @@ func deliverable(e gh.Event) (kind string, payload json.RawMessage, ok bool) {
 		return "card_update", e.Payload, true
 	}
 	return "", nil, false
+}
+
+// maxSourcesShown bounds the sources named under a chat answer: a chat
+// message is read on a phone, and the web chat lists them all.
+const maxSourcesShown = 3
+
+// sourcesLine is the short line under a chat answer that names the
+// passages it cites ("\n\nSources: handbook.md (Leave > Sick leave), …"),
+// each document and heading once, at most maxSourcesShown and "+N more";
+// "" when it cites none. Names and headings are the uploader's words:
+// cards.Visible spells out hidden characters, so a name cannot be drawn
+// as another (a right-to-left override, a zero-width space).
+func sourcesLine(srcs []gh.Source) string {
+	seen := map[[2]string]bool{}
+	var names []string
+	more := 0
+	for _, s := range srcs {
+		k := [2]string{s.Document, s.Heading}
+		if seen[k] || s.Document == "" {
+			continue
+		}
+		seen[k] = true
+		if len(names) == maxSourcesShown {
+			more++
+			continue
+		}
+		n := s.Document
+		if s.Heading != "" {
+			n += " (" + s.Heading + ")"
+		}
+		names = append(names, cards.Visible(n))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	line := "\n\nSources: " + strings.Join(names, ", ")
+	if more > 0 {
+		line += fmt.Sprintf(", +%d more", more)
+	}
+	return line
 }

@@ -27,6 +27,8 @@
     composer: $("composer"), input: $("input"), delivery: $("delivery"), send: $("send"),
     tokenDialog: $("token-dialog"), tokenForm: $("token-form"),
     tokenInput: $("token-input"), tokenWhy: $("token-why"),
+    sourceDialog: $("source-dialog"), sourceTitle: $("source-title"),
+    sourceHeading: $("source-heading"), sourceText: $("source-text"),
   };
 
   // ---- API ---------------------------------------------------------------
@@ -648,7 +650,46 @@
       used.dataset.testid = "memories-used";
       li.append(used);
     }
+    // The library passages it cites, as numbered footnotes that open the
+    // passage (assistant.message.sources).
+    if (p && Array.isArray(p.sources) && p.sources.length) {
+      const notes = el("ol", "sources");
+      notes.dataset.testid = "sources";
+      p.sources.forEach((src) => {
+        const item = el("li", "source");
+        const b = el("button", "source-link", src.heading ? `${src.document} — ${src.heading}` : String(src.document || ""));
+        b.type = "button";
+        b.dataset.testid = "source";
+        b.addEventListener("click", () => openSource(src));
+        item.append(b);
+        notes.append(item);
+      });
+      li.append(notes);
+    }
     return li;
+  }
+
+  // openSource shows a cited passage in the source dialog: the document as
+  // it is now (GET /v1/documents/{id}), the passage by its id. A document
+  // changed or removed since the answer says so instead. Every text is set
+  // with textContent: names, headings and passages are the uploader's.
+  let sourceOpening = 0;
+  async function openSource(src) {
+    const d = ui.sourceDialog;
+    const mine = ++sourceOpening; // a later click wins over a slow load
+    ui.sourceTitle.textContent = src.title && src.title !== src.document ? `${src.title} (${src.document})` : String(src.document || "");
+    ui.sourceHeading.textContent = src.heading || "";
+    ui.sourceText.textContent = "Loading…";
+    if (!d.open) d.showModal();
+    let text = "";
+    try {
+      const doc = await api(`/v1/documents/${encodeURIComponent(src.documentId)}`);
+      const found = (doc.passages || []).find((x) => x.id === src.passageId);
+      text = found ? found.text : "This passage is no longer in the document: it has changed since the answer.";
+    } catch (e) {
+      text = e && e.status === 404 ? "This document is no longer in the library." : `The passage could not be loaded: ${e && e.message ? e.message : e}`;
+    }
+    if (mine === sourceOpening) ui.sourceText.textContent = text;
   }
 
   // withTables fills a bubble with text, Markdown tables ("| a | b |" rows
