@@ -947,11 +947,17 @@ func TestGuideAfterTheLastAllowedRequestIsQueuedVisibly(t *testing.T) {
 // when it began; the step before it was the model call.
 func TestRenewalsRecordTheRunningStep(t *testing.T) {
 	b := newBlockingTool()
-	e := setup(t, opts{tools: b.tools(), kernel: kernel.Config{LeaseTTL: 300 * time.Millisecond}})
+	// Renewals come every third of the TTL: often enough to see the step
+	// soon, not so often that a loaded machine loses the lease.
+	e := setup(t, opts{tools: b.tools(), kernel: kernel.Config{LeaseTTL: 1500 * time.Millisecond}})
 	e.pushToolThenText("done")
 	before := time.Now()
 	e.input("s1", "do the thing", "")
-	<-b.started
+	select {
+	case <-b.started:
+	case <-time.After(time.Minute):
+		t.Fatal("the tool never started")
+	}
 	var run gh.Run
 	e.waitFor("the tool recorded as the step", func() bool {
 		r, ok, err := e.k.LatestRun(context.Background(), "s1")
