@@ -74,6 +74,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		q.Add("_pragma", "busy_timeout(10000)")
 		q.Add("_pragma", "synchronous("+cfg.Synchronous+")")
 		q.Add("_pragma", "foreign_keys(1)")
+		// Temporary files (large sorts, an index or FTS rebuild in a
+		// migration) stay in memory: a container with a read-only root
+		// has no writable temp directory, and SQLite then fails with a
+		// disk I/O error instead of using the data directory.
+		q.Add("_pragma", "temp_store(2)")
 		if readOnly {
 			q.Add("_pragma", "query_only(1)")
 		} else {
