@@ -29,7 +29,19 @@ const (
 	// options are IncidentClose and IncidentDiagnose, its decision never
 	// resumes the run, and no run waits for it.
 	GateKindIncident = "incident"
+	// GateKindLibrary asks an approver to add a file sent in a chat to
+	// the shared knowledge collection (package gateway/uploads): Approve
+	// or Deny, like an approval, but outside any run — no run waits for
+	// it, and its decision resumes none.
+	GateKindLibrary = "library"
 )
+
+// GateOutsideRun reports whether gates of kind are about a session
+// rather than in one of its runs (incidents, library uploads): they do
+// not hold a session's input, a cancel does not close them, and their
+// decisions are logged by the package that opened them
+// (gates.Config.Outside).
+func GateOutsideRun(kind string) bool { return kind == GateKindIncident || kind == GateKindLibrary }
 
 // The options of an incident's card.
 const (

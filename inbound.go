@@ -38,8 +38,30 @@ type Inbound struct {
 	// Unsupported names what the update carried when it is nothing the
 	// gateway handles (a sticker, an edit, a join): it is dropped as
 	// unsupported, and the log says what it was.
-	Unsupported string    `json:"unsupported,omitempty"`
-	ReceivedAt  time.Time `json:"receivedAt"`
+	Unsupported string `json:"unsupported,omitempty"`
+	// Files are the files the message carried (a Telegram document, Slack
+	// files, Discord attachments) or, for a /library command that replies
+	// to a message, the replied-to message's. Only the library command
+	// reads them: the agent is never handed a file (package gateway).
+	Files      []File    `json:"files,omitempty"`
+	ReceivedAt time.Time `json:"receivedAt"`
+}
+
+// File is a file a chat message carried, as its platform describes it.
+// Nothing is downloaded until someone asks for it to be added to a
+// library: then the adapter that read it fetches it by Ref
+// (chat.FileFetcher).
+type File struct {
+	// Name is the file's name as sent ("handbook.pdf").
+	Name string `json:"name"`
+	// MediaType is what the platform says it is; empty when it says
+	// nothing.
+	MediaType string `json:"mediaType,omitempty"`
+	// Size is its size in bytes as the platform reports it; 0 unknown.
+	Size int64 `json:"size,omitempty"`
+	// Ref is how the adapter fetches it: a Telegram file_id, a Slack
+	// url_private_download, a Discord attachment URL.
+	Ref string `json:"ref"`
 }
 
 // Address is where a session's replies go: the gateway's address book

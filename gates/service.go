@@ -28,11 +28,12 @@ type Config struct {
 	// SweepBatch is how many gates one sweep query returns; a full batch
 	// is followed at once by another. Defaults to 100.
 	SweepBatch int
-	// Incidents logs the decisions of incident gates (package
-	// incidents), which must not resume their run the way gate.decided
-	// does: it is called instead of the edge commit. Defaults to nil:
-	// incident gates are logged like any other.
-	Incidents IncidentLog
+	// Outside logs the decisions of gates opened outside a run, by their
+	// kind (gh.GateOutsideRun: package incidents for incident gates,
+	// gateway/uploads for library gates), which must not resume a run
+	// the way gate.decided does: it is called instead of the edge commit.
+	// Defaults to none: such gates are logged like any other.
+	Outside map[string]OutsideLog
 	// Logger receives sweeper failures. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock that decides which gates are due. Defaults to
@@ -296,9 +297,9 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 			out = cur
 			return nil
 		}
-		if cur.Kind == gh.GateKindIncident && s.cfg.Incidents != nil {
+		if ol := s.cfg.Outside[cur.Kind]; ol != nil {
 			// Logged, and acted on, with the decision: nothing is queued.
-			cs, err := s.cfg.Incidents.CommitDecisionTx(ctx, tx, cur)
+			cs, err := ol.CommitDecisionTx(ctx, tx, cur)
 			if err != nil {
 				return err
 			}
@@ -339,15 +340,16 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 		// With the event: a stream in this process sends it unread.
 		s.cfg.Kernel.Publish(out.SessionID, wrote)
 	}
-	if out.Kind == gh.GateKindIncident && s.cfg.Incidents != nil && wrote != nil {
-		s.cfg.Incidents.Decided(ctx, out)
+	if ol := s.cfg.Outside[out.Kind]; ol != nil && wrote != nil {
+		ol.Decided(ctx, out)
 	}
 	return out, nil
 }
 
-// IncidentLog logs an incident gate's decision and carries it out
-// (Config.Incidents; package incidents implements it).
-type IncidentLog interface {
+// OutsideLog logs the decision of a gate opened outside a run and carries
+// it out (Config.Outside; packages incidents and gateway/uploads
+// implement it).
+type OutsideLog interface {
 	// CommitDecisionTx commits gate.decided for g, decided in tx, and
 	// what the decision does there (Close ends the run); what it
 	// committed is published after the commit.

@@ -10,6 +10,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/gateway/people"
+	"github.com/gatehouse/gatehouse/gateway/uploads"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -49,6 +50,10 @@ type Config struct {
 	// the first decision on any surface wins, and every copy is edited
 	// to the outcome. Its platform must be one of Adapters.
 	ApprovalChat gh.Address
+	// Uploads answers /library: files sent in a chat added to the
+	// knowledge library. Defaults to nil: /library answers that the
+	// library is not enabled.
+	Uploads *uploads.Service
 	// Pairing gives a stranger who writes in a direct chat a one-time
 	// code, sent back as a reply, that an admin approves to let them in
 	// (see people.Admin). Defaults to false: strangers are dropped not_allowed.

@@ -60,8 +60,13 @@ func (g *Gateway) Command(ctx context.Context, name string, in gh.Inbound) (chat
 		if reply, detail, err = g.listGrants(ctx, in); err != nil {
 			return chat.CommandReply{}, err
 		}
+	case name == chat.CommandLibrary:
+		var err error
+		if reply, detail, err = g.library(ctx, in); err != nil {
+			return chat.CommandReply{}, err
+		}
 	default:
-		reply, detail = chat.CommandReply{Text: "Gatehouse knows /" + chat.CommandGrants + " only."}, "/"+clip(name, 50)+": unknown"
+		reply, detail = chat.CommandReply{Text: "Gatehouse knows /" + chat.CommandGrants + " and /" + chat.CommandLibrary + " only."}, "/"+clip(name, 50)+": unknown"
 	}
 	var res chat.ReceiveResult
 	entry := receiveEntry(in, cleanText(strings.TrimSpace("/"+name+" "+in.Text)), g.cfg.Now().UTC())

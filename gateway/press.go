@@ -86,7 +86,7 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (chat.PressResult, erro
 		d.State, d.Answer = gh.GateApproved, gh.ScopeChat
 	case p.Choice == chat.ChoiceDeny:
 		d.State, d.Reason = gh.GateDenied, clip(strings.TrimSpace(p.Reason), chat.MaxReason)
-	case p.Choice == chat.ChoiceDenyReason && gate.Kind != gh.GateKindApproval:
+	case p.Choice == chat.ChoiceDenyReason && gate.Kind != gh.GateKindApproval && gate.Kind != gh.GateKindLibrary:
 		return chat.PressResult{Text: "That choice is not on this card."}, nil
 	case p.Choice == chat.ChoiceDenyReason && gate.State == gh.GatePending:
 		return chat.PressResult{Gate: gate, AskReason: true, Text: "Why deny it? The reason is shown on the card and given to the agent."}, nil

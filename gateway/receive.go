@@ -66,8 +66,8 @@ func (g *Gateway) Receive(ctx context.Context, in gh.Inbound) (chat.ReceiveResul
 	if res.Outcome == chat.ReceiveHandedOn {
 		g.k.Notify(res.SessionID)
 	} else {
-		if res.Reason == chat.ReasonPairing && res.SessionID != "" {
-			g.out.Wake() // a code to send
+		if (res.Reason == chat.ReasonPairing || res.Reason == chat.ReasonUnsupported) && res.SessionID != "" {
+			g.out.Wake() // a code, or how to add a file, to send
 		}
 		g.cfg.Logger.Info("dropped inbound update", "platform", in.Platform, "update", in.UpdateID, "reason", res.Reason)
 	}
@@ -172,6 +172,9 @@ func (g *Gateway) receiveTx(ctx context.Context, tx store.Tx, in gh.Inbound, loo
 		reason, detail := g.dropReason(in, text, admitted)
 		if reason == chat.ReasonNotAllowed && g.pairable(in, text) {
 			return g.pair(ctx, tx, &res, entry, in, now)
+		}
+		if reason == chat.ReasonUnsupported && g.hintable(in, admitted) {
+			return g.hintLibrary(ctx, tx, &res, entry, in)
 		}
 		if reason != "" {
 			return g.drop(ctx, tx, &res, entry, reason, detail, "", 0)

@@ -12,7 +12,7 @@
 // every chat of the session and the web chat the way an approval card
 // does, with two options, Close and Diagnose, decided like a gate: the
 // first press on any surface wins and every copy is edited (package
-// gates, whose Config.Incidents is this package's Service).
+// gates, whose Config.Outside maps incident gates to this package's Service).
 //
 // A decision is logged and carried out in the transaction that logs it
 // (CommitDecisionTx), and never resumes the run:

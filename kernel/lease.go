@@ -461,8 +461,8 @@ func (k *Kernel) closeGates(ctx context.Context, tx store.Tx, sessionID string, 
 	}
 	var out []Committed
 	for _, g := range pending {
-		if g.Kind == gh.GateKindIncident {
-			continue // about the run, not in it: package incidents ends it
+		if gh.GateOutsideRun(g.Kind) {
+			continue // about the session, not in the run: its own package decides it
 		}
 		g, won, err := tx.DecideGate(ctx, store.GateDecision{ID: g.ID, Decision: gh.Decision{State: gh.GateDenied, By: "cancel", Surface: "gateway", Reason: "the turn was cancelled"}, Now: now})
 		if err != nil {

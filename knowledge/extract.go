@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/knowledge/internal/docerr"
 )
 
 // Bad input. Each is returned wrapped in a *gh.Error whose message says
@@ -16,8 +17,10 @@ import (
 // of a refused file is indexed.
 var (
 	// ErrTooLarge: the file, or the text extracted from it, is over the
-	// configured bound (CodePayloadTooLarge).
-	ErrTooLarge = errors.New("document too large")
+	// configured bound, or a PDF's compressed streams inflate past the
+	// text bound or at an absurd ratio: a zip bomb, see pdfguard.go
+	// (CodePayloadTooLarge).
+	ErrTooLarge = docerr.TooLarge
 	// ErrBinary: a file said to be text (by its name or media type) holds
 	// binary data (CodeInvalid).
 	ErrBinary = errors.New("binary data in a text document")
@@ -26,7 +29,7 @@ var (
 	// ErrEncrypted: a PDF that needs a password (CodeInvalid).
 	ErrEncrypted = errors.New("encrypted document")
 	// ErrBroken: a file that does not parse as its format (CodeInvalid).
-	ErrBroken = errors.New("broken document")
+	ErrBroken = docerr.Broken
 	// ErrNoText: a document with no text to index, e.g. a scanned PDF
 	// (CodeInvalid).
 	ErrNoText = errors.New("document has no text")

@@ -10,19 +10,28 @@ import (
 	"github.com/ledongthuc/pdf"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/knowledge/internal/pdfguard"
 )
 
 // extractPDF reads a PDF's text page by page with github.com/ledongthuc/pdf
 // (pure Go, no cgo: the binary stays static). Each page's lines are its
 // blocks, under the heading "Page N", so a citation names the page. The
 // reader panics on some malformed files; that is a broken document, not a
-// crash.
+// crash. The reader inflates a stream whole before the text bound is
+// checked, so pdfguard.Check first bounds what the file's streams
+// inflate to, and each page's content is bounded again, through the
+// reader, before its text is read: both by maxText, the inflated bytes
+// allowed across the document.
 func extractPDF(name string, data []byte, maxText int64) (x extracted, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = gh.Wrap(gh.CodeInvalid, ErrBroken, "%s: not a readable PDF (%v)", name, r)
 		}
 	}()
+	if err := pdfguard.Check(name, data, maxText); err != nil {
+		return x, err
+	}
+	pages := pdfguard.NewBudget(name, maxText)
 	r, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		if errors.Is(err, pdf.ErrInvalidPassword) || strings.Contains(err.Error(), "encrypt") {
@@ -35,6 +44,9 @@ func extractPDF(name string, data []byte, maxText int64) (x extracted, err error
 		p := r.Page(i)
 		if p.V.IsNull() {
 			continue
+		}
+		if err := pageContent(pages, i, p.V.Key("Contents")); err != nil {
+			return x, err
 		}
 		rows, err := p.GetTextByRow()
 		if err != nil {
@@ -72,6 +84,24 @@ func extractPDF(name string, data []byte, maxText int64) (x extracted, err error
 		x.title = t
 	}
 	return x, nil
+}
+
+// pageContent bounds a page's content streams (one, or an array) as the
+// reader decodes them.
+func pageContent(b *pdfguard.Budget, i int, v pdf.Value) error {
+	switch v.Kind() {
+	case pdf.Stream:
+		return b.Page(i, v.Reader())
+	case pdf.Array:
+		for j := 0; j < v.Len(); j++ {
+			if s := v.Index(j); s.Kind() == pdf.Stream {
+				if err := b.Page(i, s.Reader()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // pdfTitle is the document information's /Title, if any.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -168,7 +169,7 @@ func TestGrantsIsAnsweredEphemerallyWithButtons(t *testing.T) {
 	in.ReceivedAt = time.Time{}
 	want := gh.Inbound{Platform: gh.PlatformDiscord, UpdateID: ix.ID, ChatID: e.f.ChannelID("room"), ChatType: gh.ChatGroup,
 		UserID: e.f.UserID("bob"), UserName: "bob"}
-	if calls[0].name != chat.CommandGrants || in != want {
+	if calls[0].name != chat.CommandGrants || !reflect.DeepEqual(in, want) {
 		t.Errorf("Command(%q, %+v)\nwant Command(grants, %+v)", calls[0].name, in, want)
 	}
 	if ix.Command != chat.CommandGrants || ix.Type != 4 || ix.Flags&64 == 0 {

@@ -313,9 +313,10 @@ func (c *connection) receive(m *discordgo.Message) {
 			c.a.log.Warn("discord guild message arrived without content: is the Message Content intent enabled for the bot?", "message_id", in.MessageID)
 		})
 	}
+	hand := c.handOn(m, in)
 	wait := c.a.cfg.ReceiveBackoff
 	for attempt := 1; ; attempt++ {
-		_, err := c.sink.Receive(c.grace, in)
+		err := hand()
 		if err == nil {
 			return
 		}

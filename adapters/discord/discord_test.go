@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -155,7 +156,7 @@ func TestMessageReachesReceive(t *testing.T) {
 	}
 	got := in
 	got.ReceivedAt = time.Time{}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("inbound = %+v\nwant      %+v", got, want)
 	}
 	if in.ReceivedAt.Before(before) {

@@ -20,7 +20,10 @@
 // (author id = the READY user id), which Discord echoes back to us.
 // Messages that are not plain messages or replies (joins, pins, boosts,
 // thread notices) are Unsupported "system_message"; messages without
-// text are Unsupported "sticker", "attachment", "embed" or "poll".
+// text are Unsupported "sticker", "attachment", "embed" or "poll". A
+// message whose text is "!library" or "/library" (chat.LibraryCommand)
+// goes to Sink.Command with its attachments, or those of the message it
+// replies to, and is answered with a reply (see files.go).
 //
 // Discord's gateway has no per-event acknowledgement and never
 // redelivers an event the client has read: a Receive error cannot make

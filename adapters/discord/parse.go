@@ -27,6 +27,7 @@ func inboundFromMessage(m *discordgo.Message, selfID string, now time.Time) (in 
 		MessageID:  m.ID,
 		Text:       m.Content,
 		IsBot:      m.Author.Bot || m.WebhookID != "" || (selfID != "" && m.Author.ID == selfID),
+		Files:      filesOf(m.Attachments),
 		ReceivedAt: now,
 	}
 	if m.GuildID == "" {
@@ -34,7 +35,7 @@ func inboundFromMessage(m *discordgo.Message, selfID string, now time.Time) (in 
 	}
 	switch {
 	case m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply:
-		in.Text, in.Unsupported = "", "system_message"
+		in.Text, in.Unsupported, in.Files = "", "system_message", nil
 	case m.Content != "":
 	case len(m.StickerItems) > 0:
 		in.Unsupported = "sticker"

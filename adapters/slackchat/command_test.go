@@ -126,7 +126,7 @@ func TestUnknownSlashCommandIsAnsweredAndLogged(t *testing.T) {
 	}
 	s := stacktest.Stack(t, factory, adaptertest.StackOptions{Allowed: []string{"alice"}})
 	reply, err := fake.SlashCommand("room", "alice", "/status", "now")
-	if err != nil || !strings.Contains(reply.Text, "knows /grants only") || reply.ID == "" || len(reply.Buttons) != 0 {
+	if err != nil || !strings.Contains(reply.Text, "knows /grants") || reply.ID == "" || len(reply.Buttons) != 0 {
 		t.Fatalf("answer: %+v %v", reply, err)
 	}
 	if eph := fake.Ephemerals("room", "alice"); len(eph) != 1 || eph[0] != reply.Text {

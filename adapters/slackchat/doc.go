@@ -19,6 +19,13 @@
 // message. Slack's slash command payload carries no thread: in a channel,
 // the command speaks for the channel, not for one of its threads.
 //
+// A message whose text is "!library" (chat.LibraryCommand; Slack's clients
+// keep "/library" for themselves) goes, with the files it shares, to the
+// sink's Command and is answered in the message's thread; the files are
+// downloaded (Adapter.FetchFile, with the bot token and only from Slack's
+// file hosts) when the gateway asks. Downloading needs the files:read
+// scope. Any other message goes to Receive as text alone.
+//
 // Two inbound modes, chosen by [Config]:
 //
 //   - Socket Mode (AppToken set, the default): [Adapter.Connect] holds the

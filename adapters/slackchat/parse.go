@@ -34,6 +34,9 @@ type messageEvent struct {
 	Text        string `json:"text"`
 	TS          string `json:"ts"`
 	ThreadTS    string `json:"thread_ts"`
+	// Files are the files shared with the message (subtype file_share,
+	// or a plain message with files).
+	Files []slackFile `json:"files"`
 	// Message is the changed message of a message_changed event.
 	Message *struct {
 		User     string `json:"user"`
@@ -119,7 +122,9 @@ func parseEvent(body []byte, botUserID string, now time.Time) (in gh.Inbound, ok
 	switch ev.Subtype {
 	case "", "bot_message", "thread_broadcast", "me_message":
 		in.Text = ev.Text
+		in.Files = filesOf(ev.Files)
 	case "file_share":
+		in.Files = filesOf(ev.Files)
 		// The words typed with a file are a message; the file alone is not.
 		if ev.Text == "" {
 			in.Unsupported = "file_share"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -198,7 +199,7 @@ func TestChannelMessageReachesReceiveAndIsAckedOnlyAfter(t *testing.T) {
 		Text:       "hello <there> & welcome",
 		ReceivedAt: fixedNow,
 	}
-	if in != want {
+	if !reflect.DeepEqual(in, want) {
 		t.Fatalf("inbound\n got %+v\nwant %+v", in, want)
 	}
 	if in.MessageID == "" || !strings.Contains(in.MessageID, ".") {

@@ -137,7 +137,7 @@ func (a *Adapter) handleRequest(ctx context.Context, client *socketmode.Client, 
 			ack()
 			return
 		}
-		if _, err := sink.Receive(ctx, in); err != nil {
+		if err := a.receiveMessage(ctx, sink, in, botUserID); err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("event not committed; Slack will resend it", "event", in.UpdateID, "retry", req.RetryAttempt, "err", err)
 			}

@@ -98,7 +98,8 @@ func (a *Adapter) serveEvent(w http.ResponseWriter, r *http.Request, sink chat.S
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	in, ok, err := parseEvent(body, a.knownBotUserID(r.Context()), a.now())
+	self := a.knownBotUserID(r.Context())
+	in, ok, err := parseEvent(body, self, a.now())
 	if err != nil {
 		// A resend would carry the same bytes: refuse it for good.
 		a.log.Warn("unreadable event", "err", err)
@@ -106,7 +107,11 @@ func (a *Adapter) serveEvent(w http.ResponseWriter, r *http.Request, sink chat.S
 		return
 	}
 	if ok {
-		if _, err := sink.Receive(r.Context(), in); err != nil {
+		// Slack may hang up after 3 s; a library command's answer is
+		// still posted.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), libraryWork)
+		defer cancel()
+		if err := a.receiveMessage(ctx, sink, in, self); err != nil {
 			a.log.Warn("event not committed; Slack will resend it", "event", in.UpdateID,
 				"retry", r.Header.Get("X-Slack-Retry-Num"), "err", err)
 			http.Error(w, "not committed", http.StatusInternalServerError)

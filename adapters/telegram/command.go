@@ -28,6 +28,7 @@ import (
 // description clients show beside them.
 var commands = []models.BotCommand{
 	{Command: chat.CommandGrants, Description: "List this chat's grants and revoke them"},
+	{Command: chat.CommandLibrary, Description: "Add a file (as its caption, or replying to it) to this chat's library"},
 }
 
 // botCommand is a command a message starts with.
@@ -41,16 +42,24 @@ type botCommand struct {
 }
 
 // commandOf reads the command message m starts with: a bot_command entity
-// at offset 0 that names one of commands. nil for anything else.
+// at offset 0 that names one of commands, in its text or, for a document
+// sent with a caption, its caption. nil for anything else.
 func commandOf(m *models.Message) *botCommand {
-	if m == nil || m.Text == "" {
+	if m == nil {
 		return nil
 	}
-	for _, e := range m.Entities {
+	text, entities := m.Text, m.Entities
+	if text == "" {
+		text, entities = m.Caption, m.CaptionEntities
+	}
+	if text == "" {
+		return nil
+	}
+	for _, e := range entities {
 		if e.Type != models.MessageEntityTypeBotCommand || e.Offset != 0 {
 			continue
 		}
-		word, rest, ok := cutUTF16(m.Text, e.Length)
+		word, rest, ok := cutUTF16(text, e.Length)
 		if !ok || !strings.HasPrefix(word, "/") {
 			return nil
 		}
@@ -62,6 +71,11 @@ func commandOf(m *models.Message) *botCommand {
 			}
 		}
 		return nil
+	}
+	// "!library", as Slack and Discord take it, or a "/library" that
+	// came without its entity (a client that sent plain text).
+	if args, ok := chat.LibraryCommand(text); ok {
+		return &botCommand{name: chat.CommandLibrary, args: args}
 	}
 	return nil
 }

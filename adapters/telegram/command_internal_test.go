@@ -27,7 +27,16 @@ func TestCommandOf(t *testing.T) {
 		{"length past the text", cmd("/grants", 0, 9), nil},
 		{"inside a surrogate pair", cmd("/grants😀", 0, 8), nil},
 		{"after a surrogate pair", cmd("/grants😀 x", 0, 9), nil},
-		{"caption only", &models.Message{Caption: "/grants", CaptionEntities: []models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Length: 7}}}, nil},
+		// A document's caption is its text: "/library" as a caption is
+		// how a file is added to the library.
+		{"a caption", &models.Message{Caption: "/library shared", CaptionEntities: []models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Length: 8}}}, &botCommand{name: "library", args: "shared"}},
+		{"a caption's other command", &models.Message{Caption: "/help", CaptionEntities: []models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Length: 5}}}, nil},
+		{"text wins over a caption", &models.Message{Text: "hello", Caption: "/grants", CaptionEntities: []models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Length: 7}}}, nil},
+		// The library command as Slack and Discord take it, and a
+		// "/library" that came without its entity.
+		{"!library", &models.Message{Caption: "!Library"}, &botCommand{name: "library"}},
+		{"/library as plain text", &models.Message{Text: "/library  shared"}, &botCommand{name: "library", args: "shared"}},
+		{"/library to another bot", &models.Message{Text: "/library@other_bot"}, nil},
 	} {
 		got := commandOf(tc.m)
 		if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {

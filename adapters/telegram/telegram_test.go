@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -190,7 +191,7 @@ func TestTextMessageIsAcknowledgedOnlyAfterReceive(t *testing.T) {
 		t.Error("ReceivedAt is not set")
 	}
 	in.ReceivedAt = time.Time{}
-	if in != want {
+	if !reflect.DeepEqual(in, want) {
 		t.Fatalf("inbound\n got %+v\nwant %+v", in, want)
 	}
 	noFakeErrors(t, f)

@@ -98,9 +98,11 @@ func fromUpdate(u *models.Update, now time.Time) event {
 		fromMessage(&in, u.Message)
 		ev.reason, ev.reasonTo = reasonReply(&in, u.Message)
 		ev.command = commandOf(u.Message)
+		libraryReply(&in, u.Message, ev.command)
 	case u.ChannelPost != nil:
 		fromMessage(&in, u.ChannelPost)
 		ev.command = commandOf(u.ChannelPost)
+		libraryReply(&in, u.ChannelPost, ev.command)
 	case u.EditedMessage != nil:
 		fromMessage(&in, u.EditedMessage)
 		in.Text, in.Unsupported = "", "edited_message"
@@ -195,6 +197,25 @@ func fromMessage(in *gh.Inbound, m *models.Message) {
 		in.Text = m.Caption
 	default:
 		in.Unsupported = messageKind(m)
+	}
+	in.Files = filesOf(m)
+}
+
+// filesOf is the file a message carries: a document (photos and other
+// media are not files the library reads).
+func filesOf(m *models.Message) []gh.File {
+	if m == nil || m.Document == nil || m.Document.FileID == "" {
+		return nil
+	}
+	d := m.Document
+	return []gh.File{{Name: d.FileName, MediaType: d.MimeType, Size: d.FileSize, Ref: d.FileID}}
+}
+
+// libraryReply gives a /library command that carries no file the file of
+// the message it replies to: "/library" sent as a reply to a document.
+func libraryReply(in *gh.Inbound, m *models.Message, c *botCommand) {
+	if c != nil && c.name == chat.CommandLibrary && len(in.Files) == 0 {
+		in.Files = filesOf(m.ReplyToMessage)
 	}
 }
 

@@ -15,7 +15,10 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gates"
+	"github.com/gatehouse/gatehouse/gateway"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/gateway/people"
+	"github.com/gatehouse/gatehouse/gateway/uploads"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/httpapi/openaiapi"
 	"github.com/gatehouse/gatehouse/httpapi/web"
@@ -87,7 +90,24 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var gateSvc *gates.Service
 	inc := incidents.New(incidents.Config{Kernel: k, Store: st, StuckAfter: cfg.StuckAfter, Diagnose: supervisor.Diagnoser(reg), Logger: log,
 		Opened: func(ctx context.Context, g gh.Gate) { gateSvc.Opened(ctx, g) }})
-	gateSvc, rdb, err := newGates(cfg, st, k, inc, log)
+	// The knowledge library (know.lib), its folder watcher and endpoints.
+	know, err := newKnowledge(cfg, st, log)
+	if err != nil {
+		return err
+	}
+	// Files sent in a chat with /library (gateway/uploads): cards asking
+	// to add one to the shared collection are gates of their own kind
+	// too. The gateway, built below, fetches the files.
+	var gw *gateway.Gateway
+	upl := uploads.New(uploads.Config{Kernel: k, Store: st, Library: know.lib, Logger: log,
+		Opened: func(ctx context.Context, g gh.Gate) { gateSvc.Opened(ctx, g) },
+		Fetcher: func(platform string) (chat.FileFetcher, bool) {
+			if gw == nil {
+				return nil, false
+			}
+			return gw.Fetcher(platform)
+		}})
+	gateSvc, rdb, err := newGates(cfg, st, k, map[string]gates.OutsideLog{gh.GateKindIncident: inc, gh.GateKindLibrary: upl}, log)
 	if err != nil {
 		return err
 	}
@@ -96,11 +116,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	hasModel := len(reg.Selection()) > 0
 	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: !hasModel, Floor: cfg.MemoryFloor, Batch: cfg.MemoryBatch,
 		EmbeddingsURL: cfg.EmbeddingsURL, EmbeddingsModel: cfg.EmbeddingsModel, EmbeddingsAPIKey: cfg.EmbeddingsAPIKey})
-	// The knowledge library (know.lib), its folder watcher and endpoints.
-	know, err := newKnowledge(cfg, st, log)
-	if err != nil {
-		return err
-	}
 	tour := newTourWiring(cfg, reg)
 	worker, closeTools, err := newToolWorker(ctx, cfg, k, mem, know.lib, gateSvc.Opened, log, tour)
 	if err != nil {
@@ -125,7 +140,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer stopPauses()
 	go pauseOnSignal(pauseCtx, pauses, sup, log)
 
-	gw, err := newGateway(cfg, st, k, gateSvc, promReg, log)
+	gw, err = newGateway(cfg, st, k, gateSvc, upl, promReg, log)
 	if err != nil {
 		return err
 	}
@@ -164,6 +179,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	group.add("gate sweeper", gateSvc)
 	group.add("incident sweeper", inc)
+	group.add("library uploads", upl)
 	know.add(group)
 	if gw != nil {
 		group.add("chat platforms", gw)

@@ -145,7 +145,7 @@ func personContacts(mem *memory.Memory, book map[string]string) toolworker.Conta
 
 // newGates picks the gate registry: Redis when configured (many
 // replicas), else the database's compare-and-set.
-func newGates(cfg Config, st store.Store, k *kernel.Kernel, inc gates.IncidentLog, log *slog.Logger) (*gates.Service, *goredis.Client, error) {
+func newGates(cfg Config, st store.Store, k *kernel.Kernel, outside map[string]gates.OutsideLog, log *slog.Logger) (*gates.Service, *goredis.Client, error) {
 	reg := gates.NewSQL(st, nil)
 	var rdb *goredis.Client
 	if cfg.RedisURL != "" {
@@ -156,7 +156,7 @@ func newGates(cfg Config, st store.Store, k *kernel.Kernel, inc gates.IncidentLo
 		rdb = goredis.NewClient(opts)
 		reg = redisgates.New(rdb, st, redisgates.Config{})
 	}
-	return gates.NewService(gates.Config{Registry: reg, Kernel: k, Store: st, Incidents: inc, Logger: log}), rdb, nil
+	return gates.NewService(gates.Config{Registry: reg, Kernel: k, Store: st, Outside: outside, Logger: log}), rdb, nil
 }
 
 // credentialName matches the names of environment entries that hold

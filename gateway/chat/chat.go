@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
+	"unicode"
 
 	gh "github.com/gatehouse/gatehouse"
 )
@@ -67,7 +69,42 @@ const (
 	// CommandGrants lists the chat's active grants, each with a Revoke
 	// button.
 	CommandGrants = "grants"
+	// CommandLibrary adds the file a message carries, or the file of the
+	// message it replies to, to the chat's knowledge collection; with the
+	// argument "shared", it asks an approver to add it to the shared
+	// collection. Telegram takes it as a document's caption or as a
+	// reply; Slack and Discord as the text of a message with files (see
+	// [LibraryCommand]).
+	CommandLibrary = "library"
 )
+
+// LibraryCommand reads a message's text as the library command: its
+// first word is "/library" or "!library" (any case; Slack's clients keep
+// a leading slash for their own commands, so "!library" is the form that
+// reaches a Slack bot). args is the rest, trimmed. Adapters that have no
+// command entities (Slack, Discord) hand such a message, with its files,
+// to Sink.Command(CommandLibrary, …) with in.Text set to args.
+func LibraryCommand(text string) (args string, ok bool) {
+	text = strings.TrimSpace(text)
+	word, rest := text, ""
+	if end := strings.IndexFunc(text, unicode.IsSpace); end >= 0 {
+		word, rest = text[:end], text[end:]
+	}
+	word = strings.ToLower(word)
+	if word != "/"+CommandLibrary && word != "!"+CommandLibrary {
+		return "", false
+	}
+	return strings.TrimSpace(rest), true
+}
+
+// FileFetcher is implemented by an adapter that can download a file a
+// message carried (gh.File.Ref, as the adapter read it). It refuses a
+// file over max bytes with a *gh.Error of code CodePayloadTooLarge,
+// without reading more than max+1 bytes; any other failure is a
+// *gh.Error too (CodeUnavailable when a retry can help).
+type FileFetcher interface {
+	FetchFile(ctx context.Context, f gh.File, max int64) ([]byte, error)
+}
 
 // CommandReply is the answer to a chat command, shown to whoever sent it
 // (Slack and Discord answer it to them alone).

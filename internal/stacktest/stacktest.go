@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/gateway/people"
+	"github.com/gatehouse/gatehouse/gateway/uploads"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/incidents"
 	"github.com/gatehouse/gatehouse/internal/testenv"
@@ -48,7 +49,10 @@ type Env struct {
 	Memory *memory.Memory
 	// Knowledge is set with EnvOptions.Knowledge (on Store).
 	Knowledge *knowledge.Library
-	Gates     *gates.Service
+	// Uploads answers /library (with EnvOptions.Knowledge): files sent
+	// in the chat, fetched by the Env's adapter.
+	Uploads *uploads.Service
+	Gates   *gates.Service
 	// Incidents is set with EnvOptions.StuckAfter.
 	Incidents *incidents.Service
 	// Gateway, Adapter and Fake are nil without a factory (web/API only).
@@ -185,13 +189,25 @@ func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 	if sweep <= 0 {
 		sweep = 50 * time.Millisecond
 	}
-	var inc gates.IncidentLog
+	outside := map[string]gates.OutsideLog{}
+	if e.Knowledge != nil {
+		e.Uploads = uploads.New(uploads.Config{Kernel: e.Kernel, Store: st, Library: e.Knowledge, Logger: log,
+			Opened: func(ctx context.Context, g gh.Gate) { e.Gates.Opened(ctx, g) },
+			Fetcher: func(platform string) (chat.FileFetcher, bool) {
+				if e.Gateway == nil {
+					return nil, false
+				}
+				return e.Gateway.Fetcher(platform)
+			}})
+		outside[gh.GateKindLibrary] = e.Uploads
+		t.Cleanup(func() { e.stop("uploads", e.Uploads.Stop) })
+	}
 	if o.StuckAfter > 0 {
 		e.Incidents = incidents.New(incidents.Config{Kernel: e.Kernel, Store: st, StuckAfter: o.StuckAfter, Sweep: 50 * time.Millisecond,
 			Diagnose: supervisor.Diagnoser(reg), Logger: log, Opened: func(ctx context.Context, g gh.Gate) { e.Gates.Opened(ctx, g) }})
-		inc = e.Incidents
+		outside[gh.GateKindIncident] = e.Incidents
 	}
-	e.Gates = gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: e.Kernel, Store: st, Sweep: sweep, Incidents: inc, Logger: log})
+	e.Gates = gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: e.Kernel, Store: st, Sweep: sweep, Outside: outside, Logger: log})
 	if e.Incidents != nil {
 		if err := e.Incidents.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -299,7 +315,7 @@ func (e *Env) startGateway(factory adaptertest.Factory, o EnvOptions, log *slog.
 		approvalChat = gh.Address{Platform: platform, ChatID: e.Fake.ChatID(o.ApprovalChat)}
 	}
 	e.Gateway = gateway.New(gateway.Config{Kernel: e.Kernel, Store: e.Store, Gates: e.Gates, Adapters: []chat.Adapter{e.Adapter},
-		Allowed: map[string][]string{platform: ids}, Approvers: approvers, ApprovalChat: approvalChat,
+		Allowed: map[string][]string{platform: ids}, Approvers: approvers, ApprovalChat: approvalChat, Uploads: e.Uploads,
 		Pairing: o.Pairing, FloodLimit: o.FloodLimit, Poll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second, Logger: log})
 	if o.NoStart {
 		return

@@ -175,7 +175,7 @@ var fencedAppendSQL = strings.Replace(appendSQL, `AND NOT EXISTS (SELECT 1 FROM 
 // unlessGateSQL is appendSQL that appends nothing while the session has
 // a gate pending (AppendParams.UnlessGatePending).
 var unlessGateSQL = strings.Replace(appendSQL, `AND NOT EXISTS (SELECT 1 FROM dup)`, `AND NOT EXISTS (SELECT 1 FROM dup)
-		AND NOT EXISTS (SELECT 1 FROM gates WHERE gates.session_id = $1 AND gates.state = 'pending' AND gates.kind <> 'incident')`, 1)
+		AND NOT EXISTS (SELECT 1 FROM gates WHERE gates.session_id = $1 AND gates.state = 'pending' AND gates.kind NOT IN ('incident', 'library'))`, 1)
 
 // queueSQL extends appendSQL: make sure the session has an active run, move
 // one awaiting approval back to queued, and NOTIFY when a run became
@@ -199,7 +199,7 @@ var queueSQL = `, a AS (
 	` + pgrelay.NotifyOneSQL("$13", "$12::text", "$1::text", "e.seq", "$3::text", "e.payload", "$5::text", "$8::timestamptz", "e") + `
 )
 SELECT e.seq, e.payload, r.id, r.woke, (SELECT count(*) FROM n), (SELECT count(*) FROM rn),
-	CASE WHEN $11 THEN EXISTS (SELECT 1 FROM gates WHERE session_id = $1 AND state = 'pending' AND kind <> 'incident') ELSE false END
+	CASE WHEN $11 THEN EXISTS (SELECT 1 FROM gates WHERE session_id = $1 AND state = 'pending' AND kind NOT IN ('incident', 'library')) ELSE false END
 FROM e, r`
 
 func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResult, error) {
@@ -240,7 +240,7 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 		}
 		if p.UnlessGatePending {
 			var pending bool
-			if err := t.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM gates WHERE session_id = $1 AND state = 'pending' AND kind <> 'incident')`, p.SessionID).Scan(&pending); err != nil {
+			if err := t.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM gates WHERE session_id = $1 AND state = 'pending' AND kind NOT IN ('incident', 'library'))`, p.SessionID).Scan(&pending); err != nil {
 				return store.AppendResult{}, dbErr(err, "check pending gates")
 			}
 			if pending {

@@ -224,7 +224,7 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 // run waits for (an incident's card is about a run, not in it).
 func (t *tx) gatePending(ctx context.Context, sessionID string) (bool, error) {
 	var pending bool
-	err := t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM gates WHERE session_id = ? AND state = 'pending' AND kind <> 'incident')`, sessionID).Scan(&pending)
+	err := t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM gates WHERE session_id = ? AND state = 'pending' AND kind NOT IN ('incident', 'library'))`, sessionID).Scan(&pending)
 	return pending, dbErr(err, "check pending gates")
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/discord"
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/cdn"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/formbody"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/ratelimit"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/wire"
@@ -85,7 +86,8 @@ type DiscordFake struct {
 	ixURL   string
 	signKey ed25519.PrivateKey
 
-	wg sync.WaitGroup // gateway connection goroutines
+	wg  sync.WaitGroup // gateway connection goroutines
+	cdn cdn.Store      // the bytes of attachments (SayWithFile)
 }
 
 // DiscordOption configures a [DiscordFake].
@@ -153,6 +155,7 @@ type discordMsg struct {
 	created    time.Time
 	edited     *time.Time
 	attachment bool
+	files      []wire.File
 	// viewer is set for an ephemeral message: the one user who sees it.
 	viewer *discordUser
 }
@@ -666,7 +669,7 @@ func (f *DiscordFake) userJSON(u *discordUser, bot bool) map[string]any {
 func (f *DiscordFake) wireMessage(m *discordMsg) wire.Message {
 	return wire.Message{ID: m.id, ChannelID: m.channel.id, Kind: m.kind, Author: f.userJSON(m.author, m.authorBot),
 		Content: m.content, Rows: m.rows, Everyone: m.everyone, Ephemeral: m.viewer != nil, Attachment: m.attachment,
-		RefID: m.refID, Created: m.created, Edited: m.edited}
+		Files: m.files, RefID: m.refID, Created: m.created, Edited: m.edited}
 }
 
 func (f *DiscordFake) messageJSON(m *discordMsg) map[string]any { return f.wireMessage(m).JSON() }
@@ -678,6 +681,11 @@ func (f *DiscordFake) emitMessage(t string, m *discordMsg) {
 	if m.channel.guildID != "" {
 		d["guild_id"] = m.channel.guildID
 		d["member"] = wire.Member(f.started)
+	}
+	for _, ref := range m.channel.msgs {
+		if m.refID != "" && ref.id == m.refID && t == "MESSAGE_CREATE" {
+			d["referenced_message"] = f.messageJSON(ref)
+		}
 	}
 	ev := &discordEvent{t: t, d: d, guild: m.channel.guildID != "", fromBot: m.author == f.bot}
 	if t == "MESSAGE_CREATE" {

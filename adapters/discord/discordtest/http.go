@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/cdn"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/formbody"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/ratelimit"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/wire"
@@ -19,6 +20,10 @@ import (
 func (f *DiscordFake) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/gw" || r.URL.Path == "/gw/" {
 		f.serveGateway(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, cdn.Prefix) {
+		f.cdn.Serve(w, r, func(format string, args ...any) { f.mu.Lock(); f.refuse(format, args...); f.mu.Unlock() })
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/api/v9/")

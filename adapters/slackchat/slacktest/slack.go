@@ -85,6 +85,8 @@ type SlackFake struct {
 	refusals   platformfake.Refusals
 	// commandTriggers are the trigger_ids of the slash commands typed.
 	commandTriggers []string
+	// files are the bytes of the files users shared, by file id.
+	files map[string][]byte
 }
 
 // SlackOption configures a SlackFake.
@@ -273,10 +275,12 @@ func NewSlack(t adaptertest.TB, opts ...SlackOption) *SlackFake {
 		views:         map[string]*SlackView{},
 		lastPost:      map[string]time.Time{},
 		postQueues:    map[string]*slackPostQueue{},
+		files:         map[string][]byte{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", f.serveAPI)
 	mux.HandleFunc("/link", f.serveLink)
+	mux.HandleFunc("/files-pri/", f.serveFile)
 	f.srv = httptest.NewServer(mux)
 	f.URL = f.srv.URL
 	t.Cleanup(f.Close)

@@ -194,6 +194,10 @@ func cloneButtons(rows [][]TelegramButton) [][]TelegramButton {
 // ---- the Bot API ----
 
 func (f *TelegramFake) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/file/bot") {
+		f.serveFile(w, r)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	slash := strings.LastIndexByte(rest, '/')
 	if !ok || slash < 0 {
@@ -224,6 +228,10 @@ func (f *TelegramFake) serve(w http.ResponseWriter, r *http.Request) {
 	var e *tgErr
 	// Method names are case-insensitive on Telegram.
 	switch strings.ToLower(method) {
+	case "getfile":
+		f.mu.Lock()
+		res, e = f.getFile(p)
+		f.mu.Unlock()
 	case "getme":
 		res = botUserJSON()
 	case "getupdates":

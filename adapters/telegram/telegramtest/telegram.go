@@ -169,6 +169,12 @@ type TelegramFake struct {
 	// commands are the lists setMyCommands set, by "scope|language".
 	commands     map[string][]TelegramCommand
 	commandCalls int
+	// files are the files users sent, by file_id; docs the document of
+	// each message that carried one, by chat id and message id.
+	files     map[string]*tgFile
+	docs      map[int64]map[int]*tgFile
+	nextFile  int
+	downloads int
 }
 
 type tgUser struct {

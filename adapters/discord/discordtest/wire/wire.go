@@ -85,9 +85,11 @@ type Message struct {
 	Everyone      bool
 	Ephemeral     bool
 	Attachment    bool
-	RefID         string
-	Created       time.Time
-	Edited        *time.Time
+	// Files are the message's attachments (Attachment adds a photo).
+	Files   []File
+	RefID   string
+	Created time.Time
+	Edited  *time.Time
 }
 
 // JSON is the message object as Discord returns and dispatches it.
@@ -112,10 +114,22 @@ func (m Message) JSON() map[string]any {
 			"proxy_url": "https://media.discordapp.net/attachments/" + m.ChannelID + "/" + m.ID + "/photo.png",
 		}}
 	}
+	for _, f := range m.Files {
+		j["attachments"] = append(j["attachments"].([]any), map[string]any{
+			"id": f.ID, "filename": f.Name, "size": f.Size, "content_type": f.ContentType, "url": f.URL, "proxy_url": f.URL,
+		})
+	}
 	if m.RefID != "" {
 		j["message_reference"] = map[string]any{"type": 0, "message_id": m.RefID, "channel_id": m.ChannelID}
 	}
 	return j
+}
+
+// File is an attachment as the fake keeps it: URL is where its CDN
+// serves it.
+type File struct {
+	ID, Name, ContentType, URL string
+	Size                       int
 }
 
 // rows is a message's action rows of buttons.

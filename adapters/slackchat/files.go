@@ -1,0 +1,237 @@
+package slackchat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway/chat"
+)
+
+// Files and the library command. A message whose text is the library
+// command (chat.LibraryCommand: "!library", as Slack's clients keep a
+// leading slash for slash commands) is not a message for the agent: it
+// goes, with the files it carries, to Sink.Command(chat.CommandLibrary),
+// and the answer is posted where the message was (its thread). Slack's
+// thread replies do not carry their parent's files, so the command has
+// to be the text of the message that shares the file. Nothing is
+// downloaded until the gateway asks for it (FetchFile), with the bot
+// token, and only from Slack's own hosts.
+
+// slackFile is the part of a message's file object the adapter reads.
+type slackFile struct {
+	ID                 string `json:"id"`
+	Name               string `json:"name"`
+	Title              string `json:"title"`
+	Mimetype           string `json:"mimetype"`
+	Size               int64  `json:"size"`
+	Mode               string `json:"mode"`
+	URLPrivate         string `json:"url_private"`
+	URLPrivateDownload string `json:"url_private_download"`
+}
+
+// filesOf turns a message's files into gh.File. A file Slack does not
+// let us download (a tombstone of a deleted file, one hidden by the
+// workspace's plan) has no URL and is left out.
+func filesOf(files []slackFile) []gh.File {
+	var out []gh.File
+	for _, f := range files {
+		ref := firstOf(f.URLPrivateDownload, f.URLPrivate)
+		if ref == "" || f.Mode == "tombstone" || f.Mode == "hidden_by_limit" {
+			continue
+		}
+		out = append(out, gh.File{
+			Name:      firstOf(f.Name, f.Title, f.ID),
+			MediaType: f.Mimetype,
+			Size:      max(f.Size, 0),
+			Ref:       ref,
+		})
+	}
+	return out
+}
+
+// libraryWork bounds the library command's work (the gateway may fetch
+// the file while it answers) and posting its answer.
+const libraryWork = 2 * time.Minute
+
+// libraryCommand reports whether in is the library command and, if so,
+// hands it to sink.Command with its files and posts the answer in the
+// message's channel or thread. It returns an error only when Command did
+// (a retry can help: the event must not be acknowledged). Any other
+// message goes to Receive as text alone: the agent is never handed a
+// file.
+func (a *Adapter) libraryCommand(ctx context.Context, sink chat.Sink, in gh.Inbound, self string) (handled bool, err error) {
+	args, ok := chat.LibraryCommand(in.Text)
+	if !ok || in.Unsupported != "" || (self != "" && in.UserID == self) {
+		return false, nil
+	}
+	in.Text = args
+	reply, err := sink.Command(ctx, chat.CommandLibrary, in)
+	if err != nil {
+		return true, err
+	}
+	a.sayCommandReply(ctx, in, reply)
+	return true, nil
+}
+
+// receiveMessage hands a message event to the sink: the library command
+// to Command, anything else, and our own messages (self is the bot's
+// user id, "" when unknown), to Receive (without its files).
+func (a *Adapter) receiveMessage(ctx context.Context, sink chat.Sink, in gh.Inbound, self string) error {
+	if handled, err := a.libraryCommand(ctx, sink, in, self); handled {
+		return err
+	}
+	in.Files = nil
+	_, err := sink.Receive(ctx, in)
+	return err
+}
+
+// sayCommandReply posts a message-borne command's answer where the
+// message was: nothing for a redelivery (answered the first time), and
+// nothing for a refused bot (bots do not read, and two bots must not
+// talk to each other); a refused person hears why.
+func (a *Adapter) sayCommandReply(ctx context.Context, in gh.Inbound, reply chat.CommandReply) {
+	switch {
+	case reply.Duplicate:
+		return
+	case reply.Refused && in.IsBot:
+		return
+	case reply.Text == "":
+		a.log.Info("library command answered with nothing to say", "event", in.UpdateID)
+		return
+	}
+	m := chat.Outgoing{
+		Address: gh.Address{Platform: gh.PlatformSlack, ChatID: in.ChatID, ThreadID: in.ThreadID, ChatType: in.ChatType},
+		Text:    truncate(notCommand(FormatLiteral(reply.Text)), a.Limits().MaxText),
+	}
+	if len(reply.Buttons) > 0 && !reply.Refused {
+		m.Card = &chat.Card{Text: m.Text, Buttons: reply.Buttons}
+	}
+	if _, err := a.Send(ctx, m); err != nil {
+		a.log.Warn("the library command's answer could not be posted", "event", in.UpdateID, "channel", in.ChatID, "err", err)
+	}
+}
+
+// notCommand keeps an answer from reading as the library command when
+// Slack echoes it back to us (a zero-width space before it), so that no
+// answer can ever start a loop, even before the bot knows its user id.
+func notCommand(text string) string {
+	if _, ok := chat.LibraryCommand(text); ok {
+		return "\u200b" + text
+	}
+	return text
+}
+
+// FetchFile downloads a file a message carried (f.Ref, its
+// url_private_download) with the bot token, refusing one over max bytes
+// with CodePayloadTooLarge after reading at most max+1 of them. The
+// token goes to Slack alone: a Ref on any host but Slack's file hosts
+// (the configured API URL's host for a fake) is refused without a
+// request, and so is a redirect off them. It implements chat.FileFetcher.
+func (a *Adapter) FetchFile(ctx context.Context, f gh.File, max int64) ([]byte, error) {
+	if f.Size > max {
+		return nil, gh.Errorf(gh.CodePayloadTooLarge, "slack file %q is %d bytes, over %d", f.Name, f.Size, max)
+	}
+	u, err := url.Parse(f.Ref)
+	if err != nil || !a.fileHost(u) {
+		return nil, gh.Errorf(gh.CodeInvalid, "slack file %q is not on Slack's file hosts; not fetched", f.Name)
+	}
+	client := *a.cfg.HTTPClient
+	client.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		if len(via) >= 5 {
+			return errors.New("too many redirects")
+		}
+		if !a.fileHost(r.URL) {
+			return fmt.Errorf("redirected off Slack's file hosts to %s", r.URL.Host)
+		}
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, gh.Wrap(gh.CodeInvalid, err, "slack file %q", f.Name)
+	}
+	req.Header.Set("Authorization", "Bearer "+a.cfg.BotToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "slack file %q not fetched", f.Name)
+	}
+	defer resp.Body.Close()
+	if err := fetchStatus("slack", f.Name, resp.StatusCode); err != nil {
+		return nil, err
+	}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/html" && !strings.HasPrefix(f.MediaType, "text/html") {
+		// Slack answers a download it does not authorise (a token
+		// without files:read) with its sign-in page, status 200.
+		return nil, gh.Errorf(gh.CodeUnauthorized, "slack file %q: Slack answered with a web page, not the file (does the bot token have the files:read scope?)", f.Name)
+	}
+	return readAtMost("slack", f.Name, resp, max)
+}
+
+// slackFileHosts are where Slack serves files from.
+var slackFileHosts = map[string]bool{"files.slack.com": true, "slack-files.com": true}
+
+// fileHost reports whether u may be fetched with the bot token: https on
+// Slack's file hosts when the adapter talks to Slack itself, else the
+// configured API URL's scheme and host (a fake on loopback).
+func (a *Adapter) fileHost(u *url.URL) bool {
+	if u == nil || u.User != nil || u.Opaque != "" {
+		return false
+	}
+	endpoint, err := apiEndpoint(a.cfg.APIURL)
+	if err != nil {
+		return false
+	}
+	base, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(base.Host, "slack.com") && base.Scheme == "https" {
+		return u.Scheme == "https" && slackFileHosts[strings.ToLower(u.Hostname())] && (u.Port() == "" || u.Port() == "443")
+	}
+	return u.Scheme == base.Scheme && strings.EqualFold(u.Host, base.Host)
+}
+
+// fetchStatus turns a download's HTTP status into a *gh.Error, nil for
+// a 2xx.
+func fetchStatus(platform, name string, status int) error {
+	switch {
+	case status >= 200 && status < 300:
+		return nil
+	case status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500:
+		return gh.Errorf(gh.CodeUnavailable, "%s file %q: HTTP %d; try again later", platform, name, status)
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return gh.Errorf(gh.CodeUnauthorized, "%s file %q: HTTP %d; the bot may not download it", platform, name, status)
+	case status == http.StatusNotFound || status == http.StatusGone:
+		return gh.Errorf(gh.CodeNotFound, "%s file %q: HTTP %d; it is gone", platform, name, status)
+	}
+	return gh.Errorf(gh.CodeInvalid, "%s file %q: HTTP %d", platform, name, status)
+}
+
+// readAtMost reads resp's body, refusing more than max bytes (by its
+// Content-Length, or after reading max+1).
+func readAtMost(platform, name string, resp *http.Response, max int64) ([]byte, error) {
+	tooLarge := func(size string) error {
+		return gh.Errorf(gh.CodePayloadTooLarge, "%s file %q is %s bytes, over %d", platform, name, size, max)
+	}
+	if resp.ContentLength > max {
+		return nil, tooLarge(strconv.FormatInt(resp.ContentLength, 10))
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, gh.Wrap(gh.CodeUnavailable, err, "%s file %q: reading it failed", platform, name)
+	}
+	if int64(len(body)) > max {
+		return nil, tooLarge("more than " + strconv.FormatInt(max, 10))
+	}
+	return body, nil
+}
+
+var _ chat.FileFetcher = (*Adapter)(nil)

@@ -1,0 +1,129 @@
+package uploads
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/cards"
+	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/knowledge"
+	"github.com/gatehouse/gatehouse/store"
+)
+
+// CommitDecisionTx implements gates.OutsideLog: it commits gate.decided
+// for g (decided in tx) from outside any run and, for a denial or an
+// expiry, tells the chat the file was not added. An approval's add runs
+// after the commit (Decided): it downloads the file, which no
+// transaction may wait for.
+func (s *Service) CommitDecisionTx(ctx context.Context, tx store.Tx, g gh.Gate) ([]kernel.Committed, error) {
+	decided, err := json.Marshal(gh.GateDecided{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Decision: g.State,
+		By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason})
+	if err != nil {
+		return nil, gh.Wrap(gh.CodeInternal, err, "encode gate.decided")
+	}
+	events := []gh.NewEvent{{Kind: gh.KindGateDecided, Payload: decided, Key: "gate:" + g.ID}}
+	if g.State != gh.GateApproved {
+		var c card
+		_ = json.Unmarshal(g.Arguments, &c)
+		why := cards.DecisionLine(g.State, g.DecidedBy, g.Surface, g.Answer, g.Reason)
+		if g.State == gh.GateExpired {
+			why = "⌛ No approver decided in time."
+		}
+		text := fmt.Sprintf("📚 %s was not added to the shared library.\n%s", c.Name, why)
+		events = append(events, notice(NoticeNotAdded, text, g.ID))
+	}
+	cs, err := s.cfg.Kernel.OutsideCommitTx(ctx, tx, g.SessionID, events...)
+	if err != nil || cs[0].Duplicate {
+		return nil, err
+	}
+	return cs, nil
+}
+
+// Decided implements gates.OutsideLog: an approval decided by this
+// process adds the file, in the background, and tells the chat.
+func (s *Service) Decided(ctx context.Context, g gh.Gate) {
+	if g.State != gh.GateApproved {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*s.cfg.FetchTimeout)
+		defer cancel()
+		if err := s.addApproved(actx, g); err != nil {
+			s.cfg.Logger.Error("uploads: an approved file's outcome was not told", "gate", g.ID, "err", err)
+		}
+	}()
+}
+
+// addApproved adds the file of approved card g to the shared collection,
+// if its bytes are still the ones the approver saw, and tells the chat.
+func (s *Service) addApproved(ctx context.Context, g gh.Gate) error {
+	var c card
+	if err := json.Unmarshal(g.Arguments, &c); err != nil {
+		return gh.Wrap(gh.CodeInvalid, err, "library card %s: arguments", g.ID)
+	}
+	text := s.addShared(ctx, g, c)
+	return s.cfg.Store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		cs, err := s.cfg.Kernel.OutsideCommitTx(ctx, tx, g.SessionID, notice(NoticeAdded, text, g.ID))
+		if err == nil && !cs[0].Duplicate {
+			defer s.cfg.Kernel.Publish(g.SessionID, cs)
+		}
+		return err
+	})
+}
+
+// addShared does the add and returns what the chat is told.
+func (s *Service) addShared(ctx context.Context, g gh.Gate, c card) string {
+	who := cards.Visible(g.DecidedBy)
+	fail := func(why string) string {
+		return fmt.Sprintf("❌ %s was approved by %s but not added to the shared library: %s", c.Name, who, why)
+	}
+	if s.cfg.Library == nil {
+		return fail("the library is not enabled.")
+	}
+	fetcher, ok := s.fetcher(c.Platform)
+	if !ok {
+		return fail("files of " + c.Platform + " cannot be fetched here.")
+	}
+	data, refusal := s.fetch(ctx, fetcher, gh.File{Name: c.Name, MediaType: c.MediaType, Ref: c.Ref})
+	if refusal != "" {
+		return fail(refusal + ".")
+	}
+	if checked, err := s.cfg.Library.Check(c.Name, c.MediaType, data); err != nil || checked.Hash != c.SHA256 {
+		return fail("the file fetched now is not the one that was approved (its bytes changed). Send it again to ask anew.")
+	}
+	doc, changed, err := s.cfg.Library.Add(ctx, knowledge.AddRequest{Collection: knowledge.Shared, Name: c.Name, MediaType: c.MediaType,
+		Source: "chat", AddedBy: c.By, Data: data})
+	if err != nil {
+		return fail(gh.ErrorMessage(err) + ".")
+	}
+	if !changed {
+		return fmt.Sprintf("📚 %s is already in the shared library, unchanged (approved by %s).", c.Name, who)
+	}
+	s.cfg.Logger.Info("uploads: added a chat's file to the shared library", "gate", g.ID, "document", doc.Name, "passages", doc.Passages, "approved_by", g.DecidedBy)
+	return fmt.Sprintf("📚 Added %q (%s) to the shared library, approved by %s: %s.", doc.Title, doc.Name, who, passages(doc.Passages))
+}
+
+func notice(code, text, gateID string) gh.NewEvent {
+	p, _ := json.Marshal(gh.Notice{Code: code, Text: text})
+	return gh.NewEvent{Kind: gh.KindNotice, Payload: p, Key: code + ":" + gateID}
+}
+
+// Start implements the run group's service: nothing runs until a card is
+// decided.
+func (s *Service) Start(context.Context) error { return nil }
+
+// Stop waits for the adds approvals started, until ctx ends.
+func (s *Service) Stop(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return gh.Wrap(gh.CodeUnavailable, ctx.Err(), "uploads: approved files still being added")
+	}
+}
