@@ -70,7 +70,7 @@ func openIncident(t *testing.T, e *stacktest.Env) gh.Gate {
 	t.Helper()
 	var g []gh.Gate
 	e.Eventually("an open incident", func() bool {
-		g, _ = e.Store.IncidentGates(e.Ctx, gh.GatePending, 10)
+		g, _ = e.Store.GatesOfKind(e.Ctx, gh.GateKindIncident, gh.GatePending, 10)
 		return len(g) == 1
 	})
 	return g[0]
@@ -126,7 +126,7 @@ func TestAStuckEffectIsDiagnosedWhileStuckThenClosedAsUnknown(t *testing.T) {
 	}
 	// More sweeps open nothing more.
 	time.Sleep(300 * time.Millisecond)
-	if all, _ := e.Store.IncidentGates(e.Ctx, "", 10); len(all) != 1 {
+	if all, _ := e.Store.GatesOfKind(e.Ctx, gh.GateKindIncident, "", 10); len(all) != 1 {
 		t.Fatalf("%d incidents for one stuck run", len(all))
 	}
 	var opened int
@@ -257,7 +257,7 @@ func TestWaitingForApprovalIsNotStuck(t *testing.T) {
 		return len(g) == 1
 	})
 	time.Sleep(4 * time.Second)
-	if g, _ := e.Store.IncidentGates(e.Ctx, "", 10); len(g) != 0 {
+	if g, _ := e.Store.GatesOfKind(e.Ctx, gh.GateKindIncident, "", 10); len(g) != 0 {
 		t.Fatalf("an incident for a turn waiting for approval: %+v", g)
 	}
 }

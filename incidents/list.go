@@ -43,7 +43,7 @@ func List(ctx context.Context, st store.IncidentsReader, open bool, limit int) (
 	if open {
 		state = gh.GatePending
 	}
-	gates, err := st.IncidentGates(ctx, state, limit)
+	gates, err := st.GatesOfKind(ctx, gh.GateKindIncident, state, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +70,6 @@ func List(ctx context.Context, st store.IncidentsReader, open bool, limit int) (
 // OpenCount counts the open incidents in st (the gatehouse_incidents_open
 // gauge), up to 1000.
 func OpenCount(ctx context.Context, st store.IncidentsReader) (int, error) {
-	gates, err := st.IncidentGates(ctx, gh.GatePending, 1000)
+	gates, err := st.GatesOfKind(ctx, gh.GateKindIncident, gh.GatePending, 1000)
 	return len(gates), err
 }

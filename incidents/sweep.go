@@ -28,7 +28,7 @@ func (s *Service) SweepOnce(ctx context.Context) error {
 			first = err
 		}
 	}
-	pending, err := s.st.IncidentGates(ctx, gh.GatePending, sweepBatch)
+	pending, err := s.st.GatesOfKind(ctx, gh.GateKindIncident, gh.GatePending, sweepBatch)
 	if err != nil {
 		fail("incidents: list open incidents", err)
 	}

@@ -257,15 +257,18 @@ func (l *Library) lexical(ctx context.Context, scope, qterms []string, get func(
 	if err != nil {
 		return err
 	}
+	want := make(map[string]int, len(qterms))
+	for i, t := range qterms {
+		want[t] = i
+	}
+	tf := make([]int, len(qterms))
 	for _, h := range hits {
-		tf := map[string]int{}
-		for _, t := range passageTerms(h.Passage.Heading, h.Passage.Text) {
-			tf[t]++
-		}
+		clear(tf)
+		countTerms(h.Passage.Heading, h.Passage.Text, want, tf)
 		var score float64
 		var holds int
-		for _, t := range qterms {
-			if c := float64(tf[t]); c > 0 {
+		for i, t := range qterms {
+			if c := float64(tf[i]); c > 0 {
 				holds++
 				score += idf(t) * c * (bm25K1 + 1) / (c + bm25K1*(1-bm25B+bm25B*float64(h.Passage.Length)/avgdl))
 			}
@@ -280,9 +283,16 @@ func (l *Library) lexical(ctx context.Context, scope, qterms []string, get func(
 // semantic scores every passage in scope by its vector's similarity to the
 // question's, against the background.
 func (l *Library) semantic(ctx context.Context, scope []string, question string, get func(store.KnowledgeHit) *Recalled) error {
-	hits, vecs, err := l.vectorsOf(ctx, scope)
-	if err != nil || len(hits) == 0 {
+	entries, err := l.vectorsOf(ctx, scope)
+	if err != nil {
 		return err
+	}
+	total := 0
+	for _, e := range entries {
+		total += len(e.hits)
+	}
+	if total == 0 {
+		return nil
 	}
 	qv, err := l.emb.Embed(ctx, []string{question})
 	if err != nil {
@@ -292,27 +302,44 @@ func (l *Library) semantic(ctx context.Context, scope []string, question string,
 	if err != nil {
 		return err
 	}
-	cos := make([]float64, len(hits))
+	// Every passage's similarity, and the best Candidates of them kept
+	// in order as they come (most are under the worst kept).
+	type scored struct {
+		hit *store.KnowledgeHit
+		cos float64
+		at  int
+	}
+	k := l.cfg.Candidates
+	best := make([]scored, 0, k+1)
 	var sum, bgSum float64
-	for i, v := range vecs {
-		cos[i] = embeddings.Dot(qv[0], v)
-		sum += cos[i]
+	at := 0
+	for _, e := range entries {
+		for i, v := range e.vecs {
+			c := embeddings.Dot(qv[0], v)
+			sum += c
+			if len(best) == k && c <= best[k-1].cos {
+				at++
+				continue
+			}
+			s := scored{&e.hits[i], c, at}
+			j, _ := slices.BinarySearchFunc(best, s, func(a, b scored) int { return cmp.Or(cmp.Compare(b.cos, a.cos), cmp.Compare(a.at, b.at)) })
+			best = slices.Insert(best, j, s)
+			if len(best) > k {
+				best = best[:k]
+			}
+			at++
+		}
 	}
 	for _, v := range bg {
 		bgSum += embeddings.Dot(qv[0], v)
 	}
-	idx := make([]int, len(hits))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(cos[b], cos[a]) })
-	for _, i := range idx[:min(len(idx), l.cfg.Candidates)] {
-		background := (sum - cos[i] + bgSum) / float64(len(hits)-1+len(bg))
+	for _, b := range best {
+		background := (sum - b.cos + bgSum) / float64(total-1+len(bg))
 		var c float64
 		if background < 1 {
-			c = clamp01((cos[i] - background) / (1 - background))
+			c = clamp01((b.cos - background) / (1 - background))
 		}
-		get(hits[i]).Evidence.Embeddings = &EmbeddingsEvidence{Similarity: cos[i], Background: background, Closeness: c}
+		get(*b.hit).Evidence.Embeddings = &EmbeddingsEvidence{Similarity: b.cos, Background: background, Closeness: c}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package knowledge
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Terms: what the lexical index holds and a question is looked up by. The
@@ -86,4 +87,45 @@ func passageTerms(heading []string, text string) []string {
 		return terms(text)
 	}
 	return terms(strings.Join(heading, " ") + "\n" + text)
+}
+
+// countTerms adds to counts[i] how often want's term i is among the terms
+// of a passage (as passageTerms makes them), without making them: BM25
+// needs the frequencies of the question's terms only.
+func countTerms(heading []string, text string, want map[string]int, counts []int) {
+	for _, h := range heading {
+		countIn(h, want, counts)
+	}
+	countIn(text, want, counts)
+}
+
+func countIn(text string, want map[string]int, counts []int) {
+	lower := strings.ToLower(text)
+	start := -1
+	for i, r := range lower {
+		if r < utf8.RuneSelf && ('a' <= r && r <= 'z' || '0' <= r && r <= '9') || r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			countWord(lower[start:i], want, counts)
+			start = -1
+		}
+	}
+	if start >= 0 {
+		countWord(lower[start:], want, counts)
+	}
+}
+
+func countWord(w string, want map[string]int, counts []int) {
+	if len(w) > maxTermLen || len(w) < 2 && !unicode.IsDigit(rune(w[0])) || stopWords[w] {
+		return
+	}
+	if s := stem(w); !stopWords[s] {
+		if i, ok := want[s]; ok {
+			counts[i]++
+		}
+	}
 }

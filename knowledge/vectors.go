@@ -29,16 +29,16 @@ type vectorCache struct {
 
 func newVectorCache() *vectorCache { return &vectorCache{entries: map[string]*vectorEntry{}} }
 
-// vectorsOf returns the passages of collections with their vectors, loading
-// what moved. Passages without a vector of the model are embedded now and
-// their vectors kept.
-func (l *Library) vectorsOf(ctx context.Context, collections []string) ([]store.KnowledgeHit, [][]float32, error) {
+// vectorsOf returns the entries of collections (passages with their
+// vectors), loading what moved. Passages without a vector of the model
+// are embedded now and their vectors kept. The entries are shared: the
+// caller reads them and changes nothing.
+func (l *Library) vectorsOf(ctx context.Context, collections []string) ([]*vectorEntry, error) {
 	versions, err := l.k.KnowledgeCollectionVersions(ctx, collections)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var hits []store.KnowledgeHit
-	var vecs [][]float32
+	var out []*vectorEntry
 	for _, c := range collections {
 		v, ok := versions[c]
 		if !ok {
@@ -49,15 +49,15 @@ func (l *Library) vectorsOf(ctx context.Context, collections []string) ([]store.
 		l.vec.mu.Unlock()
 		if e == nil || e.version != v {
 			if e, err = l.loadVectors(ctx, c); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			l.vec.mu.Lock()
 			l.vec.entries[c] = e
 			l.vec.mu.Unlock()
 		}
-		hits, vecs = append(hits, e.hits...), append(vecs, e.vecs...)
+		out = append(out, e)
 	}
-	return hits, vecs, nil
+	return out, nil
 }
 
 func (l *Library) loadVectors(ctx context.Context, collection string) (*vectorEntry, error) {

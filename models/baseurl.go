@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/gatehouse/gatehouse/internal/baseurl"
 )
 
 // The provider endpoints accept the forms their SDKs' documentation and
@@ -45,18 +47,16 @@ func anthropicBaseURL(raw string) (string, error) {
 }
 
 // baseURL parses an http(s) base URL with no query, fragment or
-// credentials; want is the form the error suggests.
+// credentials (internal/baseurl); want is the form the error suggests.
+// The refusal shows the URL with any password redacted.
 func baseURL(setting, raw, want string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
+	u, why := baseurl.Parse(raw)
+	switch {
+	case u == nil:
 		// The URL is not echoed: it may hold a key.
-		return nil, fmt.Errorf("%s is not a URL (want %s)", setting, want)
-	}
-	switch shown := u.Redacted(); {
-	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return nil, fmt.Errorf("%s %q must be an http(s) URL with a host, such as %s", setting, shown, want)
-	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
-		return nil, fmt.Errorf("%s %q must have no query, fragment or credentials (want %s; the key goes in its own setting)", setting, shown, want)
+		return nil, fmt.Errorf("%s %s (want %s)", setting, why, want)
+	case why != "":
+		return nil, fmt.Errorf("%s %q %s: want an http(s) URL such as %s, with no query, fragment or credentials (the key goes in its own setting)", setting, u.Redacted(), why, want)
 	}
 	return u, nil
 }

@@ -3,6 +3,8 @@ package discord
 import (
 	"fmt"
 	"net/url"
+
+	"github.com/gatehouse/gatehouse/internal/baseurl"
 	"regexp"
 	"strings"
 )
@@ -28,20 +30,9 @@ func normalizeAPIURL(raw string) (*url.URL, error) {
 	refuse := func(why string) (*url.URL, error) {
 		return nil, fmt.Errorf("discord: API URL (DISCORD_API_URL) %q %s; %s", raw, why, apiURLForm)
 	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return refuse("is not a URL")
-	case u.Scheme != "http" && u.Scheme != "https":
-		return refuse("has no http or https scheme")
-	case u.Host == "" || u.Opaque != "":
-		return refuse("has no host")
-	case u.User != nil:
-		return refuse("carries credentials")
-	case u.RawQuery != "" || u.ForceQuery:
-		return refuse("has a query string")
-	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return refuse("has a fragment")
+	u, why := baseurl.Parse(raw)
+	if why != "" {
+		return refuse(why)
 	}
 	path := apiSuffix.ReplaceAllString(strings.TrimRight(u.Path, "/"), "")
 	if path != "" {

@@ -2,8 +2,9 @@ package slackchat
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
+
+	"github.com/gatehouse/gatehouse/internal/baseurl"
 )
 
 // apiURLForm is the form SLACK_API_URL takes, said in every refusal.
@@ -23,20 +24,9 @@ func apiEndpoint(raw string) (string, error) {
 	refuse := func(why string) (string, error) {
 		return "", fmt.Errorf("slack: API URL (SLACK_API_URL) %q %s; %s", raw, why, apiURLForm)
 	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return refuse("is not a URL")
-	case u.Scheme != "http" && u.Scheme != "https":
-		return refuse("has no http or https scheme")
-	case u.Host == "" || u.Opaque != "":
-		return refuse("has no host")
-	case u.User != nil:
-		return refuse("carries credentials")
-	case u.RawQuery != "" || u.ForceQuery:
-		return refuse("has a query string")
-	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return refuse("has a fragment")
+	u, why := baseurl.Parse(raw)
+	if why != "" {
+		return refuse(why)
 	}
 	switch strings.TrimRight(u.Path, "/") {
 	case "", "/api":

@@ -2,9 +2,10 @@ package telegram
 
 import (
 	"fmt"
-	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/gatehouse/gatehouse/internal/baseurl"
 )
 
 // apiURLForm is the form TELEGRAM_API_URL takes, said in every refusal.
@@ -34,20 +35,9 @@ func serverURL(raw, token string) (string, error) {
 		}
 		return "", fmt.Errorf("telegram: API URL (TELEGRAM_API_URL) %q %s; %s", shown, why, apiURLForm)
 	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return refuse("is not a URL")
-	case u.Scheme != "http" && u.Scheme != "https":
-		return refuse("has no http or https scheme")
-	case u.Host == "" || u.Opaque != "":
-		return refuse("has no host")
-	case u.User != nil:
-		return refuse("carries credentials")
-	case u.RawQuery != "" || u.ForceQuery:
-		return refuse("has a query string")
-	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return refuse("has a fragment")
+	u, why := baseurl.Parse(raw)
+	if why != "" {
+		return refuse(why)
 	}
 	switch path := strings.TrimRight(u.Path, "/"); {
 	case path == "", path == "/bot", path == "/bot"+token:

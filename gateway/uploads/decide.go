@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/cards"
@@ -66,18 +67,27 @@ func (s *Service) addApproved(ctx context.Context, g gh.Gate) error {
 		return gh.Wrap(gh.CodeInvalid, err, "library card %s: arguments", g.ID)
 	}
 	text := s.addShared(ctx, g, c)
-	return s.cfg.Store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	err := s.cfg.Store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		cs, err := s.cfg.Kernel.OutsideCommitTx(ctx, tx, g.SessionID, notice(NoticeAdded, text, g.ID))
 		if err == nil && !cs[0].Duplicate {
 			defer s.cfg.Kernel.Publish(g.SessionID, cs)
 		}
 		return err
 	})
+	if gh.IsCode(err, gh.CodeIdempotencyConflict) {
+		// Another replica added it and told the chat first, in its
+		// words ("added" there, "already there" here): told once.
+		return nil
+	}
+	return err
 }
 
 // addShared does the add and returns what the chat is told.
 func (s *Service) addShared(ctx context.Context, g gh.Gate, c card) string {
 	who := cards.Visible(g.DecidedBy)
+	if g.DecidedBy == gh.LocalUser {
+		who = "the operator"
+	}
 	fail := func(why string) string {
 		return fmt.Sprintf("❌ %s was approved by %s but not added to the shared library: %s", c.Name, who, why)
 	}
@@ -112,12 +122,79 @@ func notice(code, text, gateID string) gh.NewEvent {
 	return gh.NewEvent{Kind: gh.KindNotice, Payload: p, Key: code + ":" + gateID}
 }
 
-// Start implements the run group's service: nothing runs until a card is
-// decided.
-func (s *Service) Start(context.Context) error { return nil }
+// settle is how long after its approval a card's add is left to the
+// replica that logged it (Decided) before a sweep takes it over: longer
+// than that add may take.
+func (s *Service) settle() time.Duration { return 2*s.cfg.FetchTimeout + time.Minute }
 
-// Stop waits for the adds approvals started, until ctx ends.
+// SweepOnce adds the files of approved cards that were never added: the
+// replica that logged the approval stopped (a crash, a kill) between the
+// decision and the add, and an approval is not lost with it. A card is
+// taken over once its approval is older than the settle time, and until
+// it expires from the log's view (7 days); the add and its notice are
+// idempotent, so two replicas sweeping at once add it once and tell it
+// once. It returns how many it added or told.
+func (s *Service) SweepOnce(ctx context.Context) (int, error) {
+	approved, err := s.cfg.Store.GatesOfKind(ctx, gh.GateKindLibrary, gh.GateApproved, 100)
+	if err != nil {
+		return 0, err
+	}
+	now, n := s.cfg.Now(), 0
+	for _, g := range approved {
+		if age := now.Sub(g.DecidedAt); age < s.settle() || age > 7*24*time.Hour {
+			continue
+		}
+		if _, told, err := s.cfg.Store.EventByKey(ctx, g.SessionID, NoticeAdded+":"+g.ID); err != nil || told {
+			if err != nil {
+				return n, err
+			}
+			continue
+		}
+		s.cfg.Logger.Warn("uploads: an approved file was not added by the replica that logged the approval; adding it now", "gate", g.ID, "approved_at", g.DecidedAt)
+		if err := s.addApproved(ctx, g); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Start runs the sweep of approvals left unadded, every Config.Sweep,
+// until Stop.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return gh.Errorf(gh.CodeConflict, "uploads: service already started")
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(s.cfg.Sweep)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := s.SweepOnce(ctx); err != nil && ctx.Err() == nil {
+					s.cfg.Logger.Warn("uploads: sweep of approved files failed", "err", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop ends the sweep and waits for the adds approvals started, until
+// ctx ends.
 func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {

@@ -54,6 +54,10 @@ type Config struct {
 	// MaxFiles is how many files one command adds; more are named as not
 	// added. Defaults to 5.
 	MaxFiles int
+	// Sweep is how often approved cards whose file was never added (the
+	// replica that logged the approval stopped before adding it) are
+	// looked for and added. Defaults to 1m.
+	Sweep time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now defaults to time.Now.
@@ -70,6 +74,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxFiles <= 0 {
 		c.MaxFiles = 5
 	}
+	if c.Sweep <= 0 {
+		c.Sweep = time.Minute
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -83,6 +90,9 @@ func (c Config) withDefaults() Config {
 type Service struct {
 	cfg Config
 	wg  sync.WaitGroup
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
 }
 
 // New returns a Service.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
@@ -13,6 +14,7 @@ import (
 	"github.com/gatehouse/gatehouse/gateway/uploads"
 	"github.com/gatehouse/gatehouse/internal/stacktest"
 	"github.com/gatehouse/gatehouse/knowledge"
+	"github.com/gatehouse/gatehouse/store"
 )
 
 const handbook = "# Handbook\n\n## Zorblax calibration\n\nCalibrate the zorblax with the quindle wrench every Tuesday.\n"
@@ -202,5 +204,93 @@ func TestAFileAloneIsAnsweredWithHowToAddIt(t *testing.T) {
 	mine, err := e.Knowledge.Recall(e.Ctx, knowledge.Query{Text: "calibrate the zorblax quindle wrench", Scope: knowledge.Scope{SessionID: docs[0].Collection[len("chat:"):]}})
 	if err != nil || len(mine.Passages) == 0 {
 		t.Fatalf("alice's chat does not recall its file: %+v %v", mine, err)
+	}
+}
+
+// The operator approves from the web UI (POST /v1/gates/{id}/decision
+// decides through the gates service as the local user): the file is
+// added to the shared collection, as trusted text every chat recalls.
+func TestTheOperatorApprovesASharedUpload(t *testing.T) {
+	e, tg := newEnv(t)
+	tg.SayDocument("alice", "alice", "/library shared", "handbook.md", "text/markdown", []byte(handbook))
+	answer(t, e, tg, "alice", "Asked an approver")
+	session := chat.SessionFor(gh.PlatformTelegram, tg.ChatID("alice"), "")
+	gs, err := e.Store.ListGates(e.Ctx, session, gh.GatePending, 10)
+	if err != nil || len(gs) != 1 || gs[0].Kind != gh.GateKindLibrary || gs[0].Tool != uploads.Tool {
+		t.Fatalf("pending gates: %+v %v", gs, err)
+	}
+	if _, won, err := e.Gates.Decide(e.Ctx, gs[0].ID, gh.Decision{State: gh.GateApproved, By: gh.LocalUser, Surface: "web"}); err != nil || !won {
+		t.Fatalf("the operator's approval: %v %v", won, err)
+	}
+	told := answer(t, e, tg, "alice", "to the shared library, approved by the operator")
+	if !strings.Contains(told.Text, "handbook.md") {
+		t.Fatalf("the chat was told %q", told.Text)
+	}
+	docs := shared(t, e)
+	if len(docs) != 1 || docs[0].Name != "handbook.md" || docs[0].AddedBy != people.UserKey(gh.PlatformTelegram, tg.UserID("alice")) {
+		t.Fatalf("the shared collection: %+v", docs)
+	}
+	found, err := e.Knowledge.Recall(e.Ctx, knowledge.Query{Text: "calibrate the zorblax quindle wrench", Scope: knowledge.Scope{SessionID: "any-other-chat"}})
+	if err != nil || len(found.Passages) == 0 || !knowledge.Trusted(found.Passages[0].Passage.Collection) {
+		t.Fatalf("another chat's recall of the shared file: %+v %v", found, err)
+	}
+}
+
+// An approval logged by a replica that stops before adding the file is
+// not lost: once the approval is older than an add may take, any
+// replica's sweep adds the file and tells the chat, once.
+func TestAnApprovalLeftUnaddedIsAddedBySweep(t *testing.T) {
+	e, tg := newEnv(t)
+	tg.SayDocument("alice", "alice", "/library shared", "handbook.md", "text/markdown", []byte(handbook))
+	answer(t, e, tg, "alice", "Asked an approver")
+	session := chat.SessionFor(gh.PlatformTelegram, tg.ChatID("alice"), "")
+	gs, err := e.Store.ListGates(e.Ctx, session, gh.GatePending, 10)
+	if err != nil || len(gs) != 1 {
+		t.Fatalf("pending gates: %+v %v", gs, err)
+	}
+	// The approval logged as the gates service logs it, and then nothing:
+	// the replica is gone before Decided could add the file.
+	err = e.Store.InTx(e.Ctx, func(ctx context.Context, tx store.Tx) error {
+		cur, _, err := tx.DecideGate(ctx, store.GateDecision{ID: gs[0].ID, Now: time.Now(),
+			Decision: gh.Decision{State: gh.GateApproved, By: "carol", Surface: gh.PlatformTelegram}})
+		if err != nil {
+			return err
+		}
+		if _, err := e.Uploads.CommitDecisionTx(ctx, tx, cur); err != nil {
+			return err
+		}
+		return tx.MarkGateCommitted(ctx, cur.ID)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweeper := func(after time.Duration) *uploads.Service {
+		return uploads.New(uploads.Config{Kernel: e.Kernel, Store: e.Store, Library: e.Knowledge, Fetcher: e.Gateway.Fetcher,
+			Now: func() time.Time { return time.Now().Add(after) }})
+	}
+	if n, err := sweeper(0).SweepOnce(e.Ctx); err != nil || n != 0 {
+		t.Fatalf("a fresh approval taken over: %d %v", n, err)
+	}
+	if docs := shared(t, e); len(docs) != 0 {
+		t.Fatalf("added before the sweep: %+v", docs)
+	}
+	if n, err := sweeper(10 * time.Minute).SweepOnce(e.Ctx); err != nil || n != 1 {
+		t.Fatalf("the sweep after the settle time: %d %v", n, err)
+	}
+	answer(t, e, tg, "alice", "to the shared library, approved by carol")
+	if docs := shared(t, e); len(docs) != 1 || docs[0].Name != "handbook.md" {
+		t.Fatalf("the shared collection after the sweep: %+v", docs)
+	}
+	if n, err := sweeper(10 * time.Minute).SweepOnce(e.Ctx); err != nil || n != 0 {
+		t.Fatalf("a second sweep: %d %v", n, err)
+	}
+	told := 0
+	for _, m := range tg.Messages("alice") {
+		if strings.Contains(m.Text, "to the shared library, approved by carol") {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Fatalf("the chat was told %d times", told)
 	}
 }

@@ -19,7 +19,7 @@ func (t *executor) StuckRuns(ctx context.Context, before time.Time, limit int) (
 	return out, dbErr(err, "stuck runs")
 }
 
-func (t *executor) IncidentGates(ctx context.Context, state gh.GateState, limit int) ([]gh.Gate, error) {
-	return t.gates(ctx, "incident gates", `SELECT `+gateCols+` FROM gates WHERE kind = 'incident' AND ($1 = '' OR state = $1)
-		ORDER BY created_at DESC, id LIMIT $2`, string(state), limit)
+func (t *executor) GatesOfKind(ctx context.Context, kind string, state gh.GateState, limit int) ([]gh.Gate, error) {
+	return t.gates(ctx, kind+" gates", `SELECT `+gateCols+` FROM gates WHERE kind = $3 AND ($1 = '' OR state = $1)
+		ORDER BY created_at DESC, id LIMIT $2`, string(state), limit, kind)
 }

@@ -14,7 +14,7 @@ func (t *reader) StuckRuns(ctx context.Context, before time.Time, limit int) ([]
 		WHERE state = 'running' AND step_started_at > 0 AND step_started_at <= ? ORDER BY step_started_at, id LIMIT ?`, micros(before), limit)
 }
 
-func (t *reader) IncidentGates(ctx context.Context, state gh.GateState, limit int) ([]gh.Gate, error) {
-	return t.gates(ctx, "incident gates", `SELECT `+gateCols+` FROM gates WHERE kind = 'incident' AND (?1 = '' OR state = ?1)
-		ORDER BY created_at DESC, id LIMIT ?2`, string(state), limit)
+func (t *reader) GatesOfKind(ctx context.Context, kind string, state gh.GateState, limit int) ([]gh.Gate, error) {
+	return t.gates(ctx, kind+" gates", `SELECT `+gateCols+` FROM gates WHERE kind = ?3 AND (?1 = '' OR state = ?1)
+		ORDER BY created_at DESC, id LIMIT ?2`, string(state), limit, kind)
 }

@@ -72,9 +72,9 @@ func (s *Store) KnowledgeTermStats(ctx context.Context, terms []string) (store.K
 	if err != nil {
 		return store.KnowledgeStats{}, gh.Wrap(gh.CodeUnavailable, err, "sqlite: begin knowledge term stats")
 	}
-	defer tx.Rollback()
+	defer s.endRead(ctx, tx)
 	cache, _ := dfCaches.LoadOrStore(s.path, &sqlknowledge.DFCache{})
-	return sqlknowledge.TermStats(ctx, tx, terms, cache.(*sqlknowledge.DFCache))
+	return sqlknowledge.TermStats(ctx, inTx{tx, s.rc}, terms, cache.(*sqlknowledge.DFCache))
 }
 
 // dfCaches holds each database's cache of document frequencies, by its
@@ -90,8 +90,18 @@ func (s *Store) KnowledgeMatch(ctx context.Context, m store.KnowledgeMatch) ([]s
 	if err != nil {
 		return nil, gh.Wrap(gh.CodeUnavailable, err, "sqlite: begin knowledge match")
 	}
-	defer tx.Rollback()
-	return sqlknowledge.Match(ctx, tx, m)
+	defer s.endRead(ctx, tx)
+	return sqlknowledge.Match(ctx, inTx{tx, s.rc}, m)
+}
+
+// endRead ends a read transaction, then prepares on the read pool the
+// statements it met unprepared (inTx defers them): a recall's statements
+// are parsed once per pool connection rather than at every recall.
+// Preparing inside the transaction could wait for a pool connection
+// while holding one.
+func (s *Store) endRead(ctx context.Context, tx *sql.Tx) {
+	_ = tx.Rollback()
+	s.rc.prepareLater(context.WithoutCancel(ctx))
 }
 
 // KnowledgeVectors implements store.Knowledge.

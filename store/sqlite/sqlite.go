@@ -81,6 +81,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		q.Add("_pragma", "temp_store(2)")
 		if readOnly {
 			q.Add("_pragma", "query_only(1)")
+			// Readers map the file rather than copy its pages through
+			// the page cache: a knowledge recall reads thousands of
+			// index pages, and this cuts its CPU by a fifth to a third.
+			q.Add("_pragma", "mmap_size(1073741824)")
 		} else {
 			q.Set("_txlock", "immediate")
 		}

@@ -64,15 +64,19 @@ func testIncidents(t *testing.T, h Harness) {
 		return gh.Gate{ID: id, SessionID: session, RunID: old, ToolCallID: "tc-" + id, Tool: kind, Arguments: json.RawMessage(`{}`),
 			Kind: kind, Options: []string{gh.IncidentClose, gh.IncidentDiagnose}, State: gh.GatePending, ExpiresAt: now.Add(time.Hour), Created: now}
 	}
-	for _, g := range []gh.Gate{gate("i1", "s1", gh.GateKindIncident), gate("a1", "s2", gh.GateKindApproval)} {
+	for _, g := range []gh.Gate{gate("i1", "s1", gh.GateKindIncident), gate("a1", "s2", gh.GateKindApproval), gate("l1", "s1", gh.GateKindLibrary)} {
 		if ok, err := f.st.InsertGate(f.ctx, g); err != nil || !ok {
 			t.Fatalf("insert %s: %v %v", g.ID, ok, err)
 		}
 	}
-	if gs, err := f.st.IncidentGates(f.ctx, "", 10); err != nil || len(gs) != 1 || gs[0].ID != "i1" || gs[0].Kind != gh.GateKindIncident {
+	if gs, err := f.st.GatesOfKind(f.ctx, gh.GateKindIncident, "", 10); err != nil || len(gs) != 1 || gs[0].ID != "i1" || gs[0].Kind != gh.GateKindIncident {
 		t.Fatalf("incident gates: %+v %v", gs, err)
 	}
-	// A message under a pending incident is not held as one under a card.
+	if gs, err := f.st.GatesOfKind(f.ctx, gh.GateKindLibrary, gh.GatePending, 10); err != nil || len(gs) != 1 || gs[0].ID != "l1" {
+		t.Fatalf("library gates: %+v %v", gs, err)
+	}
+	// A message under a pending incident or library card is not held as
+	// one under a card.
 	res, err := f.st.Append(f.ctx, store.AppendParams{SessionID: "s1", Kind: gh.KindUserMessage, Payload: json.RawMessage(`{"text":"still there?"}`),
 		Key: "s1-m2", Now: now, Input: true, QueueRun: true, MaxAttempts: 3, UnlessGatePending: true})
 	if err != nil || res.GatePending || res.Event.Seq != 2 {
@@ -87,10 +91,10 @@ func testIncidents(t *testing.T, h Harness) {
 		Decision: gh.Decision{State: gh.GateAnswered, By: "ana", Surface: "web", Answer: gh.IncidentClose}}); err != nil || !won {
 		t.Fatalf("decide the incident: %v %v", won, err)
 	}
-	if gs, err := f.st.IncidentGates(f.ctx, gh.GatePending, 10); err != nil || len(gs) != 0 {
+	if gs, err := f.st.GatesOfKind(f.ctx, gh.GateKindIncident, gh.GatePending, 10); err != nil || len(gs) != 0 {
 		t.Fatalf("open incidents after the decision: %+v %v", gs, err)
 	}
-	if gs, err := f.st.IncidentGates(f.ctx, gh.GateAnswered, 10); err != nil || len(gs) != 1 || gs[0].Answer != gh.IncidentClose {
+	if gs, err := f.st.GatesOfKind(f.ctx, gh.GateKindIncident, gh.GateAnswered, 10); err != nil || len(gs) != 1 || gs[0].Answer != gh.IncidentClose {
 		t.Fatalf("decided incidents: %+v %v", gs, err)
 	}
 }

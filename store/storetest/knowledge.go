@@ -27,6 +27,7 @@ func testKnowledge(t *testing.T, h Harness) {
 		{"MatchByCollection", testKnowledgeMatch},
 		{"ReplaceIsAtomic", testKnowledgeAtomic},
 		{"Vectors", testKnowledgeVectors},
+		{"CountsOfManyDocuments", testKnowledgeCounts},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := h.New(t)
@@ -238,5 +239,56 @@ func testKnowledgeVectors(t *testing.T, k store.Knowledge) {
 	}
 	if err := k.SetKnowledgeVectors(ctx, "m1", ids[:1], nil); err == nil {
 		t.Fatal("ids without vectors were taken")
+	}
+}
+
+// The term counts stay exact over many documents (a store may keep them
+// in batches and fold them, as Postgres does every 32 documents), through
+// replacements and deletions.
+func testKnowledgeCounts(t *testing.T, k store.Knowledge) {
+	ctx := context.Background()
+	const docs = 75
+	for i := range docs {
+		// Every document: 2 passages holding "common", the even ones a
+		// third holding "even" twice.
+		n, words := 2, []string{"common"}
+		if i%2 == 0 {
+			n, words = 3, []string{"common", "even", "even"}
+		}
+		if _, _, err := k.PutKnowledgeDocument(ctx, knowDoc("shared", fmt.Sprintf("doc%02d.md", i), "h", n, words...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string, passages, common, even, para2 int64) {
+		t.Helper()
+		stats, err := k.KnowledgeTermStats(ctx, []string{"common", "even", "para2", "none"})
+		if err != nil || stats.Passages != passages || stats.DF["common"] != common || stats.DF["even"] != even || stats.DF["para2"] != para2 ||
+			len(stats.DF) != 3 {
+			t.Fatalf("%s: %+v %v, want %d passages, common %d, even %d, para2 %d", when, stats, err, passages, common, even, para2)
+		}
+	}
+	// 38 even documents of 3 passages, 37 odd ones of 2.
+	check("after the puts", 38*3+37*2, 38*3+37*2, 38*3, 38)
+	// Replace 10 even documents by odd-shaped ones and delete 5 odd ones.
+	for i := 0; i < 20; i += 2 {
+		if _, _, err := k.PutKnowledgeDocument(ctx, knowDoc("shared", fmt.Sprintf("doc%02d.md", i), "h2", 2, "common")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i < 10; i += 2 {
+		if ok, err := k.DeleteKnowledgeDocument(ctx, "shared", fmt.Sprintf("doc%02d.md", i), knowT0); err != nil || !ok {
+			t.Fatalf("delete: %v %v", ok, err)
+		}
+	}
+	check("after replacing and deleting", 28*3+42*2, 28*3+42*2, 28*3, 28)
+	for i := range docs {
+		k.DeleteKnowledgeDocument(ctx, "shared", fmt.Sprintf("doc%02d.md", i), knowT0)
+	}
+	stats, err := k.KnowledgeTermStats(ctx, []string{"common", "even"})
+	if err != nil || stats.Passages != 0 || stats.Terms != 0 || len(stats.DF) != 0 {
+		t.Fatalf("after deleting all: %+v %v", stats, err)
+	}
+	if hits, err := k.KnowledgeMatch(ctx, store.KnowledgeMatch{Collections: []string{"shared"}, Terms: []string{"common"}, Limit: 10}); err != nil || len(hits) != 0 {
+		t.Fatalf("passages left: %d %v", len(hits), err)
 	}
 }

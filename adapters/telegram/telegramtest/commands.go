@@ -1,7 +1,6 @@
 package telegramtest
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,81 +8,27 @@ import (
 	"strings"
 	"time"
 	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
+	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest/tgcommands"
 )
 
 // ---- bot commands ----
 
 // TelegramCommand is a command the bot registered with setMyCommands.
-type TelegramCommand struct {
-	Command     string `json:"command"`
-	Description string `json:"description"`
-}
-
-// maxCommands is how many commands one scope and language can hold.
-const maxCommands = 100
+type TelegramCommand = tgcommands.Command
 
 // commandWait is how long Command waits for the bot's answer.
 const commandWait = 10 * time.Second
 
-// commandScopes are the BotCommandScope types, with the fields each needs.
-var commandScopes = map[string][]string{
-	"default":                 nil,
-	"all_private_chats":       nil,
-	"all_group_chats":         nil,
-	"all_chat_administrators": nil,
-	"chat":                    {"chat_id"},
-	"chat_administrators":     {"chat_id"},
-	"chat_member":             {"chat_id", "user_id"},
-}
-
 // commandKey reads scope and language_code into the key a list of
-// commands is kept under: "default" and "" when absent.
+// commands is kept under (tgcommands.Key).
 func commandKey(p tgParams) (string, *tgErr) {
-	scope := "default"
-	if raw, ok := p["scope"]; ok && strings.TrimSpace(raw) != "" {
-		var s map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(raw), &s); err != nil {
-			return "", badRequest("can't parse BotCommandScope JSON object")
-		}
-		var typ string
-		if err := json.Unmarshal(s["type"], &typ); err != nil {
-			return "", badRequest("can't parse BotCommandScope: Can't find field \"type\"")
-		}
-		need, ok := commandScopes[typ]
-		if !ok {
-			return "", badRequest("unsupported bot command scope type %q", typ)
-		}
-		scope = typ
-		for _, field := range need {
-			v, ok := s[field]
-			if !ok {
-				return "", badRequest("can't parse BotCommandScope: Can't find field %q", field)
-			}
-			scope += ":" + strings.Trim(string(v), `"`)
-		}
+	key, refusal := tgcommands.Key(p["scope"], p["language_code"])
+	if refusal != "" {
+		return "", badRequest("%s", refusal)
 	}
-	lang := p["language_code"]
-	if lang != "" && (len(lang) != 2 || strings.ToLower(lang) != lang || strings.Trim(lang, "abcdefghijklmnopqrstuvwxyz") != "") {
-		return "", badRequest("invalid language code specified")
-	}
-	return scope + "|" + lang, nil
-}
-
-// validCommand reports whether s is a command name Telegram takes: 1-32
-// characters, lowercase English letters, digits and underscores.
-func validCommand(s string) bool {
-	if len(s) == 0 || len(s) > 32 {
-		return false
-	}
-	for _, r := range s {
-		if r != '_' && (r < 'a' || r > 'z') && (r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
+	return key, nil
 }
 
 func (f *TelegramFake) setMyCommands(p tgParams) (any, *tgErr) {
@@ -91,45 +36,9 @@ func (f *TelegramFake) setMyCommands(p tgParams) (any, *tgErr) {
 	if e != nil {
 		return nil, e
 	}
-	var list []TelegramCommand
-	// Without commands, the list is set empty (Telegram's answer to a
-	// request that forgot the parameter).
-	if raw, ok := p["commands"]; ok && strings.TrimSpace(raw) != "" {
-		var objs []map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(raw), &objs); err != nil {
-			return nil, badRequest("can't parse commands JSON object")
-		}
-		if len(objs) > maxCommands {
-			return nil, badRequest("too many commands specified")
-		}
-		for _, o := range objs {
-			var c TelegramCommand
-			for _, fd := range []struct {
-				field string
-				dst   *string
-			}{{"command", &c.Command}, {"description", &c.Description}} {
-				field, dst := fd.field, fd.dst
-				v, ok := o[field]
-				if !ok {
-					return nil, badRequest("can't parse BotCommand: Can't find field %q", field)
-				}
-				if err := json.Unmarshal(v, dst); err != nil {
-					return nil, badRequest("can't parse BotCommand: Field %q must be of type String", field)
-				}
-			}
-			if !validCommand(c.Command) {
-				return nil, badRequest("BOT_COMMAND_INVALID")
-			}
-			desc := strings.TrimSpace(c.Description)
-			if desc == "" {
-				return nil, badRequest("command description must be non-empty")
-			}
-			if utf8.RuneCountInString(desc) > 256 {
-				return nil, badRequest("BOT_COMMAND_DESCRIPTION_INVALID")
-			}
-			c.Description = desc
-			list = append(list, c)
-		}
+	list, refusal := tgcommands.Parse(p["commands"])
+	if refusal != "" {
+		return nil, badRequest("%s", refusal)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

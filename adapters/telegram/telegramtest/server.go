@@ -195,7 +195,7 @@ func cloneButtons(rows [][]TelegramButton) [][]TelegramButton {
 
 func (f *TelegramFake) serve(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/file/bot") {
-		f.serveFile(w, r)
+		f.files.ServeHTTP(w, r)
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
@@ -229,9 +229,10 @@ func (f *TelegramFake) serve(w http.ResponseWriter, r *http.Request) {
 	// Method names are case-insensitive on Telegram.
 	switch strings.ToLower(method) {
 	case "getfile":
-		f.mu.Lock()
-		res, e = f.getFile(p)
-		f.mu.Unlock()
+		var refusal string
+		if res, refusal = f.files.GetFile(p["file_id"]); refusal != "" {
+			e = badRequest("%s", refusal)
+		}
 	case "getme":
 		res = botUserJSON()
 	case "getupdates":

@@ -15,6 +15,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/internal/platformfake"
 	"github.com/gatehouse/gatehouse/adapters/telegram"
+	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest/tgfiles"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
@@ -169,12 +170,8 @@ type TelegramFake struct {
 	// commands are the lists setMyCommands set, by "scope|language".
 	commands     map[string][]TelegramCommand
 	commandCalls int
-	// files are the files users sent, by file_id; docs the document of
-	// each message that carried one, by chat id and message id.
-	files     map[string]*tgFile
-	docs      map[int64]map[int]*tgFile
-	nextFile  int
-	downloads int
+	// files are the documents users sent.
+	files *tgfiles.Store
 }
 
 type tgUser struct {
@@ -266,6 +263,7 @@ func NewTelegram(t adaptertest.TB, opts TelegramOptions) *TelegramFake {
 	}
 	f := &TelegramFake{
 		Token:      TelegramToken,
+		files:      tgfiles.New(TelegramToken),
 		t:          t,
 		opts:       opts,
 		closed:     make(chan struct{}),

@@ -136,7 +136,7 @@
       cell(tr, "", "text").appendChild(Cards.render(Cards.fieldsOf(g.fields, g.arguments)));
       cell(tr, when(g.expiresAt));
       const td = cell(tr, "");
-      if (g.kind === "approval") {
+      if (g.kind === "approval" || g.kind === "library") {
         for (const [label, d] of [["Approve", "approve"], ["Deny", "deny"]]) {
           if (d === "deny") td.appendChild(reasonField(g.id, "admin-reason"));
           const b = document.createElement("button");

@@ -3,6 +3,7 @@ package pgknowledge
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -132,7 +133,9 @@ func CollectionVersions(ctx context.Context, q Querier, names []string) (map[str
 	return out, err
 }
 
-// TermStats returns the library's counts for terms.
+// TermStats returns the library's counts for terms: a term's document
+// frequency is its knowledge_terms row plus its entries in the log not
+// yet folded into it (see insertPassages), read in one statement.
 func TermStats(ctx context.Context, q Querier, terms []string) (store.KnowledgeStats, error) {
 	st := store.KnowledgeStats{DF: make(map[string]int64, len(terms))}
 	if err := q.QueryRow(ctx, `SELECT passages, terms FROM knowledge_stats WHERE id = 1`).Scan(&st.Passages, &st.Terms); err != nil {
@@ -142,9 +145,17 @@ func TermStats(ctx context.Context, q Querier, terms []string) (store.KnowledgeS
 		var term string
 		var df int64
 		err := r.Scan(&term, &df)
-		st.DF[term] = df
+		st.DF[term] += df
 		return struct{}{}, err
-	}, `SELECT term, df FROM knowledge_terms WHERE term = ANY($1)`, terms)
+	}, `SELECT term, df FROM knowledge_terms WHERE term = ANY($1)
+		UNION ALL
+		SELECT q.t, SUM((l.counts->>q.t)::bigint)::bigint FROM knowledge_term_log l, unnest($1::text[]) q(t)
+		WHERE l.counts ? q.t GROUP BY q.t`, terms)
+	for t, df := range st.DF {
+		if df <= 0 {
+			delete(st.DF, t)
+		}
+	}
 	return st, err
 }
 
@@ -320,15 +331,16 @@ func Put(ctx context.Context, q Querier, p store.KnowledgeDocumentPut) (store.Kn
 	if err != nil {
 		return store.KnowledgeDocument{}, false, dbErr(err, "write knowledge document")
 	}
-	if err := insertPassages(ctx, q, d, p.Passages); err != nil {
+	if err := insertPassages(ctx, q, d, p.Passages, p.Now); err != nil {
 		return store.KnowledgeDocument{}, false, err
 	}
-	return d, true, bump(ctx, q, d.Collection, p.Now)
+	return d, true, nil
 }
 
 // insertPassages writes the passages in one statement, then their terms'
-// document frequencies and the library's counts.
-func insertPassages(ctx context.Context, q Querier, d store.KnowledgeDocument, ps []store.KnowledgePassage) error {
+// document frequencies (a row of the log), the library's counts and the
+// collection's version in another.
+func insertPassages(ctx context.Context, q Querier, d store.KnowledgeDocument, ps []store.KnowledgePassage, now time.Time) error {
 	n := len(ps)
 	ords, starts, ends, lengths := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 	texts, models, headings, terms := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -362,16 +374,41 @@ func insertPassages(ctx context.Context, q Querier, d store.KnowledgeDocument, p
 	if err != nil {
 		return dbErr(err, "write knowledge passages")
 	}
-	names, counts := make([]string, 0, len(df)), make([]int64, 0, len(df))
-	for t, c := range df {
-		names, counts = append(names, t), append(counts, c)
+	counts, err := json.Marshal(df)
+	if err != nil {
+		return gh.Wrap(gh.CodeInternal, err, "encode knowledge term counts")
 	}
-	if _, err := q.Exec(ctx, `INSERT INTO knowledge_terms (term, df) SELECT t, c FROM unnest($1::text[], $2::bigint[]) x(t, c) ORDER BY t
-		ON CONFLICT (term) DO UPDATE SET df = knowledge_terms.df + excluded.df`, names, counts); err != nil {
+	// The document's term counts go in as one row of the log, with the
+	// library's counts and the collection's version; the writer that
+	// fills the log folds it.
+	var pending int
+	if err := q.QueryRow(ctx, `WITH l AS (INSERT INTO knowledge_term_log (counts) VALUES ($1::text::jsonb)),
+			b AS (INSERT INTO knowledge_collections (name, version, updated_at) VALUES ($4, 1, $5)
+				ON CONFLICT (name) DO UPDATE SET version = knowledge_collections.version + 1, updated_at = excluded.updated_at)
+		UPDATE knowledge_stats SET passages = passages + $2, terms = terms + $3, pending = pending + 1 WHERE id = 1 RETURNING pending`,
+		string(counts), n, total, d.Collection, now.UTC()).Scan(&pending); err != nil {
 		return dbErr(err, "count knowledge terms")
 	}
-	_, err = q.Exec(ctx, `UPDATE knowledge_stats SET passages = passages + $1, terms = terms + $2 WHERE id = 1`, n, total)
-	return dbErr(err, "count knowledge passages")
+	if pending >= foldEvery {
+		return fold(ctx, q)
+	}
+	return nil
+}
+
+// foldEvery is how many documents' term counts the log holds before a
+// writer folds them into knowledge_terms: the more, the fewer updates of
+// a common term, and the more a recall sums from the log.
+const foldEvery = 32
+
+// fold moves the log's term counts into knowledge_terms, one update per
+// term. The caller holds the stats row.
+func fold(ctx context.Context, q Querier) error {
+	_, err := q.Exec(ctx, `WITH gone AS (DELETE FROM knowledge_term_log RETURNING counts),
+			sums AS (SELECT e.key AS t, SUM(e.value::bigint)::bigint AS c FROM gone, jsonb_each_text(gone.counts) e GROUP BY e.key),
+			z AS (UPDATE knowledge_stats SET pending = 0 WHERE id = 1)
+		INSERT INTO knowledge_terms (term, df) SELECT t, c FROM sums ORDER BY t
+		ON CONFLICT (term) DO UPDATE SET df = knowledge_terms.df + excluded.df`)
+	return dbErr(err, "fold knowledge term counts")
 }
 
 func distinctTerms(terms []string) []string {
@@ -389,6 +426,11 @@ func distinctTerms(terms []string) []string {
 // dropPassages removes a document's passages with their share of the
 // term counts and the library's counts.
 func dropPassages(ctx context.Context, q Querier, documentID int64) error {
+	// The document's counts may still be in the log: fold it first, so
+	// that they are in knowledge_terms to take away.
+	if err := fold(ctx, q); err != nil {
+		return err
+	}
 	_, err := q.Exec(ctx, `WITH gone AS (
 			SELECT u.lexeme AS term, COUNT(*) AS n FROM knowledge_passages p, unnest(p.tsv) u WHERE p.document_id = $1 GROUP BY u.lexeme
 		), dec AS (

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -267,35 +268,37 @@ func (x index) ids(ctx context.Context, query string, args ...any) ([]int64, err
 }
 
 func (x index) Holders(ctx context.Context, terms []string, n int) (map[int64]uint64, error) {
-	masks := map[int64]uint64{}
-	for i, t := range terms[:n] {
-		cond, args := x.inScope()
-		ids, err := x.ids(ctx, `SELECT f.rowid FROM knowledge_fts f WHERE knowledge_fts MATCH ? AND `+cond, append([]any{ftsAny([]string{t})}, args...)...)
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range ids {
-			masks[id] |= 1 << i
-		}
-	}
-	if len(masks) == 0 {
-		return masks, nil
-	}
-	// Which of the commoner terms the holders hold: FTS5 intersects the
-	// postings, seeking in the long ones.
+	// One statement: each rare term's holders, then which of the
+	// commoner terms the holders of any rare one hold (FTS5 intersects
+	// the postings, seeking in the long ones), each row with the bit of
+	// its term.
+	cond, scopeArgs := x.inScope()
 	rare := ftsAny(terms[:n])
-	for i := n; i < len(terms); i++ {
-		ids, err := x.ids(ctx, `SELECT rowid FROM knowledge_fts WHERE knowledge_fts MATCH ?`, rare+` AND "`+terms[i]+`"`)
-		if err != nil {
-			return nil, err
+	parts := make([]string, 0, len(terms))
+	args := make([]any, 0, 2*len(terms))
+	for i, t := range terms {
+		query := ftsAny([]string{t})
+		if i >= n {
+			query = rare + ` AND "` + t + `"`
 		}
-		for _, id := range ids {
-			if _, ok := masks[id]; ok {
-				masks[id] |= 1 << i
-			}
-		}
+		parts = append(parts, `SELECT f.rowid, `+strconv.Itoa(i)+` FROM knowledge_fts f WHERE knowledge_fts MATCH ? AND `+cond)
+		args = append(append(args, query), scopeArgs...)
 	}
-	return masks, nil
+	masks := map[int64]uint64{}
+	rows, err := x.q.QueryContext(ctx, strings.Join(parts, " UNION ALL "), args...)
+	if err != nil {
+		return nil, dbErr(err, "match knowledge passages")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var i int
+		if err := rows.Scan(&id, &i); err != nil {
+			return nil, dbErr(err, "match knowledge passages")
+		}
+		masks[id] |= 1 << i
+	}
+	return masks, dbErr(rows.Err(), "match knowledge passages")
 }
 
 func (x index) Class(ctx context.Context, all, none []string, limit int) ([]int64, error) {
