@@ -8,6 +8,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/internal/sweeper"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -71,9 +72,7 @@ type Service struct {
 	// the moment before it learnt otherwise cost no transaction.
 	logged map[string]gh.Gate
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	sweeper sweeper.Sweeper
 }
 
 // flight is one commit of a gate's decision in progress in this process:
@@ -436,49 +435,13 @@ func (s *Service) SweepOnce(ctx context.Context) error {
 // Start runs the sweeper: a sweep at once, then every Sweep, until Stop or
 // the end of ctx.
 func (s *Service) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cancel != nil {
-		return gh.Errorf(gh.CodeConflict, "gates: service already started")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	s.cancel, s.done = cancel, done
-	go func() {
-		defer close(done)
-		t := time.NewTicker(s.cfg.Sweep)
-		defer t.Stop()
-		for {
-			_ = s.SweepOnce(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return nil
+	return s.sweeper.Start(ctx, "gates", s.cfg.Sweep, func(ctx context.Context) { _ = s.SweepOnce(ctx) })
 }
 
 // Stop stops the sweeper and waits for the sweep in progress, or for the
 // end of ctx. A stopped service can be started again; Decide works
 // whether or not the sweeper runs.
-func (s *Service) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.cancel, s.done = nil, nil
-	s.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (s *Service) Stop(ctx context.Context) error { return s.sweeper.Stop(ctx) }
 
 // Seeder is implemented by a registry that keeps its own copy of a gate
 // (Redis): seeding it when the gate opens spares the first press a database

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/internal/sweeper"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -76,9 +77,7 @@ type Service struct {
 	st  store.Store
 	k   *kernel.Kernel
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	sweeper sweeper.Sweeper
 	// diagnoses are the diagnoses in flight, waited for by Stop.
 	diagnoses sync.WaitGroup
 }

@@ -3,7 +3,6 @@ package incidents
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -136,45 +135,17 @@ func decidedPayload(g gh.Gate) json.RawMessage {
 // Start runs the sweeper: a sweep at once, then every Config.Sweep, until
 // Stop or the end of ctx.
 func (s *Service) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cancel != nil {
-		return gh.Errorf(gh.CodeConflict, "incidents: service already started")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	s.cancel, s.done = cancel, done
-	go func() {
-		defer close(done)
-		t := time.NewTicker(s.cfg.Sweep)
-		defer t.Stop()
-		for {
-			_ = s.SweepOnce(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return nil
+	return s.sweeper.Start(ctx, "incidents", s.cfg.Sweep, func(ctx context.Context) { _ = s.SweepOnce(ctx) })
 }
 
 // Stop stops the sweeper and waits for the sweep and the diagnoses in
 // progress, or for the end of ctx.
 func (s *Service) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.cancel, s.done = nil, nil
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if err := s.sweeper.Stop(ctx); err != nil {
+		return err
 	}
 	all := make(chan struct{})
 	go func() {
-		if done != nil {
-			<-done
-		}
 		s.diagnoses.Wait()
 		close(all)
 	}()

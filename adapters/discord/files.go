@@ -3,14 +3,13 @@ package discord
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/adapters/internal/filefetch"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
@@ -110,46 +109,9 @@ func (a *Adapter) FetchFile(ctx context.Context, f gh.File, max int64) ([]byte, 
 	if f.Size > max {
 		return nil, gh.Errorf(gh.CodePayloadTooLarge, "discord attachment %q is %d bytes, over %d", f.Name, f.Size, max)
 	}
-	u, err := url.Parse(f.Ref)
-	if err != nil || !a.fileHost(u) {
-		return nil, gh.Errorf(gh.CodeInvalid, "discord attachment %q is not on Discord's CDN; not fetched", f.Name)
-	}
-	client := *a.client
-	client.CheckRedirect = func(r *http.Request, via []*http.Request) error {
-		if len(via) >= 5 || !a.fileHost(r.URL) {
-			return fmt.Errorf("redirected off Discord's CDN to %s", r.URL.Host)
-		}
-		return nil
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, gh.Wrap(gh.CodeInvalid, err, "discord attachment %q", f.Name)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, gh.Wrap(gh.CodeUnavailable, err, "discord attachment %q not fetched", f.Name)
-	}
-	defer resp.Body.Close()
-	switch s := resp.StatusCode; {
-	case s >= 200 && s < 300:
-	case s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s >= 500:
-		return nil, gh.Errorf(gh.CodeUnavailable, "discord attachment %q: HTTP %d; try again later", f.Name, s)
-	case s == http.StatusNotFound || s == http.StatusGone:
-		return nil, gh.Errorf(gh.CodeNotFound, "discord attachment %q: HTTP %d; it is gone (or its link expired)", f.Name, s)
-	default:
-		return nil, gh.Errorf(gh.CodeInvalid, "discord attachment %q: HTTP %d", f.Name, s)
-	}
-	if resp.ContentLength > max {
-		return nil, gh.Errorf(gh.CodePayloadTooLarge, "discord attachment %q is %d bytes, over %d", f.Name, resp.ContentLength, max)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	switch {
-	case err != nil:
-		return nil, gh.Wrap(gh.CodeUnavailable, err, "discord attachment %q: reading it failed", f.Name)
-	case int64(len(body)) > max:
-		return nil, gh.Errorf(gh.CodePayloadTooLarge, "discord attachment %q is over %d bytes", f.Name, max)
-	}
-	return body, nil
+	body, _, err := filefetch.Fetch(ctx, filefetch.Request{Client: a.client, URL: f.Ref, Allowed: a.fileHost,
+		What: fmt.Sprintf("discord attachment %q", f.Name), Max: max})
+	return body, err
 }
 
 var _ chat.FileFetcher = (*Adapter)(nil)

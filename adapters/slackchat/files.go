@@ -2,17 +2,14 @@ package slackchat
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/adapters/internal/filefetch"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
@@ -140,39 +137,17 @@ func (a *Adapter) FetchFile(ctx context.Context, f gh.File, max int64) ([]byte, 
 	if f.Size > max {
 		return nil, gh.Errorf(gh.CodePayloadTooLarge, "slack file %q is %d bytes, over %d", f.Name, f.Size, max)
 	}
-	u, err := url.Parse(f.Ref)
-	if err != nil || !a.fileHost(u) {
-		return nil, gh.Errorf(gh.CodeInvalid, "slack file %q is not on Slack's file hosts; not fetched", f.Name)
-	}
-	client := *a.cfg.HTTPClient
-	client.CheckRedirect = func(r *http.Request, via []*http.Request) error {
-		if len(via) >= 5 {
-			return errors.New("too many redirects")
-		}
-		if !a.fileHost(r.URL) {
-			return fmt.Errorf("redirected off Slack's file hosts to %s", r.URL.Host)
-		}
-		return nil
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	body, mt, err := filefetch.Fetch(ctx, filefetch.Request{Client: a.cfg.HTTPClient, URL: f.Ref, Allowed: a.fileHost,
+		Header: http.Header{"Authorization": {"Bearer " + a.cfg.BotToken}}, What: fmt.Sprintf("slack file %q", f.Name), Max: max})
 	if err != nil {
-		return nil, gh.Wrap(gh.CodeInvalid, err, "slack file %q", f.Name)
-	}
-	req.Header.Set("Authorization", "Bearer "+a.cfg.BotToken)
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, gh.Wrap(gh.CodeUnavailable, err, "slack file %q not fetched", f.Name)
-	}
-	defer resp.Body.Close()
-	if err := fetchStatus("slack", f.Name, resp.StatusCode); err != nil {
 		return nil, err
 	}
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/html" && !strings.HasPrefix(f.MediaType, "text/html") {
+	if mt == "text/html" && !strings.HasPrefix(f.MediaType, "text/html") {
 		// Slack answers a download it does not authorise (a token
 		// without files:read) with its sign-in page, status 200.
 		return nil, gh.Errorf(gh.CodeUnauthorized, "slack file %q: Slack answered with a web page, not the file (does the bot token have the files:read scope?)", f.Name)
 	}
-	return readAtMost("slack", f.Name, resp, max)
+	return body, nil
 }
 
 // slackFileHosts are where Slack serves files from.
@@ -197,41 +172,6 @@ func (a *Adapter) fileHost(u *url.URL) bool {
 		return u.Scheme == "https" && slackFileHosts[strings.ToLower(u.Hostname())] && (u.Port() == "" || u.Port() == "443")
 	}
 	return u.Scheme == base.Scheme && strings.EqualFold(u.Host, base.Host)
-}
-
-// fetchStatus turns a download's HTTP status into a *gh.Error, nil for
-// a 2xx.
-func fetchStatus(platform, name string, status int) error {
-	switch {
-	case status >= 200 && status < 300:
-		return nil
-	case status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500:
-		return gh.Errorf(gh.CodeUnavailable, "%s file %q: HTTP %d; try again later", platform, name, status)
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return gh.Errorf(gh.CodeUnauthorized, "%s file %q: HTTP %d; the bot may not download it", platform, name, status)
-	case status == http.StatusNotFound || status == http.StatusGone:
-		return gh.Errorf(gh.CodeNotFound, "%s file %q: HTTP %d; it is gone", platform, name, status)
-	}
-	return gh.Errorf(gh.CodeInvalid, "%s file %q: HTTP %d", platform, name, status)
-}
-
-// readAtMost reads resp's body, refusing more than max bytes (by its
-// Content-Length, or after reading max+1).
-func readAtMost(platform, name string, resp *http.Response, max int64) ([]byte, error) {
-	tooLarge := func(size string) error {
-		return gh.Errorf(gh.CodePayloadTooLarge, "%s file %q is %s bytes, over %d", platform, name, size, max)
-	}
-	if resp.ContentLength > max {
-		return nil, tooLarge(strconv.FormatInt(resp.ContentLength, 10))
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, gh.Wrap(gh.CodeUnavailable, err, "%s file %q: reading it failed", platform, name)
-	}
-	if int64(len(body)) > max {
-		return nil, tooLarge("more than " + strconv.FormatInt(max, 10))
-	}
-	return body, nil
 }
 
 var _ chat.FileFetcher = (*Adapter)(nil)

@@ -3,13 +3,14 @@ package telegram
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/go-telegram/bot"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/adapters/internal/filefetch"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 )
 
@@ -47,28 +48,15 @@ func (a *Adapter) FetchFile(ctx context.Context, f gh.File, max int64) ([]byte, 
 	if tf.FilePath == "" {
 		return nil, gh.Errorf(gh.CodeInvalid, "telegram: getFile gave no path to download")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.bot.FileDownloadLink(tf), nil)
-	if err != nil {
-		return nil, gh.Errorf(gh.CodeInvalid, "telegram: the file's path does not make a URL")
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return nil, gh.Wrap(gh.CodeUnavailable, a.redact(err), "telegram: downloading the file failed")
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		code := gh.CodeInvalid
-		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-			code = gh.CodeUnavailable
-		}
-		return nil, gh.Errorf(code, "telegram: the file download answered %s", resp.Status)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, gh.Wrap(gh.CodeUnavailable, a.redact(err), "telegram: reading the file failed")
-	}
-	if int64(len(data)) > max {
-		return nil, gh.Errorf(gh.CodePayloadTooLarge, "telegram: %s is over %d bytes", f.Name, max)
-	}
-	return data, nil
+	// The link holds the token: filefetch's errors never quote a URL.
+	data, _, err := filefetch.Fetch(ctx, filefetch.Request{Client: a.client, URL: a.bot.FileDownloadLink(tf), Allowed: a.fileHost,
+		What: "telegram file " + strconv.Quote(f.Name), Max: max})
+	return data, err
+}
+
+// fileHost reports whether u is on the Bot API server the adapter talks
+// to (its file endpoint): nowhere else gets the token in a file link.
+func (a *Adapter) fileHost(u *url.URL) bool {
+	base, err := url.Parse(a.cfg.APIURL)
+	return err == nil && u != nil && u.User == nil && u.Scheme == base.Scheme && strings.EqualFold(u.Host, base.Host)
 }

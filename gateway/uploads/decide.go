@@ -162,39 +162,19 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 // Start runs the sweep of approvals left unadded, every Config.Sweep,
 // until Stop.
 func (s *Service) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cancel != nil {
-		return gh.Errorf(gh.CodeConflict, "uploads: service already started")
-	}
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		t := time.NewTicker(s.cfg.Sweep)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, err := s.SweepOnce(ctx); err != nil && ctx.Err() == nil {
-					s.cfg.Logger.Warn("uploads: sweep of approved files failed", "err", err)
-				}
-			}
+	return s.sweeper.Start(ctx, "uploads", s.cfg.Sweep, func(ctx context.Context) {
+		if _, err := s.SweepOnce(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("uploads: sweep of approved files failed", "err", err)
 		}
-	}()
-	return nil
+	})
 }
 
 // Stop ends the sweep and waits for the adds approvals started, until
 // ctx ends.
 func (s *Service) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	if s.cancel != nil {
-		s.cancel()
+	if err := s.sweeper.Stop(ctx); err != nil {
+		return err
 	}
-	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {

@@ -14,6 +14,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/internal/sweeper"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/knowledge"
 	"github.com/gatehouse/gatehouse/store"
@@ -89,10 +90,9 @@ func (c Config) withDefaults() Config {
 // Service answers /library and logs the decisions of library cards.
 type Service struct {
 	cfg Config
-	wg  sync.WaitGroup
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
+	// wg counts the adds approvals started (Decided).
+	wg      sync.WaitGroup
+	sweeper sweeper.Sweeper
 }
 
 // New returns a Service.
