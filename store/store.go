@@ -353,6 +353,7 @@ type Store interface {
 	// StatsReader counts activity per time bucket (stats.go).
 	StatsReader
 	MetricsReader // the scrape-time gauges (metrics.go)
+	Secrets       // the gateway's own generated secrets (secrets.go)
 	// InTx runs fn in one transaction and commits when fn returns nil.
 	// When the database reports a conflict that a retry resolves (a
 	// serialization failure, or two transactions racing on one

@@ -70,6 +70,7 @@ func Run(t *testing.T, h Harness) {
 		{"ClaimCandidateSaysMore", testClaimMore},
 		{"AppendUnlessGatePending", testUnlessGatePending},
 		{"Incidents", testIncidents},
+		{"Secrets", testSecrets},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
