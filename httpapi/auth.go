@@ -6,10 +6,9 @@ import (
 	"github.com/gatehouse/gatehouse/httpapi/apiauth"
 )
 
-// auth requires the API token when one is configured (apiauth.Token; the
-// query token only where queryToken is set: the SSE stream) and this
-// machine when none is (apiauth.SameMachine). A refusal is answered in
-// the API's error format.
+// auth requires a credential (apiauth.Auth.Require: the token, or the
+// session cookie of GET /login; the query token only where queryToken is
+// set: the SSE stream). A refusal is answered in the API's error format.
 func (s *Server) auth(next http.HandlerFunc, queryToken bool) http.Handler {
 	return s.authWith(func(w http.ResponseWriter, r *http.Request, err error) { writeError(w, r, s.log, err) }, next, queryToken)
 }
@@ -25,8 +24,5 @@ type OpenAIHandler interface {
 
 // authWith is auth with refusals answered by refuse.
 func (s *Server) authWith(refuse apiauth.Refuse, next http.HandlerFunc, queryToken bool) http.Handler {
-	if s.cfg.APIToken == "" {
-		return apiauth.SameMachine(refuse, next)
-	}
-	return apiauth.Token(s.cfg.APIToken, queryToken, refuse, next)
+	return s.creds.Require(queryToken, refuse, next)
 }

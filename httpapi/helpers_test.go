@@ -89,6 +89,9 @@ func run(t *testing.T, cfg httpapi.Config, fn func(t *testing.T, e *env)) {
 func newEnv(t *testing.T, st store.Store, peer func() store.Store, cfg httpapi.Config) *env {
 	k := kernel.New(st, kernel.Config{})
 	cfg.Kernel, cfg.Store = k, st
+	if cfg.APIToken == "" {
+		cfg.APIToken = "test-api-token" // the API has no open mode
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

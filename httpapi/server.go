@@ -12,6 +12,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/httpapi/apiauth"
 	"github.com/gatehouse/gatehouse/httpapi/connlimit"
 	"github.com/gatehouse/gatehouse/httpapi/probes"
 	"github.com/gatehouse/gatehouse/httpapi/reqbody"
@@ -48,13 +49,17 @@ type Config struct {
 	// and the tenant check of a decision. Required with Kernel: the
 	// kernel's store.
 	Store store.Store
-	// APIToken, when set, is required on every /v1 request as
-	// "Authorization: Bearer <token>". GET /v1/sessions/{id}/stream also
-	// takes it as the access_token query parameter, because browsers'
-	// EventSource cannot set headers; elsewhere a query token is refused,
-	// since query strings end up in proxy logs. Defaults to empty: no
-	// authentication. cmd refuses to bind a non-loopback address without
-	// one.
+	// APIToken is required on every /v1 request and on GET /metrics: as
+	// "Authorization: Bearer <token>", or as the session cookie a browser
+	// gets from GET /login?token=<token> (HttpOnly, SameSite=Strict; a
+	// write carried by the cookie must also come from this origin). GET
+	// /v1/sessions/{id}/stream also takes it as the access_token query
+	// parameter, because browsers' EventSource cannot set headers;
+	// elsewhere a query token is refused, since query strings end up in
+	// proxy logs. Required with Kernel: there is no API without a
+	// credential, on loopback too (cmd generates one when none is
+	// configured). Without Kernel it guards /metrics only, and may be
+	// empty: /metrics is then open.
 	APIToken string
 	// MaxBodyBytes bounds a request body. Defaults to 1 MiB.
 	MaxBodyBytes int64
@@ -149,9 +154,10 @@ type Config struct {
 	// POST /hooks/<platform> without the API token (each checks its
 	// platform's own secret). Defaults to none.
 	Hooks map[string]http.Handler
-	// Metrics, when set, serves GET /metrics (Prometheus text format).
-	// Like the probes it needs no token: it holds counts, not content.
-	// Defaults to nil: 404.
+	// Metrics, when set, serves GET /metrics (Prometheus text format)
+	// behind the API token on this listener, and with no token on
+	// ProbeAddr (a listener for scrapers and kubelets, kept off the
+	// public address). Defaults to nil: 404.
 	Metrics http.Handler
 	// OpenAI, when set, serves the OpenAI-compatible endpoint
 	// (POST /v1/chat/completions, GET /v1/models; httpapi/openaiapi) behind
@@ -228,6 +234,9 @@ type Server struct {
 	ln     net.Listener
 	probes *probes.Probes
 	done   chan error
+	// creds checks every /v1 request's credential; nil without a token
+	// (no Kernel, no API).
+	creds *apiauth.Auth
 
 	// probe is the optional probe-only server on ProbeAddr.
 	probe   *http.Server
@@ -251,9 +260,15 @@ func New(cfg Config) *Server {
 	if cfg.Kernel != nil && cfg.Store == nil {
 		panic("httpapi: New needs a Store with a Kernel")
 	}
+	if cfg.Kernel != nil && cfg.APIToken == "" {
+		panic("httpapi: New needs an APIToken with a Kernel: the API has no open mode")
+	}
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, log: cfg.Logger, k: cfg.Kernel, streams: map[*int]context.CancelFunc{},
 		body: reqbody.Limits{MaxBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout}}
+	if cfg.APIToken != "" {
+		s.creds = apiauth.New(cfg.APIToken)
+	}
 	s.probes = probes.New(probes.Config{Ready: cfg.Ready, Workers: cfg.Workers, StaleAfter: cfg.LiveStaleAfter, Logger: cfg.Logger,
 		WriteError: func(w http.ResponseWriter, r *http.Request, err error) { writeError(w, r, s.log, err) }})
 	mux := http.NewServeMux()
@@ -263,7 +278,14 @@ func New(cfg Config) *Server {
 	}
 	s.hooks(mux)
 	if cfg.Metrics != nil {
-		mux.Handle("GET /metrics", cfg.Metrics)
+		if s.creds != nil {
+			mux.Handle("GET /metrics", s.auth(cfg.Metrics.ServeHTTP, false))
+		} else {
+			mux.Handle("GET /metrics", cfg.Metrics)
+		}
+	}
+	if s.creds != nil {
+		mux.HandleFunc("GET /login", s.creds.Login)
 	}
 	if cfg.Web != nil {
 		mux.Handle("GET /admin", cfg.Web)
@@ -291,55 +313,98 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// Route is one method and path pattern the server answers.
+type Route struct {
+	Method, Path string
+	// Open routes need no API token: the probes, the login link, the web
+	// pages (their data comes from /v1) and the platform webhooks (each
+	// checks its platform's own signature). Everything else needs one.
+	Open bool
+}
+
+// v1Route is one /v1 route and the method of Server that serves it.
+type v1Route struct {
+	method, path string
+	h            func(*Server, http.ResponseWriter, *http.Request)
+}
+
+// v1Routes is the /v1 API; New registers every one behind the token.
+var v1Routes = []v1Route{
+	{"POST", "/v1/sessions", (*Server).createSession},
+	{"GET", "/v1/sessions", (*Server).listSessions},
+	{"GET", "/v1/sessions/{id}", (*Server).getSession},
+	{"POST", "/v1/sessions/{id}/input", (*Server).input},
+	{"GET", "/v1/sessions/{id}/events", (*Server).events},
+	{"GET", streamPath, (*Server).stream},
+	{"POST", "/v1/sessions/{id}/cancel", (*Server).cancel},
+	{"POST", "/v1/sessions/{id}/retry", (*Server).retry},
+	{"GET", "/v1/info", (*Server).info},
+	{"GET", "/v1/usage", (*Server).usage},
+	{"GET", "/v1/memory", (*Server).listMemory},
+	{"DELETE", "/v1/memory/{id}", (*Server).forgetMemory},
+	{"GET", "/v1/gates", (*Server).listGates},
+	{"GET", "/v1/gates/{id}", (*Server).getGate},
+	{"POST", "/v1/gates/{id}/decision", (*Server).decide},
+	{"GET", "/v1/receive-log", (*Server).receiveLog},
+	{"GET", "/v1/adapters", (*Server).adapters},
+	{"GET", "/v1/outbox", (*Server).outbox},
+	{"GET", "/v1/admin/stats", (*Server).adminStats},
+	{"GET", "/v1/incidents", (*Server).incidents},
+	{"GET", "/v1/people", (*Server).listPeople},
+	{"POST", "/v1/people", (*Server).letIn},
+	{"DELETE", "/v1/people/{platform}/{user}", (*Server).revokePerson},
+	{"GET", "/v1/grants", (*Server).listGrants},
+	{"GET", "/v1/devmail", (*Server).devMail},
+	{"DELETE", "/v1/grants/{id}", (*Server).revokeGrant},
+}
+
+// openAIPaths and knowledgePaths are served by Config.OpenAI and
+// Config.Knowledge, behind the token, with any method (each answers a
+// wrong one itself).
+var (
+	openAIPaths    = []string{"/v1/chat/completions", "/v1/models", "/v1/models/{id}"}
+	knowledgePaths = []string{"/v1/documents", "/v1/documents/{id}", "/v1/collections", "/v1/knowledge/recall"}
+)
+
+// Routes lists every route a server with every Config part set answers,
+// from the same tables New registers them from: a test walks it to prove
+// no route but the open ones answers without a credential. Method "" is
+// any method.
+func Routes() []Route {
+	out := []Route{
+		{"GET", "/healthz", true}, {"GET", "/livez", true}, {"GET", "/readyz", true},
+		{"GET", "/login", true}, {"GET", "/", true}, {"GET", "/admin", true}, {"GET", "/assets/app.js", true},
+		{"POST", "/hooks/{platform}", true},
+		{"GET", "/metrics", false},
+	}
+	for _, rt := range v1Routes {
+		out = append(out, Route{Method: rt.method, Path: rt.path})
+	}
+	for _, p := range append(slices.Clone(openAIPaths), knowledgePaths...) {
+		out = append(out, Route{Path: p})
+	}
+	return out
+}
+
 // routeV1 registers the /v1 API. Every path also gets a method-less
 // pattern answering 405, so a wrong method is not mistaken for an unknown
 // route.
 func (s *Server) routeV1(mux *http.ServeMux) {
-	routes := []struct {
-		method, path string
-		h            http.HandlerFunc
-	}{
-		{"POST", "/v1/sessions", s.createSession},
-		{"GET", "/v1/sessions", s.listSessions},
-		{"GET", "/v1/sessions/{id}", s.getSession},
-		{"POST", "/v1/sessions/{id}/input", s.input},
-		{"GET", "/v1/sessions/{id}/events", s.events},
-		{"GET", streamPath, s.stream},
-		{"POST", "/v1/sessions/{id}/cancel", s.cancel},
-		{"POST", "/v1/sessions/{id}/retry", s.retry},
-		{"GET", "/v1/info", s.info},
-		{"GET", "/v1/usage", s.usage},
-		{"GET", "/v1/memory", s.listMemory},
-		{"DELETE", "/v1/memory/{id}", s.forgetMemory},
-		{"GET", "/v1/gates", s.listGates},
-		{"GET", "/v1/gates/{id}", s.getGate},
-		{"POST", "/v1/gates/{id}/decision", s.decide},
-		{"GET", "/v1/receive-log", s.receiveLog},
-		{"GET", "/v1/adapters", s.adapters},
-		{"GET", "/v1/outbox", s.outbox},
-		{"GET", "/v1/admin/stats", s.adminStats},
-		{"GET", "/v1/incidents", s.incidents},
-		{"GET", "/v1/people", s.listPeople},
-		{"POST", "/v1/people", s.letIn},
-		{"DELETE", "/v1/people/{platform}/{user}", s.revokePerson},
-		{"GET", "/v1/grants", s.listGrants},
-		{"GET", "/v1/devmail", s.devMail},
-		{"DELETE", "/v1/grants/{id}", s.revokeGrant},
-	}
 	if o := s.cfg.OpenAI; o != nil {
-		for _, p := range []string{"/v1/chat/completions", "/v1/models", "/v1/models/{id}"} {
+		for _, p := range openAIPaths {
 			mux.Handle(p, s.authWith(o.Refuse, o.ServeHTTP, false))
 		}
 	}
-	for _, p := range []string{"/v1/documents", "/v1/documents/{id}", "/v1/collections", "/v1/knowledge/recall"} {
+	for _, p := range knowledgePaths {
 		if h := s.cfg.Knowledge; h != nil {
 			mux.Handle(p, s.auth(h.ServeHTTP, false))
 		}
 	}
 	allow := map[string][]string{}
 	var paths []string
-	for _, rt := range routes {
-		mux.Handle(rt.method+" "+rt.path, s.auth(rt.h, rt.path == streamPath))
+	for _, rt := range v1Routes {
+		h := rt.h
+		mux.Handle(rt.method+" "+rt.path, s.auth(func(w http.ResponseWriter, r *http.Request) { h(s, w, r) }, rt.path == streamPath))
 		if _, ok := allow[rt.path]; !ok {
 			paths = append(paths, rt.path)
 		}

@@ -9,7 +9,6 @@ type Config = config.Config
 var (
 	loadConfig          = config.Load
 	printSettings       = config.PrintSettings
-	loopback            = config.Loopback
 	parsePrices         = config.ParsePrices
 	parseContacts       = config.ParseContacts
 	parseThinkingModels = config.ParseThinkingModels

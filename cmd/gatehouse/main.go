@@ -34,6 +34,7 @@ Usage:
   gatehouse pair list                 pending pairing codes and the people let in
   gatehouse pair revoke PLATFORM USER let a person out again
   gatehouse probe [URL]               exit 0 when URL (default: this gateway's /healthz) answers 2xx
+  gatehouse token   [--url]           print the API token (--url: the web UI's login link)
   gatehouse version                   print the version
 
 Run "gatehouse serve --help" for every setting and its default.
@@ -59,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		return runReload(args[1:], stdout, stderr, getenv)
 	case "probe":
 		return runProbe(context.Background(), args[1:], stdout, stderr, getenv)
+	case "token":
+		return runToken(args[1:], stdout, stderr, getenv)
 	case "serve", "migrate":
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)

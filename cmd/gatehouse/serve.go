@@ -72,6 +72,18 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	// Every /v1 request carries a credential, on loopback too: the
+	// configured token, or the one kept in the store for every replica.
+	apiToken, generatedToken, err := resolveAPIToken(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
+	if err := writeTokenFile(cfg.DataDir, apiToken); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(cfg.DataDir, apiTokenFile), err)
+	}
+	// From here the token is the configuration's: tool output is
+	// scrubbed of it (cfg.Secrets) like any other key.
+	cfg.APIToken = apiToken
 	// /metrics's registry; om is nil with GATEHOUSE_METRICS=off.
 	promReg, om := metrics.Registry(cfg.Metrics == "on", metrics.Config{Queue: st, Gates: st, Logger: log,
 		Incidents: func(ctx context.Context) (int, error) { return incidents.OpenCount(ctx, st) }})
@@ -193,6 +205,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Info("chat platforms started", "platforms", gw.Platforms())
 	}
 	log.Info("gatehouse started", "version", versionString(), "store", st.Dialect(), "addr", api.Addr(), "model", reg.Selection().String())
+	logLogin(log, cfg.PublicURL, api.Addr(), cfg.APIToken, generatedToken)
 
 	var serveErr error
 	select {

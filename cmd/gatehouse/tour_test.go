@@ -53,8 +53,11 @@ func TestFirstRunTour(t *testing.T) {
 		return resp.StatusCode == 200
 	})
 
-	// The log says it once.
-	waitUntil(t, "the start logged", func() bool { return strings.Contains(out.String(), "gatehouse started") })
+	// The log says it once, and gives the login link of the token this
+	// first start generated.
+	waitUntil(t, "the start logged", func() bool { return strings.Contains(out.String(), "login=") })
+	login := loginLink(t, out.String(), base)
+	useToken(t, addr, tokenOfLink(t, login))
 	if n := strings.Count(out.String(), "Set GATEHOUSE_MODEL"); n != 1 {
 		t.Errorf("the log says how to set a model %d times, want once:\n%s", n, out.String())
 	}
@@ -108,6 +111,16 @@ func TestFirstRunTour(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`[data-testid="send-button"]`)))
 	}
 	const ask = "Email Sara that the report is ready."
+
+	// 0. The login link from the start log: it trades the token for a
+	// session cookie and leaves the address bar without it.
+	do("open the login link", chromedp.Navigate(login), chromedp.WaitVisible(chromedp.CSS(`[data-testid="try-tour"]`)))
+	if loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`)); err != nil || loc != base+"/" {
+		t.Fatalf("after the login link the address bar shows %q (%v), want %s/", loc, err, base)
+	}
+	if c, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie`)); err != nil || strings.Contains(c, "gatehouse_session") {
+		t.Fatalf("the session cookie is readable by the page (%q, %v): it must be HttpOnly", c, err)
+	}
 
 	// 1. No model: said once, with the way out.
 	do("open a new chat", chromedp.Navigate(base+"/"),

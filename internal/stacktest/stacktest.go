@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -62,6 +63,9 @@ type Env struct {
 	// HTTP and Addr (host:port on loopback) are set with EnvOptions.HTTP.
 	HTTP *httpapi.Server
 	Addr string
+	// Token is the API token the HTTP server requires (EnvOptions.HTTP's
+	// APIToken, or TestToken when that is empty).
+	Token string
 	// Posted counts runs of the default danger tool post_note.
 	Posted atomic.Int32
 
@@ -336,6 +340,10 @@ func (e *Env) startHTTP(cfg httpapi.Config, reg *models.Registry, log *slog.Logg
 	if cfg.Kernel == nil {
 		cfg.Kernel, cfg.Store = e.Kernel, e.Store
 	}
+	if cfg.APIToken == "" {
+		cfg.APIToken = TestToken // the API has no open mode
+	}
+	e.Token = cfg.APIToken
 	if cfg.Gates == nil {
 		cfg.Gates = e.Gates
 	}
@@ -362,6 +370,16 @@ func (e *Env) startHTTP(cfg httpapi.Config, reg *models.Registry, log *slog.Logg
 	}
 	e.T.Cleanup(func() { e.stop("http", e.HTTP.Stop) })
 	e.Addr = e.HTTP.Addr()
+}
+
+// TestToken is the API token of an Env's HTTP server when EnvOptions.HTTP
+// names none.
+const TestToken = "stacktest-api-token"
+
+// Authorize adds the Env's API token to req and returns it.
+func (e *Env) Authorize(req *http.Request) *http.Request {
+	req.Header.Set("Authorization", "Bearer "+e.Token)
+	return req
 }
 
 // stop stops one part of the stack within 10 s; an error fails the test.

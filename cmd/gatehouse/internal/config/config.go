@@ -69,8 +69,10 @@ type Config struct {
 	// before it restarts the child anyway. Defaults to 2m.
 	ReloadMaxWait time.Duration
 
-	// APIToken guards /v1 with a bearer token. Defaults to empty: the
-	// server then refuses to listen on anything but loopback.
+	// APIToken is the credential every /v1 request (and GET /metrics on
+	// the main listener) must carry. Defaults to empty: the first start
+	// generates one, keeps it in the store so every replica on the same
+	// database serves it, and writes it to <DataDir>/api-token.
 	APIToken string
 	// MaxBodyBytes bounds an HTTP request body. Defaults to 1048576.
 	MaxBodyBytes int
@@ -325,7 +327,7 @@ var settings = append([]Setting{
 	{"GATEHOUSE_GUARD_BACKOFF", "guard_backoff", "1s", "gatehouse guard: wait before restarting a gateway that exited or stopped answering; doubles with each restart in a row", duration(func(c *Config) *time.Duration { return &c.GuardBackoff })},
 	{"GATEHOUSE_GUARD_MAX_BACKOFF", "guard_max_backoff", "1m", "gatehouse guard: the longest wait before a restart (a gateway that ran longer starts the sequence over)", duration(func(c *Config) *time.Duration { return &c.GuardMaxBackoff })},
 	{"GATEHOUSE_RELOAD_MAX_WAIT", "reload_max_wait", "2m", "gatehouse reload: how long the guard waits for running turns (claims paused) before restarting the gateway anyway; its drain then hands them back", duration(func(c *Config) *time.Duration { return &c.ReloadMaxWait })},
-	{"GATEHOUSE_API_TOKEN", "api_token", "", "bearer token for /v1; without one the server only listens on loopback", str(func(c *Config) *string { return &c.APIToken })},
+	{"GATEHOUSE_API_TOKEN", "api_token", "", "bearer token for /v1 and /metrics; without one the first start generates one, kept in the store (every replica shares it) and written to <data dir>/api-token; `gatehouse token` prints it", str(func(c *Config) *string { return &c.APIToken })},
 	{"GATEHOUSE_MAX_BODY_BYTES", "max_body_bytes", "1048576", "largest HTTP request body accepted", integer(func(c *Config) *int { return &c.MaxBodyBytes })},
 	{"GATEHOUSE_HTTP_READ_TIMEOUT", "http_read_timeout", "30s", "time a client has to send a request's headers and body (API and webhooks); later gets 400", duration(func(c *Config) *time.Duration { return &c.HTTPReadTimeout })},
 	{"GATEHOUSE_HTTP_WRITE_TIMEOUT", "http_write_timeout", "60s", "time to write a response; on the SSE stream, each write (a client that stops reading is dropped)", duration(func(c *Config) *time.Duration { return &c.HTTPWriteTimeout })},
@@ -560,9 +562,6 @@ func Load(file string, getenv func(string) string) (Config, error) {
 	}
 	if err := toolApproversFromEnv(&c, getenv); err != nil {
 		return c, err
-	}
-	if c.APIToken == "" && !Loopback(c.Addr) {
-		return c, fmt.Errorf("GATEHOUSE_ADDR %s is not a loopback address: set GATEHOUSE_API_TOKEN to serve the API beyond this machine", c.Addr)
 	}
 	return c, nil
 }
