@@ -258,4 +258,3 @@ func runCLIEnv(t *testing.T, env []string, args ...string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
-
