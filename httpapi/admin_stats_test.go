@@ -87,7 +87,7 @@ func testAdminStats(t *testing.T, st store.Store) {
 		}
 	}
 
-	ts := httptest.NewServer(httpapi.New(httpapi.Config{Kernel: kernel.New(st, kernel.Config{}), Store: st, Logger: slog.New(slog.DiscardHandler)}).Handler())
+	ts := httptest.NewServer(httpapi.New(httpapi.Config{Kernel: kernel.New(st, kernel.Config{}), Store: st, APIToken: testToken, Logger: slog.New(slog.DiscardHandler)}).Handler())
 	defer ts.Close()
 	read := func(window string, n int) adminapi.StatsReply {
 		t.Helper()

@@ -122,7 +122,7 @@ func TestWebhookRedeliveryIsLoggedOnce(t *testing.T) {
 
 func TestAdminWithoutPlatforms(t *testing.T) {
 	st := openSQLite(t)
-	ts := httptest.NewServer(httpapi.New(httpapi.Config{Kernel: kernel.New(st, kernel.Config{}), Store: st, Logger: slog.New(slog.DiscardHandler), NoPlatformHint: "No chat platform is configured: set TELEGRAM_BOT_TOKEN."}).Handler())
+	ts := httptest.NewServer(httpapi.New(httpapi.Config{Kernel: kernel.New(st, kernel.Config{}), Store: st, APIToken: testToken, Logger: slog.New(slog.DiscardHandler), NoPlatformHint: "No chat platform is configured: set TELEGRAM_BOT_TOKEN."}).Handler())
 	defer ts.Close()
 	// The admin page's reads answer, empty, rather than 503.
 	for _, path := range []string{"/v1/receive-log", "/v1/outbox?state=dead"} {

@@ -74,14 +74,18 @@ func fuzzStore(tb testing.TB) store.Store {
 // handler directly (no sockets: the fuzzer runs many requests).
 func fuzzServer(k *kernel.Kernel, cfg httpapi.Config) http.Handler {
 	cfg.Kernel, cfg.MaxBodyBytes, cfg.Logger = k, fuzzBodyLimit, slog.New(slog.DiscardHandler)
+	if cfg.APIToken == "" {
+		cfg.APIToken = testToken
+	}
 	return httpapi.New(cfg).Handler()
 }
 
 // send runs one request through h.
 func send(h http.Handler, method, path, body string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	req.Host = "127.0.0.1" // without a token the API answers this machine only
+	req.Host = "127.0.0.1"
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec

@@ -90,7 +90,7 @@ func newEnv(t *testing.T, st store.Store, peer func() store.Store, cfg httpapi.C
 	k := kernel.New(st, kernel.Config{})
 	cfg.Kernel, cfg.Store = k, st
 	if cfg.APIToken == "" {
-		cfg.APIToken = "test-api-token" // the API has no open mode
+		cfg.APIToken = testToken // the API has no open mode
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -322,6 +322,9 @@ func openStream(t *testing.T, client *http.Client, url string, headers ...string
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(url, "access_token=") {
+		req.Header.Set("Authorization", "Bearer "+testToken) // unless headers say otherwise
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		if headers[i] == "Host" {

@@ -28,6 +28,9 @@ func listening(t *testing.T, cfg httpapi.Config) (*httpapi.Server, *kernel.Kerne
 	st, _ := backends[0].open(t)
 	k := kernel.New(st, kernel.Config{})
 	cfg.Kernel, cfg.Store, cfg.Addr = k, st, "127.0.0.1:0"
+	if cfg.APIToken == "" {
+		cfg.APIToken = testToken
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -46,7 +49,7 @@ func listening(t *testing.T, cfg httpapi.Config) (*httpapi.Server, *kernel.Kerne
 // fresh is a client that opens a connection per request, so it holds none
 // of the server's slots between requests.
 func fresh() *http.Client {
-	return &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: waitFor}
+	return &http.Client{Transport: tokenTransport{base: &http.Transport{DisableKeepAlives: true}}, Timeout: waitFor}
 }
 
 // getReply GETs url with c.
@@ -80,7 +83,7 @@ func dial(t *testing.T, addr string) *rawConn {
 // do sends one keep-alive request and reads its answer.
 func (c *rawConn) do(t *testing.T, method, path string) *http.Response {
 	t.Helper()
-	if _, err := fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", method, path); err != nil {
+	if _, err := fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "+testToken+"\r\n\r\n", method, path); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(waitFor))
@@ -135,7 +138,7 @@ func TestSlowBodiesAreCutAtTheReadTimeout(t *testing.T) {
 
 	for _, path := range []string{"/v1/sessions/s1/input", "/hooks/test"} {
 		c := dial(t, srv.Addr())
-		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"text\":\"h", path)
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "+testToken+"\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"text\":\"h", path)
 		_ = c.SetReadDeadline(time.Now().Add(waitFor))
 		resp, err := http.ReadResponse(c.br, nil)
 		if err != nil {
@@ -196,7 +199,7 @@ func TestStreamDropsAClientThatStopsReading(t *testing.T) {
 	srv, k := listening(t, httpapi.Config{WriteTimeout: 300 * time.Millisecond, MaxStreams: 1, Heartbeat: 50 * time.Millisecond})
 	commit(t, k, "s1", "hi")
 	stuck := dial(t, srv.Addr())
-	fmt.Fprintf(stuck, "GET /v1/sessions/s1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	fmt.Fprintf(stuck, "GET /v1/sessions/s1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "+testToken+"\r\n\r\n")
 	_ = stuck.SetReadDeadline(time.Now().Add(waitFor))
 	resp, err := http.ReadResponse(stuck.br, nil)
 	if err != nil || resp.StatusCode != http.StatusOK {

@@ -41,7 +41,7 @@ func TestStreamSendsThisProcessCommitsWithoutReading(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	reads := &eventReads{Store: st}
 	k := kernel.New(reads, kernel.Config{})
-	srv := httpapi.New(httpapi.Config{Kernel: k, Store: reads, Logger: slog.New(slog.DiscardHandler), Poll: time.Hour})
+	srv := httpapi.New(httpapi.Config{Kernel: k, Store: reads, APIToken: testToken, Logger: slog.New(slog.DiscardHandler), Poll: time.Hour})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	if _, _, err := k.CreateSession(ctx, gh.Session{ID: "s1"}); err != nil {

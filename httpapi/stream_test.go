@@ -232,7 +232,7 @@ func TestStopDrainsListeningServer(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			st, _ := b.open(t)
 			k := kernel.New(st, kernel.Config{})
-			srv := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Kernel: k, Store: st, Logger: slog.New(slog.DiscardHandler)})
+			srv := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Kernel: k, Store: st, APIToken: testToken, Logger: slog.New(slog.DiscardHandler)})
 			if err := srv.Start(context.Background()); err != nil {
 				t.Fatal(err)
 			}

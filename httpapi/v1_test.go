@@ -394,15 +394,50 @@ func TestInfoSaysHowToConfigureAModel(t *testing.T) {
 	})
 }
 
-// Without a token the API serves this machine only: a page elsewhere
-// cannot drive it through the user's browser.
-func TestNoTokenRefusesOtherHostsAndOrigins(t *testing.T) {
+// The login link trades the token for a session cookie, and a write
+// carried by that cookie must come from this origin: a page elsewhere
+// cannot drive the API through the user's browser. Nothing refused is
+// committed.
+func TestLoginCookieAndOrigin(t *testing.T) {
 	run(t, httpapi.Config{}, func(t *testing.T, e *env) {
-		e.do("POST", "/v1/sessions/s1/input", map[string]string{"text": "hi"}, "Origin", "https://evil.example").expect(t, 401, gh.CodeUnauthorized)
-		e.do("GET", "/v1/sessions", nil, "Host", "evil.example").expect(t, 401, gh.CodeUnauthorized)
-		e.do("GET", "/v1/sessions", nil, "Host", "localhost:8080").expect(t, 200, "")
-		// The refused input created nothing.
-		e.do("GET", "/v1/sessions/s1", nil).expect(t, 404, gh.CodeUnknownSession)
+		token := e.token
+		e.token = ""
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		res, err := noFollow.Get(e.ts.URL + "/login?token=" + token + "&next=/admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin" || len(res.Cookies()) != 1 {
+			t.Fatalf("login: %d %q %v", res.StatusCode, res.Header.Get("Location"), res.Cookies())
+		}
+		c := res.Cookies()[0]
+		if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || strings.Contains(c.Value, token) {
+			t.Fatalf("session cookie %+v", c)
+		}
+		for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example"} {
+			res, err := noFollow.Get(e.ts.URL + "/login?token=" + token + "&next=" + next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.Header.Get("Location") != "/" {
+				t.Errorf("next=%s redirected to %q, want /", next, res.Header.Get("Location"))
+			}
+		}
+		if res, err := noFollow.Get(e.ts.URL + "/login?token=wrong"); err != nil || res.StatusCode != 401 || len(res.Cookies()) != 0 {
+			t.Fatalf("login with a wrong token: %v %v", res, err)
+		}
+		cookie := c.Name + "=" + c.Value
+		body := map[string]string{"text": "hi"}
+		e.do("POST", "/v1/sessions/s1/input", body, "Cookie", cookie, "Origin", "https://evil.example").expect(t, 401, gh.CodeUnauthorized)
+		e.do("POST", "/v1/sessions/s1/input", body, "Cookie", cookie, "Sec-Fetch-Site", "cross-site").expect(t, 401, gh.CodeUnauthorized)
+		e.do("POST", "/v1/sessions/s1/input", body, "Cookie", c.Name+"=forged").expect(t, 401, gh.CodeUnauthorized)
+		e.do("GET", "/v1/sessions/s1", nil, "Cookie", cookie).expect(t, 404, gh.CodeUnknownSession) // the refused inputs created nothing
+		e.do("POST", "/v1/sessions/s1/input", body, "Cookie", cookie, "Origin", e.ts.URL, "Sec-Fetch-Site", "same-origin").expect(t, 202, "")
+		e.do("GET", "/v1/sessions", nil, "Cookie", cookie).expect(t, 200, "")
+		// A wrong bearer token is wrong even with a good cookie.
+		e.do("GET", "/v1/sessions", nil, "Cookie", cookie, "Authorization", "Bearer nope").expect(t, 401, gh.CodeUnauthorized)
 	})
 }
 

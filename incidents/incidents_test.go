@@ -48,7 +48,7 @@ func post(t *testing.T, e *stacktest.Env, path string, body any, want int) map[s
 	req, _ := http.NewRequest("POST", "http://"+e.Addr+path, bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Gatehouse-Source", "web")
-	res, err := http.DefaultClient.Do(req)
+	res, err := http.DefaultClient.Do(e.Authorize(req))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func webSay(t *testing.T, e *stacktest.Env, session, text string) int64 {
 	req, _ := http.NewRequest("POST", "http://"+e.Addr+"/v1/sessions/"+session+"/input", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Gatehouse-Source", "web")
-	res, err := http.DefaultClient.Do(req)
+	res, err := http.DefaultClient.Do(e.Authorize(req))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,9 @@ func TestThinkingFromHTTPInputToTheRun(t *testing.T) {
 	e := stacktest.NewEnv(t, nil, stacktest.EnvOptions{HTTP: &httpapi.Config{}})
 	post := func(body map[string]any) int {
 		b, _ := json.Marshal(body)
-		res, err := http.Post("http://"+e.Addr+"/v1/sessions/h1/input", "application/json", bytes.NewReader(b))
+		req, _ := http.NewRequest("POST", "http://"+e.Addr+"/v1/sessions/h1/input", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(e.Authorize(req))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +205,8 @@ func TestThinkingFromHTTPInputToTheRun(t *testing.T) {
 		Run *gh.Run `json:"run"`
 	}
 	testenv.Eventually(t, "the run to settle", func() bool {
-		res, err := http.Get("http://" + e.Addr + "/v1/sessions/h1")
+		req, _ := http.NewRequest("GET", "http://"+e.Addr+"/v1/sessions/h1", nil)
+		res, err := http.DefaultClient.Do(e.Authorize(req))
 		if err != nil {
 			return false
 		}

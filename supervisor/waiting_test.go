@@ -46,7 +46,9 @@ func TestWebMessageWhileACardIsPendingWaitsForATurnOfItsOwn(t *testing.T) {
 	}
 
 	body, _ := json.Marshal(map[string]string{"decision": "approve"})
-	res, err := http.Post("http://"+e.Addr+"/v1/gates/"+g.ID+"/decision", "application/json", bytes.NewReader(body))
+	req, _ := http.NewRequest("POST", "http://"+e.Addr+"/v1/gates/"+g.ID+"/decision", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(e.Authorize(req))
 	if err != nil {
 		t.Fatal(err)
 	}

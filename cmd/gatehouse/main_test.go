@@ -49,7 +49,7 @@ func useToken(t *testing.T, addr, token string) {
 }
 
 func (t *tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Header.Get("Authorization") == "" && r.Header.Get("Cookie") == "" && isLoopbackHost(r.URL.Host) {
+	if _, has := r.Header["Authorization"]; !has && r.Header.Get("Cookie") == "" && isLoopbackHost(r.URL.Host) {
 		tokensMu.Lock()
 		token, ok := tokens[r.URL.Host]
 		tokensMu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,11 +70,22 @@ func startStack(t *testing.T, platform adaptertest.Factory, o stacktest.EnvOptio
 	if o.HTTP == nil {
 		o.HTTP = &httpapi.Config{}
 	}
+	// A test that names its own token drives the token dialog itself;
+	// every other browser logs in first, as a person opening the login
+	// link from the start log does.
+	ownToken := o.HTTP.APIToken != ""
 	o.HTTP.Web = web.Handler()
 	o.Poll = 100 * time.Millisecond
 	e := stacktest.NewEnv(t, platform, o)
-	return e, "http://" + e.Addr
+	base := "http://" + e.Addr
+	if !ownToken {
+		logins.Store(t, base+"/login?token="+url.QueryEscape(e.Token))
+	}
+	return e, base
 }
+
+// logins holds, by test, the login link browser opens first.
+var logins sync.Map
 
 // browser starts a headless chromium with a fresh profile and returns a
 // tab. Its cleanup waits for the browser to exit, before the profile
@@ -104,6 +116,11 @@ func browser(t *testing.T) context.Context {
 	// Start the browser now, so a broken install fails here, clearly.
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium %s: %v", exe, err)
+	}
+	if link, ok := logins.Load(t); ok {
+		if err := chromedp.Do(ctx, chromedp.Navigate(link.(string))); err != nil {
+			t.Fatalf("open the login link: %v", err)
+		}
 	}
 	// An uncaught exception or a console.error in the page fails the test.
 	var mu sync.Mutex

@@ -38,7 +38,8 @@ func TestBrowserAdminGrants(t *testing.T) {
 	}
 	active := func() map[string]bool {
 		t.Helper()
-		res, err := http.Get(url + "/v1/grants?active=true")
+		req, _ := http.NewRequest("GET", url+"/v1/grants?active=true", nil)
+		res, err := http.DefaultClient.Do(s.Authorize(req))
 		if err != nil {
 			t.Fatal(err)
 		}
