@@ -61,7 +61,7 @@ func (g *gateway) turn(ctx context.Context, session, requestID string) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	res, err := g.client.Do(req)
+	res, err := g.client.Do(g.env.Authorize(req))
 	if err != nil {
 		return err
 	}

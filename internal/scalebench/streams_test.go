@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/httpapi"
+	"github.com/gatehouse/gatehouse/internal/stacktest"
 )
 
 // openStream opens session's SSE stream on a bare connection and reads
@@ -20,7 +21,7 @@ func openStream(addr, session string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(c, "GET /v1/sessions/%s/stream HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", session, addr)
+	fmt.Fprintf(c, "GET /v1/sessions/%s/stream HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", session, addr, stacktest.TestToken)
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	res, err := http.ReadResponse(bufio.NewReaderSize(c, 512), nil)
 	if err != nil {

@@ -283,7 +283,7 @@ func (s *stack) stream(ctx context.Context, session string, after int64) (io.Rea
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
-	res, err := s.client.Do(req)
+	res, err := s.client.Do(s.env.Authorize(req))
 	if err != nil {
 		return nil, fmt.Errorf("stream: %w", err)
 	}
@@ -406,7 +406,7 @@ func (s *stack) post(ctx context.Context, path string, body any, status int, int
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	res, err := s.client.Do(req)
+	res, err := s.client.Do(s.env.Authorize(req))
 	if err != nil {
 		return err
 	}
