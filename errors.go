@@ -24,6 +24,7 @@ const (
 	CodeUnknownPairingCode  Code = "unknown-pairing-code" // no pairing code like that was given (or it was used)
 	CodePairingCodeExpired  Code = "pairing-code-expired" // the pairing code is past its expiry
 	CodeUnauthorized        Code = "unauthorized"         // missing or wrong credentials
+	CodeExternalSession     Code = "external-session"     // the session is a chat platform's: only its chat writes it
 	CodeUnavailable         Code = "unavailable"          // a dependency is down; retry later
 	CodeInternal            Code = "internal"             // a bug or an unexpected failure
 )

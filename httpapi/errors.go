@@ -17,6 +17,8 @@ func statusOf(code gh.Code) int {
 		return http.StatusBadRequest
 	case gh.CodeUnauthorized:
 		return http.StatusUnauthorized
+	case gh.CodeExternalSession:
+		return http.StatusForbidden
 	case gh.CodeUnknownSession, gh.CodeNotFound, gh.CodeUnknownPairingCode:
 		return http.StatusNotFound
 	case gh.CodePairingCodeExpired:

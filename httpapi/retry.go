@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/kernel"
 )
 
@@ -24,6 +25,12 @@ type retryRequest struct {
 func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
+	// First, so a chat's session hears external-session, not "nothing to
+	// retry" (the kernel refuses it too, whatever the edge).
+	if err := chat.CheckEdgeSession(id); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	var req retryRequest
 	if err := s.body.Decode(w, r, &req, true); err != nil {
 		writeError(w, r, s.log, err)

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/kernel"
 )
 
@@ -174,6 +175,12 @@ const requestKeyPrefix = "req:"
 func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
+	// A chat's session is refused before anything else is looked at (the
+	// kernel refuses it too, whatever the edge).
+	if err := chat.CheckEdgeSession(id); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	var req inputRequest
 	if err := s.body.Decode(w, r, &req, false); err != nil {
 		writeError(w, r, s.log, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -34,9 +35,19 @@ type Committed struct {
 // idempotency-conflict error. Nothing is written on any error. A
 // user.message committed while a gate of its session is pending is
 // followed by a notice saying so (see NoticeCardPending).
+//
+// It is the commit of the edges outside the chat platforms (the /v1 API,
+// the OpenAI-compatible endpoint), so it refuses a chat platform's session
+// with external-session (chat.CheckEdgeSession): that chat alone writes
+// it, and an edge added later is refused the same without knowing. The
+// chat's own inbound commits with EdgeCommitTx, in its receive-log
+// transaction, which does not ask.
 func (k *Kernel) EdgeCommit(ctx context.Context, in EdgeInput) (Committed, error) {
 	p, err := k.edgeParams(in)
 	if err != nil {
+		return Committed{}, err
+	}
+	if err := chat.CheckEdgeSession(in.SessionID); err != nil {
 		return Committed{}, err
 	}
 	var res store.AppendResult
@@ -74,7 +85,10 @@ func (k *Kernel) EdgeCommit(ctx context.Context, in EdgeInput) (Committed, error
 }
 
 // EdgeCommitTx is EdgeCommit inside a caller's transaction, so that other
-// rows (a receive-log entry, a gate decision) commit with the event.
+// rows (a receive-log entry, a gate decision) commit with the event. It is
+// the platform path: a chat's inbound (package gateway) writes its own
+// session here, and a gate's decision, from any surface, is committed here
+// too, so unlike EdgeCommit it does not refuse a chat platform's session.
 func (k *Kernel) EdgeCommitTx(ctx context.Context, tx store.Tx, in EdgeInput) (Committed, error) {
 	p, err := k.edgeParams(in)
 	if err != nil {

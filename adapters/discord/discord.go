@@ -90,6 +90,9 @@ type Config struct {
 	// HTTP may take in all, its answer deferred; the interaction's token
 	// lasts 15 minutes. Defaults to 10 s.
 	DeferredTimeout time.Duration
+	// Now is the clock a signed interaction's X-Signature-Timestamp is
+	// held against (interactions.go). Defaults to time.Now.
+	Now func() time.Time
 }
 
 // Adapter is the Discord adapter; it implements [chat.Adapter].
@@ -154,6 +157,9 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	if cfg.DeferredTimeout <= 0 {
 		cfg.DeferredTimeout = 10 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	client := &http.Client{Timeout: 20 * time.Second}
 	if cfg.HTTPClient != nil {

@@ -109,7 +109,10 @@
 // carry X-Signature-Ed25519, the signature of X-Signature-Timestamp
 // followed by the body, checked with discordgo.VerifyInteraction against
 // the key: a bad or missing one gets 401 (the developer portal sends
-// such requests on purpose before it saves the URL). Bodies are bounded
+// such requests on purpose before it saves the URL), and so does a
+// genuine one whose timestamp is not unix seconds or is more than five
+// minutes off (Config.Now), as Slack's v0 window: a captured request
+// cannot be replayed later. Bodies are bounded
 // to 1 MiB. A PING (type 1) is answered {"type":1}.
 //
 // Presses, the reason modal's submission and slash commands are decided

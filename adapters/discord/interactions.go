@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,12 @@ import (
 // maxInteractionBody bounds an interaction's body. Discord's are a few
 // kilobytes (a message with its components, resolved users).
 const maxInteractionBody = 1 << 20
+
+// maxSignatureAge is how far a signed interaction's timestamp may be from
+// now, either way, as Slack's v0 signatures allow: a signature proves who
+// sent the request, not when, so without it a captured request could be
+// replayed for ever.
+const maxSignatureAge = 5 * time.Minute
 
 // followUpWork bounds the REST call that delivers a deferred answer.
 const followUpWork = 15 * time.Second
@@ -58,7 +65,8 @@ func parsePublicKey(hexKey string) (ed25519.PublicKey, error) {
 //
 // Every request must carry X-Signature-Ed25519, the signature of
 // X-Signature-Timestamp followed by the body, made with the
-// application's key: anything else gets 401 (Discord sends badly signed
+// application's key, with a timestamp (unix seconds) less than five
+// minutes off: anything else gets 401 (Discord sends badly signed
 // requests on purpose to check that). A PING is answered with a PONG.
 // A button press, a reason modal's submission or a slash command is
 // answered as over the socket (Adapter.answer) when it is decided within
@@ -95,6 +103,12 @@ func (a *Adapter) serveInteraction(w http.ResponseWriter, r *http.Request, sink 
 		// Info, not a warning: Discord itself sends these to check the
 		// endpoint refuses them.
 		a.log.Info("discord interaction with a bad or missing signature refused", "remote", r.RemoteAddr)
+		http.Error(w, "invalid request signature", http.StatusUnauthorized)
+		return
+	}
+	if err := checkSignedAt(r.Header.Get("X-Signature-Timestamp"), a.cfg.Now()); err != nil {
+		// A warning: genuinely signed, so a replay or a clock that is off.
+		a.log.Warn("discord interaction with a stale signature refused", "remote", r.RemoteAddr, "err", err)
 		http.Error(w, "invalid request signature", http.StatusUnauthorized)
 		return
 	}
@@ -219,4 +233,17 @@ func writeInteractionResponse(w http.ResponseWriter, resp *discordgo.Interaction
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(body)
+}
+
+// checkSignedAt refuses a signature timestamp (unix seconds) that is not
+// a number or is more than maxSignatureAge from now, past or future.
+func checkSignedAt(ts string, now time.Time) error {
+	sec, err := strconv.ParseInt(strings.TrimSpace(ts), 10, 64)
+	if err != nil {
+		return fmt.Errorf("timestamp %q is not unix seconds", ts)
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > maxSignatureAge || d < -maxSignatureAge {
+		return fmt.Errorf("timestamp is %s from now, more than %s", d.Round(time.Second), maxSignatureAge)
+	}
+	return nil
 }

@@ -52,13 +52,17 @@ func (s slowEndpoint) Handler(sink chat.Sink) http.Handler {
 // handler at /hooks/discord, and the fake Discord, told that URL, checks
 // it as the developer portal does and then POSTs every interaction there,
 // signed, instead of sending it over the gateway socket.
-func endpointStack(t *testing.T, delay time.Duration) (*stacktest.Env, *discordtest.DiscordFake) {
+func endpointStack(t *testing.T, delay time.Duration, now ...func() time.Time) (*stacktest.Env, *discordtest.DiscordFake) {
 	t.Helper()
 	var fake *discordtest.DiscordFake
 	factory := func(tb adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 		fake = discordtest.NewDiscord(tb)
-		a, err := discord.New(discord.Config{Token: fake.Token(), APIURL: fake.URL(), PublicKey: fake.PublicKey(),
-			Logger: slog.New(slog.NewTextHandler(discordtest.NewDiscordLogWriter(tb), nil))})
+		cfg := discord.Config{Token: fake.Token(), APIURL: fake.URL(), PublicKey: fake.PublicKey(),
+			Logger: slog.New(slog.NewTextHandler(discordtest.NewDiscordLogWriter(tb), nil))}
+		if len(now) > 0 {
+			cfg.Now = now[0]
+		}
+		a, err := discord.New(cfg)
 		if err != nil {
 			tb.Fatalf("discord adapter: %v", err)
 		}

@@ -17,7 +17,7 @@ var Platform = chat.Platform{
 	Settings: []chat.Setting{
 		{Env: "DISCORD_BOT_TOKEN", Key: "discord_bot_token", Default: "", Help: "starts the Discord adapter (gateway connection)", Secret: true},
 		{Env: "DISCORD_API_URL", Key: "discord_api_url", Default: "https://discord.com", Help: "Discord API base: https://discord.com, with or without /api, /api/v10 or a trailing slash (a test fake otherwise); anything else is refused at start"},
-		{Env: "DISCORD_PUBLIC_KEY", Key: "discord_public_key", Default: "", Help: "the application's public key (hex, developer portal): serves Discord's interactions endpoint at POST /hooks/discord, Ed25519-verified (a bad signature gets 401)"},
+		{Env: "DISCORD_PUBLIC_KEY", Key: "discord_public_key", Default: "", Help: "the application's public key (hex, developer portal): serves Discord's interactions endpoint at POST /hooks/discord, Ed25519-verified (a bad signature or a timestamp 5 minutes off gets 401)"},
 		{Env: "DISCORD_ALLOWED_USERS", Key: "discord_allowed_users", Default: "", Help: "comma-separated Discord user ids allowed; * is everyone; empty is nobody"},
 	},
 	New: func(v map[string]string, log *slog.Logger) (chat.Adapter, error) {

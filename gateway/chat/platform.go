@@ -134,3 +134,36 @@ func CheckID(name, v string) error {
 	}
 	return nil
 }
+
+// PlatformSession reports whether the session id belongs to a chat
+// platform: it starts with a registered platform's session prefix
+// (platform is that platform's name) or with the prefix of sessions of
+// platforms nobody registered (platform is ""). It reads the platform
+// table, so a new platform is covered once it registers.
+func PlatformSession(id string) (platform string, ok bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	for name, px := range prefixes {
+		if strings.HasPrefix(id, px) {
+			return name, true
+		}
+	}
+	return "", strings.HasPrefix(id, fallbackPrefix)
+}
+
+// CheckEdgeSession refuses, with an external-session error, a write from
+// outside the platforms (the /v1 API, the OpenAI-compatible endpoint) to a
+// session of a chat platform ([PlatformSession]). Such a session is
+// written by its chat only: what is committed there is answered in that
+// chat, so a write from elsewhere would speak to the chat's people in
+// their agent's name. Reading it stays allowed.
+func CheckEdgeSession(id string) error {
+	platform, ok := PlatformSession(id)
+	if !ok {
+		return nil
+	}
+	if platform == "" {
+		platform = "a chat platform"
+	}
+	return gh.Errorf(gh.CodeExternalSession, "session %q belongs to %s: only its chat writes to it; read it here, or send in that chat", id, platform)
+}

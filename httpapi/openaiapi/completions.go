@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/kernel"
 )
 
@@ -38,6 +39,13 @@ func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := sessionFor(r, req.user)
 	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	// A chat's session is refused before its log is read: even a request
+	// that would commit nothing (a history whose answer is in the log)
+	// is not answered from it here (the kernel refuses its commits too).
+	if err := chat.CheckEdgeSession(id); err != nil {
 		h.writeError(w, r, err)
 		return
 	}

@@ -20,7 +20,10 @@
 //     request is refused (400): a default session would merge every
 //     client's conversations into one log, and the second conversation
 //     would only get 409s. The session is made on first use, for the
-//     configured tenant, as POST /v1/sessions/{id}/input does.
+//     configured tenant, as POST /v1/sessions/{id}/input does. A chat
+//     platform's session (tg_, dc_, …: chat.CheckEdgeSession) is refused
+//     403 external-session before its log is read: only its chat writes
+//     it, and its answers are not this client's.
 //   - History. Clients resend the whole conversation; the last message
 //     must be the user's and is the new input. The earlier user messages
 //     must equal the log's user.message texts, in order (surrounding

@@ -118,6 +118,8 @@ func statusOf(err error) (int, string, string) {
 		status = http.StatusBadRequest
 	case gh.CodeUnauthorized:
 		return http.StatusUnauthorized, "authentication_error", "invalid_api_key"
+	case gh.CodeExternalSession:
+		status = http.StatusForbidden
 	case gh.CodeUnknownSession, gh.CodeNotFound:
 		status = http.StatusNotFound
 	case gh.CodeIdempotencyConflict, gh.CodeConflict:
