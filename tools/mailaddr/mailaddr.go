@@ -89,10 +89,11 @@ type Note struct {
 	Text  string
 }
 
-// Labels of the notes, as a card shows them.
+// Labels of the notes, as a card shows them: ⚠ without the emoji
+// variation selector, which cards.Visible writes as an escape.
 const (
-	LabelNotASCII  = "⚠️ Not plain ASCII"
-	LabelRewritten = "⚠️ Rewritten"
+	LabelNotASCII  = "⚠ Not plain ASCII"
+	LabelRewritten = "⚠ Rewritten"
 )
 
 // Notes are what a card says about a besides the address itself, none

@@ -28,47 +28,47 @@ func TestLookalikesAreShownAsAMailServerReadsThem(t *testing.T) {
 		{
 			name: "Cyrillic а in the local part", in: "s\u0430ra@example.com",
 			shown: "s\u0430ra@example.com", sent: "s\u0430ra@example.com",
-			notes: []string{`⚠️ Not plain ASCII: s` + "\u0430" + `ra@example.com: local part "s` + "\u0430" + `ra" has U+0430 (CYRILLIC SMALL LETTER A), mixed scripts (Latin, Cyrillic)`},
+			notes: []string{`⚠ Not plain ASCII: s` + "\u0430" + `ra@example.com: local part "s` + "\u0430" + `ra" has U+0430 (CYRILLIC SMALL LETTER A), mixed scripts (Latin, Cyrillic)`},
 		},
 		{
 			name: "Cyrillic а in the domain", in: "sara@ex\u0430mple.com",
 			shown: "sara@ex\u0430mple.com", sent: "sara@xn--exmple-4nf.com",
-			notes: []string{`⚠️ Not plain ASCII: sara@ex` + "\u0430" + `mple.com is sent as sara@xn--exmple-4nf.com: domain label "ex` + "\u0430" + `mple" has U+0430 (CYRILLIC SMALL LETTER A), mixed scripts (Latin, Cyrillic)`},
+			notes: []string{`⚠ Not plain ASCII: sara@ex` + "\u0430" + `mple.com is sent as sara@xn--exmple-4nf.com: domain label "ex` + "\u0430" + `mple" has U+0430 (CYRILLIC SMALL LETTER A), mixed scripts (Latin, Cyrillic)`},
 		},
 		{
 			name: "ideographic full stop", in: "sara@example.com\u3002evil.test",
 			shown: "sara@example.com.evil.test", sent: "sara@example.com.evil.test",
-			notes: []string{"⚠️ Rewritten: written sara@example.com\u3002evil.test, with U+3002 (IDEOGRAPHIC FULL STOP); a mail server reads it as sara@example.com.evil.test, and that is where it is sent"},
+			notes: []string{"⚠ Rewritten: written sara@example.com\u3002evil.test, with U+3002 (IDEOGRAPHIC FULL STOP); a mail server reads it as sara@example.com.evil.test, and that is where it is sent"},
 		},
 		{
 			name: "full-width letter", in: "sara@\uff45xample.com",
 			shown: "sara@example.com", sent: "sara@example.com",
-			notes: []string{"⚠️ Rewritten: written sara@\uff45xample.com, with U+FF45 (FULLWIDTH LATIN SMALL LETTER E); a mail server reads it as sara@example.com, and that is where it is sent"},
+			notes: []string{"⚠ Rewritten: written sara@\uff45xample.com, with U+FF45 (FULLWIDTH LATIN SMALL LETTER E); a mail server reads it as sara@example.com, and that is where it is sent"},
 		},
 		{
 			name: "a real IDN", in: "user@bücher.example",
 			shown: "user@bücher.example", sent: "user@xn--bcher-kva.example",
-			notes: []string{`⚠️ Not plain ASCII: user@bücher.example is sent as user@xn--bcher-kva.example: domain label "bücher" has U+00FC (LATIN SMALL LETTER U WITH DIAERESIS)`},
+			notes: []string{`⚠ Not plain ASCII: user@bücher.example is sent as user@xn--bcher-kva.example: domain label "bücher" has U+00FC (LATIN SMALL LETTER U WITH DIAERESIS)`},
 		},
 		{
 			name: "an IDN written as its A-label", in: "user@xn--bcher-kva.example",
 			shown: "user@bücher.example", sent: "user@xn--bcher-kva.example",
-			notes: []string{`⚠️ Not plain ASCII: user@bücher.example is sent as user@xn--bcher-kva.example: domain label "bücher" has U+00FC (LATIN SMALL LETTER U WITH DIAERESIS)`},
+			notes: []string{`⚠ Not plain ASCII: user@bücher.example is sent as user@xn--bcher-kva.example: domain label "bücher" has U+00FC (LATIN SMALL LETTER U WITH DIAERESIS)`},
 		},
 		{
 			name: "Japanese is one writing system", in: "info@日本語ドメイン.example",
 			shown: "info@日本語ドメイン.example", sent: "info@xn--eckwd4c7c5976acvb2w6i.example",
-			notes: []string{`⚠️ Not plain ASCII: info@日本語ドメイン.example is sent as info@xn--eckwd4c7c5976acvb2w6i.example: domain label "日本語ドメイン" has U+65E5, U+672C, U+8A9E, U+30C9 (KATAKANA LETTER DO) and 3 more`},
+			notes: []string{`⚠ Not plain ASCII: info@日本語ドメイン.example is sent as info@xn--eckwd4c7c5976acvb2w6i.example: domain label "日本語ドメイン" has U+65E5, U+672C, U+8A9E, U+30C9 (KATAKANA LETTER DO) and 3 more`},
 		},
 		{
 			name: "Greek omicron among Latin", in: "pay@g\u03bfogle.com",
 			shown: "pay@g\u03bfogle.com", sent: "pay@xn--gogle-rce.com",
-			notes: []string{`⚠️ Not plain ASCII: pay@g` + "\u03bf" + `ogle.com is sent as pay@xn--gogle-rce.com: domain label "g` + "\u03bf" + `ogle" has U+03BF (GREEK SMALL LETTER OMICRON), mixed scripts (Latin, Greek)`},
+			notes: []string{`⚠ Not plain ASCII: pay@g` + "\u03bf" + `ogle.com is sent as pay@xn--gogle-rce.com: domain label "g` + "\u03bf" + `ogle" has U+03BF (GREEK SMALL LETTER OMICRON), mixed scripts (Latin, Greek)`},
 		},
 		{
 			name: "one script, not Latin", in: "ivan@пример.рф",
 			shown: "ivan@пример.рф", sent: "ivan@xn--e1afmkfd.xn--p1ai",
-			notes: []string{`⚠️ Not plain ASCII: ivan@пример.рф is sent as ivan@xn--e1afmkfd.xn--p1ai: domain label "пример" has U+043F (CYRILLIC SMALL LETTER PE), U+0440 (CYRILLIC SMALL LETTER ER), U+0438 (CYRILLIC SMALL LETTER I), U+043C (CYRILLIC SMALL LETTER EM) and 1 more; domain label "рф" has U+0440 (CYRILLIC SMALL LETTER ER), U+0444 (CYRILLIC SMALL LETTER EF)`},
+			notes: []string{`⚠ Not plain ASCII: ivan@пример.рф is sent as ivan@xn--e1afmkfd.xn--p1ai: domain label "пример" has U+043F (CYRILLIC SMALL LETTER PE), U+0440 (CYRILLIC SMALL LETTER ER), U+0438 (CYRILLIC SMALL LETTER I), U+043C (CYRILLIC SMALL LETTER EM) and 1 more; domain label "рф" has U+0440 (CYRILLIC SMALL LETTER ER), U+0444 (CYRILLIC SMALL LETTER EF)`},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
