@@ -195,3 +195,31 @@ func TestEmailCardShowsLookalikesAsTheSendReadsThem(t *testing.T) {
 		t.Fatalf("%d mails, want 4", n)
 	}
 }
+
+// A grant "for this chat" covers the addresses as sent: approving
+// sara@example.com covers neither its lookalike nor the address that
+// "。" turns it into.
+func TestEmailGrantBoundIsTheAddressAsSent(t *testing.T) {
+	tool := tools.NewEmailSend(tools.EmailConfig{})
+	bound := func(to string) string {
+		b, _, ok := tool.GrantBound(toolstest.Args(t, map[string]string{"to": to, "subject": "s", "body": "b"}))
+		if !ok {
+			t.Fatalf("%q: no grant offered", to)
+		}
+		return b
+	}
+	plain := bound("Sara <sara@Example.com>")
+	if plain != "sara@example.com" {
+		t.Fatalf("bound %q", plain)
+	}
+	for to, want := range map[string]string{
+		"s\u0430ra@example.com":           "s\u0430ra@example.com",
+		"sara@ex\u0430mple.com":           "sara@xn--exmple-4nf.com",
+		"sara@example.com\u3002evil.test": "sara@example.com.evil.test",
+		"sara@\uff45xample.com":           "sara@example.com", // the same mailbox, as a server reads it
+	} {
+		if got := bound(to); got != want {
+			t.Errorf("%q: bound %q, want %q", to, got, want)
+		}
+	}
+}
