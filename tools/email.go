@@ -215,12 +215,12 @@ func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 		return ErrorResult("%v", err), nil
 	}
 	if tour {
-		return t.deliverToDevMailbox(call, to, a)
+		return t.deliverToDevMailbox(call, sentTo(to), a)
 	}
 
 	msg := mail.NewMsg()
 	msg.FromMailAddress(t.from)
-	msg.ToMailAddress(to...)
+	msg.ToMailAddress(sentTo(to)...)
 	msg.Subject(a.Subject)
 	msg.SetDate()
 	msg.SetBodyString(mail.TypeTextPlain, a.Body)
@@ -241,7 +241,7 @@ func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 	err = client.DialAndSendWithContext(sendCtx, msg)
 	recipients := make([]string, len(to))
 	for i, r := range to {
-		recipients[i] = r.Address
+		recipients[i] = r.Addr.Sent()
 	}
 	rcpt := strings.Join(recipients, ", ")
 	if msg.IsDelivered() {
@@ -267,6 +267,16 @@ func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 		return ErrorResult("email_send: not sent: %v", ctx.Err()), ctx.Err()
 	}
 	return smtpErrorResult("email_send: not sent to %s: %v", rcpt, err), nil
+}
+
+// sentTo are the recipients as SMTP gets them: each address exactly as
+// the card showed it sent (mailaddr.Address.Sent).
+func sentTo(to []recipient) []*netmail.Address {
+	out := make([]*netmail.Address, len(to))
+	for i, r := range to {
+		out[i] = r.mail()
+	}
+	return out
 }
 
 // smtpErrorResult is an error result that quotes an SMTP error: its text

@@ -17,9 +17,9 @@ type Grantable interface {
 }
 
 // GrantBound implements [Grantable]: "the same recipients", the set of
-// addresses the send parses from to (as the card shows them), domains
-// lower-cased,
-// sorted and without repeats. Display names do not count: a grant for
+// addresses the send parses from to, as it sends them (mailaddr: domains
+// mapped and lower-cased, in their A-label form), sorted and without
+// repeats. Display names do not count: a grant for
 // sara@example.com covers "Sara <sara@example.com>" too, and nothing else.
 func (t *EmailSend) GrantBound(args json.RawMessage) (bound, label string, ok bool) {
 	var a emailArgs
@@ -32,9 +32,10 @@ func (t *EmailSend) GrantBound(args json.RawMessage) (bound, label string, ok bo
 	}
 	addrs := make([]string, 0, len(list))
 	for _, r := range list {
-		// The domain is case-insensitive; the local part may not be.
-		local, domain, _ := strings.Cut(r.Address, "@")
-		addrs = append(addrs, local+"@"+strings.ToLower(domain))
+		// The address as sent: the domain mapped (lower-cased, in its
+		// A-label form), the local part as written, which may be
+		// case-sensitive.
+		addrs = append(addrs, r.Addr.Local+"@"+strings.ToLower(r.Addr.ASCIIDomain))
 	}
 	slices.Sort(addrs)
 	addrs = slices.Compact(addrs)

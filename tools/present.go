@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/tools/mailaddr"
 )
 
 // Presenter is implemented by a tool that says what a person approving
@@ -88,8 +89,10 @@ func canonicalJSON(raw json.RawMessage) (string, error) {
 
 // Present implements [Presenter]: the recipients as the send parses them,
 // one a line, the address first and a display name apart (a name that
-// looks like an address is pointed out), the subject, and the body as
-// free text. Arguments the send would refuse are refused here.
+// looks like an address is pointed out), then a warning line of its own
+// for each address that is not plain ASCII or that a mail server reads
+// differently from how it is written (mailaddr), the subject, and the
+// body as free text. Arguments the send would refuse are refused here.
 func (t *EmailSend) Present(args json.RawMessage) ([]gh.CardField, error) {
 	var a emailArgs
 	if err := json.Unmarshal(args, &a); err != nil {
@@ -103,44 +106,77 @@ func (t *EmailSend) Present(args json.RawMessage) ([]gh.CardField, error) {
 		return nil, err
 	}
 	lines := make([]string, len(to))
+	var notes []gh.CardField
 	for i, r := range to {
 		lines[i] = recipientLine(r)
+		// Each on a line of its own after the recipients, not inside
+		// their block: a line of the card, which no address can write.
+		for _, n := range r.Addr.Notes() {
+			notes = append(notes, gh.CardField{Label: n.Label, Value: n.Text})
+		}
 	}
-	return []gh.CardField{
-		{Label: "To", Value: strings.Join(lines, "\n")},
-		{Label: "Subject", Value: a.Subject},
-		{Label: "Body", Value: a.Body, FreeText: true},
-	}, nil
+	fields := []gh.CardField{{Label: "To", Value: strings.Join(lines, "\n")}}
+	fields = append(fields, notes...)
+	return append(fields,
+		gh.CardField{Label: "Subject", Value: a.Subject},
+		gh.CardField{Label: "Body", Value: a.Body, FreeText: true},
+	), nil
 }
 
 // recipientLine is how a card shows one recipient: the address the mail
-// goes to, then the display name, quoted, when there is one. A name with
-// an @ in it is pointed out: it is what a mail client shows instead of
-// the address.
-func recipientLine(r *netmail.Address) string {
+// goes to (mapped as a mail server reads it), then the display name,
+// quoted, when there is one. A name with an @ in it is pointed out: it is
+// what a mail client shows instead of the address.
+func recipientLine(r recipient) string {
+	addr := r.Addr.Shown()
 	if r.Name == "" {
-		return r.Address
+		return addr
 	}
 	// Quoted as in a mail header; anything invisible in the name is
 	// escaped where the card is shown (cards.Visible).
-	line := r.Address + ` (display name "` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(r.Name) + `")`
+	line := addr + ` (display name "` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(r.Name) + `")`
 	if strings.Contains(r.Name, "@") {
-		line += " ⚠ the display name looks like an address; the mail goes to " + r.Address
+		line += " ⚠ the display name looks like an address; the mail goes to " + addr
 	}
 	return line
 }
 
+// recipient is one address email_send's "to" names: the display name as
+// written, and the address as a mail server reads it.
+type recipient struct {
+	Name string
+	Addr mailaddr.Address
+}
+
+// mail is the recipient as the send gives it to SMTP: the address as
+// sent (mailaddr.Address.Sent), the one the card shows.
+func (r recipient) mail() *netmail.Address {
+	return &netmail.Address{Name: r.Name, Address: r.Addr.Sent()}
+}
+
 // parseRecipients parses email_send's "to" as the send does: every
-// address the mail goes to.
-func parseRecipients(to string) ([]*netmail.Address, error) {
+// address the mail goes to, each mapped once (mailaddr.Parse). The card
+// (Present), the grant bound (GrantBound) and the SMTP envelope (Run) all
+// come from it, so what is approved is what is sent.
+func parseRecipients(to string) ([]recipient, error) {
 	list, err := netmail.ParseAddressList(to)
 	if err != nil || len(list) == 0 {
 		if err == nil {
 			err = errors.New("no address")
 		}
-		return nil, fmt.Errorf("email_send: not sent: %q is not a valid address list (%v); give addresses like sara@example.com", to, err)
+		return nil, gh.Errorf(gh.CodeInvalid, "email_send: not sent: %q is not a valid address list (%v); give addresses like sara@example.com", to, err)
 	}
-	return list, nil
+	out := make([]recipient, len(list))
+	for i, r := range list {
+		addr, err := mailaddr.Parse(r.Address)
+		if err != nil {
+			var e *gh.Error
+			errors.As(err, &e)
+			return nil, gh.Wrap(gh.CodeInvalid, e.Err, "email_send: not sent: %s; give addresses like sara@example.com", e.Message)
+		}
+		out[i] = recipient{Name: r.Name, Addr: addr}
+	}
+	return out, nil
 }
 
 // checkSubject refuses a subject the send refuses.

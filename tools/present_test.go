@@ -9,6 +9,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/internal/smtptest"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/tools/toolstest"
 )
@@ -116,3 +117,109 @@ func TestUndeclaredToolsShowEveryArgument(t *testing.T) {
 }
 
 type toolWithoutPresenter struct{ tools.Tool }
+
+// The lookalikes of issue #26: the card shows each address as a mail
+// server reads it, with a warning line of its own, and the envelope the
+// SMTP server receives is, byte for byte, the address the card says is
+// sent. An address whose domain is not a valid IDN gets no card.
+func TestEmailCardShowsLookalikesAsTheSendReadsThem(t *testing.T) {
+	srv := smtptest.Start(t)
+	tool := tools.NewEmailSend(tools.EmailConfig{SMTPURL: srv.URL(), From: "bot@example.com", Timeout: 5 * time.Second})
+	for i, c := range []struct {
+		to, line, warning, sent string
+	}{
+		{
+			to:      "s\u0430ra@example.com",
+			line:    "s\u0430ra@example.com",
+			warning: `⚠ Not plain ASCII: s` + "\u0430" + `ra@example.com: local part "s` + "\u0430" + `ra" has U+0430 (CYRILLIC SMALL LETTER A), mixed scripts (Latin, Cyrillic)`,
+			sent:    "s\u0430ra@example.com",
+		},
+		{
+			to:      "Sara <sara@ex\u0430mple.com>",
+			line:    "sara@ex\u0430mple.com (display name \"Sara\")",
+			warning: `⚠ Not plain ASCII: sara@ex` + "\u0430" + `mple.com is sent as sara@xn--exmple-4nf.com: domain label "ex` + "\u0430" + `mple" has U+0430 (CYRILLIC SMALL LETTER A), mixed scripts (Latin, Cyrillic)`,
+			sent:    "sara@xn--exmple-4nf.com",
+		},
+		{
+			to:      "sara@example.com\u3002evil.test",
+			line:    "sara@example.com.evil.test",
+			warning: "⚠ Rewritten: written sara@example.com\u3002evil.test, with U+3002 (IDEOGRAPHIC FULL STOP); a mail server reads it as sara@example.com.evil.test, and that is where it is sent",
+			sent:    "sara@example.com.evil.test",
+		},
+		{
+			to:   "sara@example.com",
+			line: "sara@example.com",
+			sent: "sara@example.com",
+		},
+	} {
+		args := toolstest.Args(t, map[string]string{"to": c.to, "subject": "Report", "body": "Hi."})
+		fields, err := tools.Present(tool, args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var card []string
+		for _, f := range fields {
+			card = append(card, f.Label+": "+f.Value)
+		}
+		want := []string{"To: " + c.line}
+		if c.warning != "" {
+			want = append(want, c.warning)
+		}
+		want = append(want, "Subject: Report", "Body: Hi.")
+		if !slices.Equal(card, want) {
+			t.Fatalf("%q: the card says\n%s\nwant\n%s", c.to, strings.Join(card, "\n"), strings.Join(want, "\n"))
+		}
+		res, err := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{ID: "c1", Arguments: args}})
+		if err != nil || res.IsError {
+			t.Fatalf("send: %v %+v", err, res)
+		}
+		mails := srv.Mails()
+		if len(mails) != i+1 || !slices.Equal(mails[i].To, []string{c.sent}) {
+			t.Fatalf("%q: the envelope went to %+v; the card said %q", c.to, mails[len(mails)-1].To, c.sent)
+		}
+		if !strings.Contains(strings.Join(card, "\n"), c.sent) {
+			t.Fatalf("%q: the card never shows %q, where the mail went", c.to, c.sent)
+		}
+	}
+	for _, to := range []string{"sara@example.com\u3002", "sara@xn--zz.com", "sara@-bad.example"} {
+		args := toolstest.Args(t, map[string]string{"to": to, "subject": "s", "body": "b"})
+		fields, err := tools.Present(tool, args)
+		if gh.ErrorCode(err) != gh.CodeInvalid || !strings.Contains(err.Error(), "not sent") {
+			t.Errorf("%q: a card %+v (%v); want an invalid-argument refusal", to, fields, err)
+		}
+		if res, _ := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{ID: "c2", Arguments: args}}); !res.IsError {
+			t.Errorf("%q: sent: %+v", to, res)
+		}
+	}
+	if n := len(srv.Mails()); n != 4 {
+		t.Fatalf("%d mails, want 4", n)
+	}
+}
+
+// A grant "for this chat" covers the addresses as sent: approving
+// sara@example.com covers neither its lookalike nor the address that
+// "。" turns it into.
+func TestEmailGrantBoundIsTheAddressAsSent(t *testing.T) {
+	tool := tools.NewEmailSend(tools.EmailConfig{})
+	bound := func(to string) string {
+		b, _, ok := tool.GrantBound(toolstest.Args(t, map[string]string{"to": to, "subject": "s", "body": "b"}))
+		if !ok {
+			t.Fatalf("%q: no grant offered", to)
+		}
+		return b
+	}
+	plain := bound("Sara <sara@Example.com>")
+	if plain != "sara@example.com" {
+		t.Fatalf("bound %q", plain)
+	}
+	for to, want := range map[string]string{
+		"s\u0430ra@example.com":           "s\u0430ra@example.com",
+		"sara@ex\u0430mple.com":           "sara@xn--exmple-4nf.com",
+		"sara@example.com\u3002evil.test": "sara@example.com.evil.test",
+		"sara@\uff45xample.com":           "sara@example.com", // the same mailbox, as a server reads it
+	} {
+		if got := bound(to); got != want {
+			t.Errorf("%q: bound %q, want %q", to, got, want)
+		}
+	}
+}
