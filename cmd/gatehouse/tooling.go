@@ -23,6 +23,7 @@ import (
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/tools/builtin"
 	"github.com/gatehouse/gatehouse/tools/mcp"
+	"github.com/gatehouse/gatehouse/tools/sandbox"
 	"github.com/gatehouse/gatehouse/tools/shell"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
@@ -87,7 +88,7 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		}
 		// Descriptors the gateway inherited (a supervisor's pipe, a socket)
 		// are not the servers' business.
-		shell.SealInheritedDescriptors()
+		sandbox.SealInheritedDescriptors()
 		remote, err := mcp.Connect(ctx, mcp.Config{Servers: f.Servers, BaseEnv: base})
 		if err != nil {
 			// A server that is down leaves its tools out; the others work.
