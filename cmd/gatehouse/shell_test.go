@@ -210,8 +210,14 @@ func sleeping(arg string) bool {
 }
 
 // A descriptor the gateway inherited (here a file holding a secret, as a
-// supervisor might pass) does not reach an MCP server it starts.
+// supervisor might pass) does not reach an MCP server it starts, isolated
+// (writing its listing into a Writable directory) or not.
 func TestMCPServerGetsNoInheritedDescriptor(t *testing.T) {
+	t.Run("host", func(t *testing.T) { testMCPServerGetsNoInheritedDescriptor(t, "host") })
+	t.Run("sandbox", func(t *testing.T) { testenv.Bubblewrap(t); testMCPServerGetsNoInheritedDescriptor(t, "sandbox") })
+}
+
+func testMCPServerGetsNoInheritedDescriptor(t *testing.T, isolation string) {
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret.txt")
 	os.WriteFile(secret, []byte("top secret"), 0o600)
@@ -222,7 +228,7 @@ func TestMCPServerGetsNoInheritedDescriptor(t *testing.T) {
 	defer f.Close()
 	out := filepath.Join(dir, "fds.txt")
 	cfg := filepath.Join(dir, "mcp.json")
-	raw, _ := json.Marshal(map[string]any{"servers": []map[string]any{{"Name": "probe", "Command": []string{"/bin/sh", "-c", "ls -l /proc/self/fd > " + out + "; exit 1"}}}})
+	raw, _ := json.Marshal(map[string]any{"servers": []map[string]any{{"Name": "probe", "Isolation": isolation, "Writable": []string{dir}, "Command": []string{"/bin/sh", "-c", "ls -l /proc/self/fd > " + out + "; exit 1"}}}})
 	os.WriteFile(cfg, raw, 0o600)
 
 	cmd := exec.Command(binary(t), "serve")
