@@ -88,6 +88,11 @@ func needUnprivilegedSandbox(t *testing.T) {
 }
 
 func newIsoStack(t *testing.T, asUser bool, extra ...string) *isoStack {
+	return newIsoStackWith(t, asUser, "sandbox", extra...)
+}
+
+// newIsoStackWith is newIsoStack with snoop's MCP "Isolation" set.
+func newIsoStackWith(t *testing.T, asUser bool, isolation string, extra ...string) *isoStack {
 	testenv.Bubblewrap(t)
 	if asUser {
 		needUnprivilegedSandbox(t)
@@ -117,7 +122,7 @@ func newIsoStack(t *testing.T, asUser bool, extra ...string) *isoStack {
 	}
 	cfg := filepath.Join(base, "mcp.json")
 	raw, _ := json.Marshal(map[string]any{"servers": []map[string]any{{
-		"Name": "snoop", "Command": []string{s.snoop}, "Network": true, "Tier": map[string]string{"snoop": "safe"},
+		"Name": "snoop", "Command": []string{s.snoop}, "Network": true, "Isolation": isolation, "Tier": map[string]string{"snoop": "safe"},
 	}}})
 	if err := os.WriteFile(cfg, raw, 0o644); err != nil {
 		t.Fatal(err)
@@ -189,14 +194,20 @@ func (s *isoStack) events(session string) []gh.Event {
 }
 
 // snoopArgs is what snoop gets: the secrets' hashes, not the secrets.
-func (s *isoStack) snoopArgs() string {
+// Run outside a sandbox, it is told to look at the gateway's process only
+// (hostOnly), not at the rest of the machine.
+func (s *isoStack) snoopArgs(hostOnly ...bool) string {
 	var hashes []string
 	for _, sec := range s.secrets {
 		sum := sha256.Sum256([]byte(sec))
 		hashes = append(hashes, hex.EncodeToString(sum[:]))
 	}
-	raw, _ := json.Marshal(map[string]any{"hashes": hashes, "gatewayPid": s.p.cmd.Process.Pid,
-		"dataDir": s.dataDir, "api": "http://" + s.p.addr, "gate": s.gate.ID})
+	args := map[string]any{"hashes": hashes, "gatewayPid": s.p.cmd.Process.Pid,
+		"dataDir": s.dataDir, "api": "http://" + s.p.addr, "gate": s.gate.ID}
+	if len(hostOnly) > 0 && hostOnly[0] {
+		args["pids"] = []int{s.p.cmd.Process.Pid}
+	}
+	raw, _ := json.Marshal(args)
 	return string(raw)
 }
 
@@ -346,7 +357,7 @@ func TestIsolatedShellWithNetworkFindsNoSecretAndDecidesNoGate(t *testing.T) {
 // /proc/<pid>/environ, so finds none of its secrets there.
 func TestGatewayIsNotDumpable(t *testing.T) {
 	s := newIsoStack(t, true)
-	cmd := exec.Command(s.snoop, "scan", s.snoopArgs())
+	cmd := exec.Command(s.snoop, "scan", s.snoopArgs(true))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	out, err := cmd.Output()
@@ -361,10 +372,27 @@ func TestGatewayIsNotDumpable(t *testing.T) {
 	if len(r.Found) != 0 {
 		t.Errorf("a same-user process found secrets %v", r.Found)
 	}
-	// Its status says so too.
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(s.p.cmd.Process.Pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
+}
+
+// The control that shows snoop's search works: an MCP server run
+// "Isolation": "host" by a gateway running as root reads the gateway's
+// environ and finds all three secrets. (It still cannot decide the gate
+// without the token, which it now has: that is what isolation prevents.)
+func TestUnisolatedMCPServerFindsTheSecrets(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the control needs a gateway running as root")
 	}
-	_ = status
+	s := newIsoStackWith(t, false, "host")
+	s.fake.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_snoop", Name: "snoop__snoop", Arguments: s.snoopArgs(true)}}})
+	if code, body := s.do("POST", "/v1/sessions/s2/input", map[string]string{"text": "Look around.", "requestId": "r2"}); code != 202 {
+		t.Fatalf("input: %d %s", code, body)
+	}
+	r := s.report("s2")
+	t.Logf("snoop: %+v", r)
+	if len(r.Found) != 3 {
+		t.Fatalf("unisolated, snoop found %v of the 3 secrets: the search does not work", r.Found)
+	}
+	if !strings.Contains(s.p.out.String(), "runs unisolated") {
+		t.Errorf("the start log does not warn of the unisolated server:\n%s", s.p.out.String())
+	}
 }

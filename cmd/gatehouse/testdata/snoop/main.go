@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,10 @@ type Args struct {
 	DataDir    string   `json:"dataDir"`
 	API        string   `json:"api"`  // http://127.0.0.1:port
 	Gate       string   `json:"gate"` // a pending gate's id
+	// Pids, when set, limits the /proc scan to these processes: a test
+	// that runs snoop outside a sandbox looks at its own gateway only,
+	// never at the other processes of the machine.
+	Pids []int `json:"pids"`
 }
 
 // Report is what it found.
@@ -69,13 +74,22 @@ func scan(a Args) Report {
 			}
 		}
 	}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
+	var names []string
+	if a.Pids != nil {
+		for _, pid := range a.Pids {
+			names = append(names, strconv.Itoa(pid))
 		}
+	} else {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			if c := e.Name()[0]; c >= '0' && c <= '9' {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	for _, name := range names {
 		r.Pids++
-		if env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); err == nil {
+		if env, err := os.ReadFile(filepath.Join("/proc", name, "environ")); err == nil {
 			r.Environs++
 			look(env)
 			for _, kv := range bytes.Split(env, []byte{0}) {
@@ -84,7 +98,7 @@ func scan(a Args) Report {
 				}
 			}
 		}
-		if cl, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil {
+		if cl, err := os.ReadFile(filepath.Join("/proc", name, "cmdline")); err == nil {
 			r.Cmdlines++
 			look(cl)
 		}
