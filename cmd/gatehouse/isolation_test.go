@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,22 +159,7 @@ func newIsoStackWith(t *testing.T, asUser bool, isolation string, extra ...strin
 // do is an API request with the gateway's token.
 func (s *isoStack) do(method, path string, body any) (int, []byte) {
 	s.t.Helper()
-	var rd bytes.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd.Reset(raw)
-	}
-	req, _ := http.NewRequest(method, "http://"+s.p.addr+path, &rd)
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	b.ReadFrom(resp.Body)
-	return resp.StatusCode, b.Bytes()
+	return tokenClient{t: s.t, addr: s.p.addr, token: s.token}.do(method, path, body)
 }
 
 func (s *isoStack) gates(session string) []gh.Gate {

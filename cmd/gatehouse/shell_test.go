@@ -31,8 +31,9 @@ const (
 )
 
 type tokenClient struct {
-	t    *testing.T
-	addr string
+	t     *testing.T
+	addr  string
+	token string // defaults to shellTestToken
 }
 
 func (c tokenClient) do(method, path string, body any) (int, []byte) {
@@ -45,7 +46,11 @@ func (c tokenClient) do(method, path string, body any) (int, []byte) {
 		rd = bytes.NewReader(nil)
 	}
 	req, _ := http.NewRequest(method, "http://"+c.addr+path, rd)
-	req.Header.Set("Authorization", "Bearer "+shellTestToken)
+	token := c.token
+	if token == "" {
+		token = shellTestToken
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -39,7 +39,7 @@ type Args struct {
 	// Pids, when set, limits the /proc scan to these processes: a test
 	// that runs snoop outside a sandbox looks at its own gateway only,
 	// never at the other processes of the machine.
-	Pids []int `json:"pids"`
+	Pids []int `json:"pids,omitempty"`
 }
 
 // Report is what it found.
