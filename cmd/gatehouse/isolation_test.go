@@ -379,3 +379,122 @@ func TestUnisolatedMCPServerFindsTheSecrets(t *testing.T) {
 		t.Errorf("the start log does not warn of the unisolated server:\n%s", s.p.out.String())
 	}
 }
+
+// mcpInfo is GET /v1/info's isolation.mcp.
+type mcpInfo []struct {
+	Name, Isolation string
+	Network         bool
+}
+
+func (s isoInfoClient) mcp() mcpInfo {
+	_, raw := s.do("GET", "/v1/info", nil)
+	var info struct{ Isolation struct{ MCP mcpInfo } }
+	json.Unmarshal(raw, &info)
+	return info.Isolation.MCP
+}
+
+type isoInfoClient struct{ tokenClient }
+
+// usualServers is an MCP config of servers installed the usual ways: a
+// Node script and a Python script run by interpreters found in PATH, and
+// a Go binary in a directory of its own.
+func usualServers(t *testing.T) (string, []string) {
+	t.Helper()
+	testdata, err := filepath.Abs("../../tools/mcp/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := openDir(t)
+	bin := filepath.Join(dir, "bin", "addserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../tools/mcp/testdata/addserver").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	servers := []map[string]any{{"Name": "go", "Command": []string{bin}, "Tier": map[string]string{"add": "safe"}}}
+	names := []string{"go"}
+	for _, s := range []struct{ name, interp, script string }{
+		{"node", "node", filepath.Join(testdata, "jsserver", "server.js")},
+		{"python", "python3", filepath.Join(testdata, "pyserver", "server.py")},
+	} {
+		if _, err := exec.LookPath(s.interp); err != nil {
+			t.Logf("no %s: its server is left out", s.interp)
+			continue
+		}
+		servers = append(servers, map[string]any{"Name": s.name, "Command": []string{s.interp, s.script}, "Tier": map[string]string{"add": "safe"}})
+		names = append(names, s.name)
+	}
+	cfg := filepath.Join(dir, "mcp.json")
+	raw, _ := json.Marshal(map[string]any{"servers": servers})
+	if err := os.WriteFile(cfg, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, names
+}
+
+// Through the binary, stdio servers installed the usual ways start
+// isolated and answer the agent's calls.
+func TestMCPServersInstalledTheUsualWaysStartIsolated(t *testing.T) {
+	testenv.Bubblewrap(t)
+	cfg, names := usualServers(t)
+	fake := modeltest.NewOpenAI(t, shellTestKey)
+	for i, n := range names {
+		fake.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_" + strconv.Itoa(i), Name: n + "__add", Arguments: `{"a":2,"b":3}`}}})
+	}
+	fake.SetDefault(modeltest.Reply{Text: "Done."})
+	p := start(t, "GATEHOUSE_API_TOKEN="+shellTestToken, "GATEHOUSE_MCP_CONFIG="+cfg, "PATH=/usr/local/bin:/usr/bin:/bin",
+		"GATEHOUSE_MODEL=openai:test-model", "OPENAI_API_KEY="+shellTestKey, "OPENAI_BASE_URL="+fake.BaseURL(), "GATEHOUSE_MODEL_RETRIES=1")
+	c := isoInfoClient{tokenClient{t: t, addr: p.addr}}
+	info := c.mcp()
+	if len(info) != len(names) {
+		t.Fatalf("/v1/info isolation.mcp = %+v, want %v", info, names)
+	}
+	for _, si := range info {
+		if si.Isolation != "sandbox" || si.Network {
+			t.Errorf("server %s: %+v, want sandbox without network", si.Name, si)
+		}
+	}
+	if code, body := c.do("POST", "/v1/sessions/s1/input", map[string]string{"text": "Add 2 and 3, every way.", "requestId": "r1"}); code != 202 {
+		t.Fatalf("input: %d %s", code, body)
+	}
+	results := map[string]string{}
+	waitUntil(t, "every server's answer", func() bool {
+		for _, e := range c.events() {
+			if e.Kind == gh.KindToolResult {
+				var r gh.ToolResult
+				json.Unmarshal(e.Payload, &r)
+				results[r.ToolCallID] = r.Content
+			}
+		}
+		return len(results) == len(names)
+	})
+	for id, content := range results {
+		if !strings.Contains(content, "5") {
+			t.Errorf("%s answered %q, want 5", id, content)
+		}
+	}
+	p.stopWith(t, syscall.SIGTERM)
+}
+
+// Where isolation is unavailable, the stdio servers do not start: the
+// start log says so for each, /v1/info says "refused", and the agent has
+// none of their tools.
+func TestMCPServerRefusedWhereIsolationIsUnavailable(t *testing.T) {
+	cfg, names := usualServers(t)
+	p := start(t, "GATEHOUSE_API_TOKEN="+shellTestToken, "GATEHOUSE_MCP_CONFIG="+cfg, "GATEHOUSE_SHELL_BWRAP=/nonexistent/bwrap")
+	c := isoInfoClient{tokenClient{t: t, addr: p.addr}}
+	info := c.mcp()
+	if len(info) != len(names) {
+		t.Fatalf("/v1/info isolation.mcp = %+v, want %v", info, names)
+	}
+	for _, si := range info {
+		if si.Isolation != "refused" {
+			t.Errorf("server %s: %+v, want refused", si.Name, si)
+		}
+		if !strings.Contains(p.out.String(), `msg="MCP server not started: isolation is unavailable" server=`+si.Name) {
+			t.Errorf("the start log does not say %s was not started:\n%s", si.Name, p.out.String())
+		}
+	}
+	if !strings.Contains(p.out.String(), `\"Isolation\": \"host\"`) {
+		t.Errorf("the start log does not name the setting that runs them anyway:\n%s", p.out.String())
+	}
+	p.stopWith(t, syscall.SIGTERM)
+}
