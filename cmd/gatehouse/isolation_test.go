@@ -338,7 +338,7 @@ func TestIsolatedShellWithNetworkFindsNoSecretAndDecidesNoGate(t *testing.T) {
 // The gateway is non-dumpable: a process of its own user outside any
 // sandbox (snoop run on the host as the same uid) cannot read its
 // /proc/<pid>/environ, so finds none of its secrets there.
-func TestGatewayIsNotDumpable(t *testing.T) {
+func TestGatewayNotDumpableIsolatesItsEnviron(t *testing.T) {
 	s := newIsoStack(t, true)
 	cmd := exec.Command(s.snoop, "scan", s.snoopArgs(true))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
@@ -361,7 +361,7 @@ func TestGatewayIsNotDumpable(t *testing.T) {
 // "Isolation": "host" by a gateway running as root reads the gateway's
 // environ and finds all three secrets. (It still cannot decide the gate
 // without the token, which it now has: that is what isolation prevents.)
-func TestUnisolatedMCPServerFindsTheSecrets(t *testing.T) {
+func TestMCPServerUnisolatedFindsTheSecrets(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("the control needs a gateway running as root")
 	}
