@@ -171,6 +171,10 @@ type Config struct {
 	// httpapi/web.Handler()). It receives the full request path. Defaults
 	// to nil: no web chat.
 	Web http.Handler
+	// Isolation, when set, is shown by GET /v1/info as "isolation": how
+	// shell_exec and each MCP server are isolated. Defaults to nil: not
+	// shown.
+	Isolation *IsolationInfo
 }
 
 func (c Config) withDefaults() Config {

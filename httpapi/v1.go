@@ -403,5 +403,8 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Model == "" {
 		body["hint"] = s.cfg.ModelHint
 	}
+	if s.cfg.Isolation != nil {
+		body["isolation"] = s.cfg.Isolation
+	}
 	writeJSON(w, http.StatusOK, body)
 }

@@ -20,6 +20,11 @@ import (
 var version = "dev"
 
 func main() {
+	// Before anything reads the environment: serve and guard hold the
+	// same keys, and so does every other subcommand given them.
+	if err := sealProcess(); err != nil {
+		fmt.Fprintln(os.Stderr, "gatehouse: could not mark the process non-dumpable:", err)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }
 

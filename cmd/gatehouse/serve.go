@@ -129,7 +129,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: !hasModel, Floor: cfg.MemoryFloor, Batch: cfg.MemoryBatch,
 		EmbeddingsURL: cfg.EmbeddingsURL, EmbeddingsModel: cfg.EmbeddingsModel, EmbeddingsAPIKey: cfg.EmbeddingsAPIKey})
 	tour := newTourWiring(cfg, reg)
-	worker, closeTools, err := newToolWorker(ctx, cfg, k, mem, know.lib, gateSvc.Opened, log, tour)
+	worker, closeTools, isolation, err := newToolWorker(ctx, cfg, k, mem, know.lib, gateSvc.Opened, log, tour)
 	if err != nil {
 		return err
 	}
@@ -168,6 +168,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout, IdleTimeout: cfg.HTTPIdleTimeout,
 		MaxHeaderBytes: cfg.HTTPMaxHeaderBytes, MaxConns: cfg.HTTPMaxConns, MaxStreams: cfg.HTTPMaxStreams, ProbeAddr: cfg.ProbeAddr,
 		FileHeadroom: 256 + cfg.DatabaseMaxConns,
+		Isolation:    isolation,
 	}
 	if gw != nil {
 		apiCfg.Admin, apiCfg.Hooks = gw, gw.Handlers()

@@ -31,8 +31,9 @@ const (
 )
 
 type tokenClient struct {
-	t    *testing.T
-	addr string
+	t     *testing.T
+	addr  string
+	token string // defaults to shellTestToken
 }
 
 func (c tokenClient) do(method, path string, body any) (int, []byte) {
@@ -45,7 +46,11 @@ func (c tokenClient) do(method, path string, body any) (int, []byte) {
 		rd = bytes.NewReader(nil)
 	}
 	req, _ := http.NewRequest(method, "http://"+c.addr+path, rd)
-	req.Header.Set("Authorization", "Bearer "+shellTestToken)
+	token := c.token
+	if token == "" {
+		token = shellTestToken
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -210,8 +215,14 @@ func sleeping(arg string) bool {
 }
 
 // A descriptor the gateway inherited (here a file holding a secret, as a
-// supervisor might pass) does not reach an MCP server it starts.
+// supervisor might pass) does not reach an MCP server it starts, isolated
+// (writing its listing into a Writable directory) or not.
 func TestMCPServerGetsNoInheritedDescriptor(t *testing.T) {
+	t.Run("host", func(t *testing.T) { testMCPServerGetsNoInheritedDescriptor(t, "host") })
+	t.Run("sandbox", func(t *testing.T) { testenv.Bubblewrap(t); testMCPServerGetsNoInheritedDescriptor(t, "sandbox") })
+}
+
+func testMCPServerGetsNoInheritedDescriptor(t *testing.T, isolation string) {
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret.txt")
 	os.WriteFile(secret, []byte("top secret"), 0o600)
@@ -222,7 +233,7 @@ func TestMCPServerGetsNoInheritedDescriptor(t *testing.T) {
 	defer f.Close()
 	out := filepath.Join(dir, "fds.txt")
 	cfg := filepath.Join(dir, "mcp.json")
-	raw, _ := json.Marshal(map[string]any{"servers": []map[string]any{{"Name": "probe", "Command": []string{"/bin/sh", "-c", "ls -l /proc/self/fd > " + out + "; exit 1"}}}})
+	raw, _ := json.Marshal(map[string]any{"servers": []map[string]any{{"Name": "probe", "Isolation": isolation, "Writable": []string{dir}, "Command": []string{"/bin/sh", "-c", "ls -l /proc/self/fd > " + out + "; exit 1"}}}})
 	os.WriteFile(cfg, raw, 0o600)
 
 	cmd := exec.Command(binary(t), "serve")

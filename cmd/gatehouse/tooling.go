@@ -15,6 +15,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gates/redisgates"
+	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/knowledge"
 	"github.com/gatehouse/gatehouse/knowledge/knowledgetool"
@@ -23,6 +24,7 @@ import (
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/tools/builtin"
 	"github.com/gatehouse/gatehouse/tools/mcp"
+	"github.com/gatehouse/gatehouse/tools/sandbox"
 	"github.com/gatehouse/gatehouse/tools/shell"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
@@ -33,19 +35,20 @@ type mcpFile struct {
 }
 
 // newToolWorker builds the tools this install offers and the worker that
-// runs them. The returned close ends MCP sessions.
-func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memory.Memory, lib *knowledge.Library, onOpen func(context.Context, gh.Gate), log *slog.Logger, tour *tourWiring) (*toolworker.Worker, func(), error) {
+// runs them. The returned close ends MCP sessions; the isolation is how
+// shell_exec and each MCP server run, for GET /v1/info.
+func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memory.Memory, lib *knowledge.Library, onOpen func(context.Context, gh.Gate), log *slog.Logger, tour *tourWiring) (*toolworker.Worker, func(), *httpapi.IsolationInfo, error) {
 	root := cfg.Workspace
 	if root == "" {
 		root = filepath.Join(cfg.DataDir, "workspace")
 	}
 	root, err := filepath.Abs(root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("workspace: %w", err)
+		return nil, nil, nil, fmt.Errorf("workspace: %w", err)
 	}
 	// The files the agent reads and writes are the gateway user's alone.
 	if err := privateDir(root); err != nil {
-		return nil, nil, fmt.Errorf("workspace %s: %w", root, err)
+		return nil, nil, nil, fmt.Errorf("workspace %s: %w", root, err)
 	}
 	builtins := builtin.Tools(builtin.Config{
 		Email: tools.EmailConfig{SMTPURL: cfg.SMTPURL, From: cfg.EmailFrom, Tour: tour.mail},
@@ -64,15 +67,16 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 	// scope (tools.Call).
 	reg.Register(knowledgetool.New(lib))
 	closeMCP := func() {}
+	iso := &httpapi.IsolationInfo{Shell: "off", MCP: []httpapi.MCPIsolation{}}
 	secrets := cfg.Secrets()
 	if cfg.MCPConfig != "" {
 		raw, err := os.ReadFile(cfg.MCPConfig)
 		if err != nil {
-			return nil, nil, fmt.Errorf("GATEHOUSE_MCP_CONFIG: %w", err)
+			return nil, nil, nil, fmt.Errorf("GATEHOUSE_MCP_CONFIG: %w", err)
 		}
 		var f mcpFile
 		if err := json.Unmarshal(raw, &f); err != nil {
-			return nil, nil, fmt.Errorf("GATEHOUSE_MCP_CONFIG %s: %w", cfg.MCPConfig, err)
+			return nil, nil, nil, fmt.Errorf("GATEHOUSE_MCP_CONFIG %s: %w", cfg.MCPConfig, err)
 		}
 		// A stdio server gets these of the gateway's environment and what
 		// its own config names, nothing else (no token, key or password).
@@ -87,8 +91,20 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		}
 		// Descriptors the gateway inherited (a supervisor's pipe, a socket)
 		// are not the servers' business.
-		shell.SealInheritedDescriptors()
-		remote, err := mcp.Connect(ctx, mcp.Config{Servers: f.Servers, BaseEnv: base})
+		sandbox.SealInheritedDescriptors()
+		mcpCfg := mcp.Config{Servers: f.Servers, BaseEnv: base, Bubblewrap: cfg.ShellBubblewrap}
+		for _, si := range mcp.Isolations(ctx, mcpCfg) {
+			iso.MCP = append(iso.MCP, httpapi.MCPIsolation{Name: si.Name, Isolation: si.Isolation, Network: si.Network})
+			switch si.Isolation {
+			case mcp.IsolationRefused:
+				log.Warn("MCP server not started: isolation is unavailable", "server", si.Name, "why", si.Reason)
+			case mcp.IsolationHost:
+				log.Warn(`MCP server runs unisolated ("Isolation": "host"): it can read the gateway's keys and data`, "server", si.Name)
+			default:
+				log.Info("MCP server", "server", si.Name, "isolation", si.Isolation, "network", si.Network)
+			}
+		}
+		remote, err := mcp.Connect(ctx, mcpCfg)
 		if err != nil {
 			// A server that is down leaves its tools out; the others work.
 			log.Warn("some MCP servers are unavailable", "err", err)
@@ -99,6 +115,9 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		closeMCP = func() { remote.Close() }
 	}
 	for _, t := range builtins {
+		if sh, ok := t.(*shell.Tool); ok {
+			iso.Shell = shellIsolation(cfg.Shell, sh.Runnable())
+		}
 		if err := t.Runnable(); err != nil && !(t.Name() == tools.NameEmailSend && cfg.SMTPURL == "" && cfg.EmailFrom == "") { // that one is in missingSettings
 			level := slog.LevelInfo
 			if t.Name() == shell.ToolName && cfg.Shell != "off" {
@@ -122,7 +141,21 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		Workspace: func(string) string { return root },
 		Secrets:   secrets,
 	})
-	return w, closeMCP, nil
+	return w, closeMCP, iso, nil
+}
+
+// shellIsolation is shell_exec's word in GET /v1/info.
+func shellIsolation(mode string, runnable error) string {
+	switch {
+	case mode == string(shell.Host):
+		return "host"
+	case mode != string(shell.Isolated):
+		return "off"
+	case runnable != nil:
+		return "unavailable"
+	default:
+		return "sandbox"
+	}
 }
 
 // personContacts is the address book the email check resolves names

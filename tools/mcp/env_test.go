@@ -89,32 +89,45 @@ func TestStdioServerGetsOnlyTheBaseEnvironmentAndItsOwn(t *testing.T) {
 			[]string{"PATH=/opt/tools/bin:/usr/bin", "HOME=/home/gatehouse", "LANG=de_DE.UTF-8", "TMPDIR=/var/tmp/gatehouse", "CRM_TOKEN=for-this-server"}},
 		{"empty base", []string{}, []string{"ONLY=this"}, []string{"ONLY=this"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ts := connect(t, mcp.Config{BaseEnv: tc.base, Servers: []mcp.MCPServer{selfServer(t, tc.own)}})
-			reg := tools.NewRegistry(ts...)
-			envTool, ok := reg.Get("self__env")
-			if !ok {
-				t.Fatalf("no self__env among %v", reg.Names())
-			}
-			res, err := envTool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{ID: "c1", Arguments: []byte(`{}`)}})
-			if err != nil || res.IsError {
-				t.Fatalf("env: %v %+v", err, res)
-			}
-			got := strings.Split(res.Content, "\n")
-			if res.Content == "" {
-				got = nil
-			}
-			for _, v := range secrets {
-				if strings.Contains(res.Content, v) {
-					t.Errorf("the server sees a secret of the gateway: %q", v)
+		for _, isolation := range []string{mcp.IsolationHost, mcp.IsolationSandbox} {
+			t.Run(isolation+"/"+tc.name, func(t *testing.T) {
+				srv := selfServer(t, tc.own)
+				srv.Isolation = isolation
+				ts := connect(t, mcp.Config{BaseEnv: tc.base, Servers: []mcp.MCPServer{srv}})
+				reg := tools.NewRegistry(ts...)
+				envTool, ok := reg.Get("self__env")
+				if !ok {
+					t.Fatalf("no self__env among %v", reg.Names())
 				}
-			}
-			slices.Sort(got)
-			want := slices.Sorted(slices.Values(tc.want))
-			if !slices.Equal(got, want) {
-				t.Errorf("the server's environment is\n  %q\nwant exactly\n  %q", got, want)
-			}
-		})
+				res, err := envTool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{ID: "c1", Arguments: []byte(`{}`)}})
+				if err != nil || res.IsError {
+					t.Fatalf("env: %v %+v", err, res)
+				}
+				got := strings.Split(res.Content, "\n")
+				if res.Content == "" {
+					got = nil
+				}
+				for _, v := range secrets {
+					if strings.Contains(res.Content, v) {
+						t.Errorf("the server sees a secret of the gateway: %q", v)
+					}
+				}
+				want := tc.want
+				if isolation == mcp.IsolationSandbox {
+					// Isolated, HOME and TMPDIR are the sandbox's own (host
+					// paths would not be there), and bubblewrap sets PWD.
+					want = slices.DeleteFunc(slices.Clone(want), func(kv string) bool {
+						return strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "TMPDIR=")
+					})
+					want = append(want, "HOME=/home/sandbox", "TMPDIR=/tmp", "PWD=/home/sandbox")
+				}
+				slices.Sort(got)
+				want = slices.Sorted(slices.Values(want))
+				if !slices.Equal(got, want) {
+					t.Errorf("the server's environment is\n  %q\nwant exactly\n  %q", got, want)
+				}
+			})
+		}
 	}
 }
 

@@ -1,7 +1,3 @@
-// Package mcp bridges tools of remote MCP servers into tools.Tool, through
-// the official Go SDK's client: a server is either a subprocess spoken to
-// over stdio (sdk.CommandTransport) or an endpoint spoken to over
-// streamable HTTP (sdk.StreamableClientTransport).
 package mcp
 
 import (
@@ -10,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -46,6 +41,11 @@ type Config struct {
 	// its environment (its API token, model keys, SMTP password) reaches a
 	// server.
 	BaseEnv []string
+	// Bubblewrap is the bwrap binary isolated stdio servers run under
+	// (Debian's bubblewrap package). Defaults to "bwrap" found in PATH. A
+	// path that does not work makes isolation unavailable, and isolated
+	// servers then do not start.
+	Bubblewrap string
 }
 
 // defaultBaseEnv is BaseEnv when none is given.
@@ -63,8 +63,26 @@ type MCPServer struct {
 	// entries, a key here replacing the base's. The subprocess's whole
 	// environment is the base and these, never the gateway's own.
 	Env []string
-	// Dir is the subprocess's working directory. Defaults to the gateway's.
+	// Dir is the subprocess's working directory, bound read-only when
+	// isolated. Defaults to the gateway's (isolated: its private HOME).
 	Dir string
+	// Isolation is how a stdio server runs: "sandbox" (IsolationSandbox),
+	// or "host" (IsolationHost) to run it as a plain subprocess of the
+	// gateway's user, which can read the gateway's keys from /proc.
+	// Defaults to "sandbox": under bubblewrap, with its own PID namespace
+	// and /proc, none of the gateway's files but its own program and
+	// scripts; where isolation is unavailable the server does not start.
+	Isolation string
+	// Network gives an isolated server the host's network. Defaults to
+	// false: no network at all, not even loopback.
+	Network bool
+	// ReadOnly are more host paths an isolated server sees, read-only, at
+	// the same place (its node_modules, a config file). Defaults to none
+	// beyond what its Command names (see stdioBinds).
+	ReadOnly []string
+	// Writable are host paths an isolated server may write, at the same
+	// place. Defaults to none: its HOME and /tmp are private tmpfs.
+	Writable []string
 	// URL is a streamable-HTTP endpoint ("https://host/mcp").
 	URL string
 	// Tier gives the tier of each tool, by the name the server gives it
@@ -168,16 +186,19 @@ func connectOne(ctx context.Context, cfg Config, srv MCPServer) ([]tools.Tool, e
 	if !reServerName.MatchString(srv.Name) {
 		return nil, errors.New("the name must be letters, digits, '-' and single '_'")
 	}
-	var transport sdk.Transport
+	var (
+		transport sdk.Transport
+		cleanup   = func() {}
+	)
 	switch {
 	case len(srv.Command) > 0 && srv.URL != "":
 		return nil, errors.New("set Command or URL, not both")
 	case len(srv.Command) > 0:
-		// Not exec.CommandContext: ctx only bounds connecting, the server
-		// lives until Close.
-		cmd := exec.Command(srv.Command[0], srv.Command[1:]...)
-		cmd.Env = serverEnv(cfg.BaseEnv, srv.Env)
-		cmd.Dir = srv.Dir
+		cmd, done, err := stdioCommand(ctx, cfg, srv)
+		if err != nil {
+			return nil, err
+		}
+		cleanup = done
 		transport = &sdk.CommandTransport{Command: cmd}
 	case srv.URL != "":
 		transport = &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: cfg.HTTPClient}
@@ -190,9 +211,10 @@ func connectOne(ctx context.Context, cfg Config, srv MCPServer) ([]tools.Tool, e
 	client := sdk.NewClient(&sdk.Implementation{Name: cfg.ClientName, Version: "1"}, nil)
 	cs, err := client.Connect(cctx, transport, nil)
 	if err != nil {
+		cleanup()
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	sess := &session{name: srv.Name, cs: cs}
+	sess := &session{name: srv.Name, cs: cs, cleanup: cleanup}
 	go func() {
 		// A server that exits or drops the session makes its tools
 		// unrunnable, so calls are refused at once with the reason.
@@ -267,17 +289,19 @@ func toolName(server, tool string) string {
 
 // session is one connection to one server, shared by its tools.
 type session struct {
-	name   string
-	cs     *sdk.ClientSession
-	closed atomic.Bool
-	once   sync.Once
-	err    error
+	name    string
+	cs      *sdk.ClientSession
+	cleanup func() // after the server ended: what its sandbox left
+	closed  atomic.Bool
+	once    sync.Once
+	err     error
 }
 
 func (s *session) close() error {
 	s.once.Do(func() {
 		s.closed.Store(true)
 		s.err = s.cs.Close()
+		s.cleanup()
 	})
 	return s.err
 }

@@ -16,154 +16,77 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gatehouse/gatehouse/tools/sandbox"
 )
 
-// Why bubblewrap: see doc.go.
-
-// sandboxUID is who the command runs as inside its user namespace. It maps
-// to the gateway's own user outside, so the bind-mounted workspace stays
-// writable, but inside it is not root and holds no capabilities.
-const sandboxUID = "1000"
-
-// sandboxEtc are the files of /etc a shell and its tools need (the dynamic
-// linker's cache, certificates, name service, alternatives such as awk).
-// The rest of /etc — where an operator may keep the gateway's config file
-// with its keys — is not there.
-var sandboxEtc = []string{
-	"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-	"/etc/ssl", "/etc/ca-certificates", "/etc/nsswitch.conf", "/etc/hosts",
-	"/etc/localtime", "/etc/mime.types", "/etc/protocols", "/etc/services",
-}
+// Why bubblewrap: see tools/sandbox.
 
 func (t *Tool) probe() error {
-	path, err := exec.LookPath(t.cfg.Bubblewrap)
+	path, err := sandbox.Probe(context.Background(), t.cfg.Bubblewrap)
 	if err != nil {
-		return fmt.Errorf("isolation is unavailable: bubblewrap (%s) was not found (install Debian's bubblewrap package, or set GATEHOUSE_SHELL=host to run commands without isolation, knowingly): %w", t.cfg.Bubblewrap, err)
+		return fmt.Errorf("%w; or set GATEHOUSE_SHELL=host to run commands without isolation, knowingly", err)
 	}
 	t.cfg.Bubblewrap = path
 	t.cgroups = t.findCgroup()
 	ws, err := os.MkdirTemp("", "gatehouse-shell-probe")
 	if err != nil {
-		return fmt.Errorf("isolation is unavailable: %w", err)
+		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	defer os.RemoveAll(ws)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	// Inside, the shell is pid 2 of its own namespace (bubblewrap's init is 1).
-	cmd, cleanup, err := t.sandboxed(ctx, ws, "test -w /workspace && test $$ -lt 10")
+	cmd, cleanup, err := t.sandboxed(ctx, ws, "test -w /workspace")
 	if err != nil {
-		return fmt.Errorf("isolation is unavailable: %w", err)
+		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	defer cleanup()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
+	if out, err := cmd.CombinedOutput(); err != nil {
 		msg := strings.TrimSpace(string(out))
 		if len(msg) > 300 {
 			msg = msg[:300] + "…"
 		}
-		return fmt.Errorf("isolation is unavailable: the sandbox could not start on this host (%v: %s); user namespaces may be disabled — see docs/security.md, or set GATEHOUSE_SHELL=host to run commands without isolation, knowingly", err, msg)
+		return fmt.Errorf("%w: the workspace is not writable in the sandbox (%v: %s); see docs/security.md, or set GATEHOUSE_SHELL=host to run commands without isolation, knowingly", sandbox.ErrUnavailable, err, msg)
 	}
 	return nil
 }
 
-// sandboxed returns the command that runs command under bubblewrap with
-// workspace bound at /workspace, and the cleanup to call after it ends.
+// sandboxed returns the command that runs command under bubblewrap
+// (tools/sandbox) with workspace bound writable at /workspace, and the
+// cleanup to call after it ends.
 func (t *Tool) sandboxed(ctx context.Context, workspace, command string) (*exec.Cmd, func(), error) {
-	passwd, group, err := sandboxIdentity()
-	if err != nil {
-		return nil, nil, err
-	}
-	closeAll := func() { passwd.Close(); group.Close() }
-
-	args := []string{
-		"--unshare-all", // user, ipc, pid, net, uts, cgroup
-		"--die-with-parent",
-		"--new-session", // no controlling terminal to push keystrokes into
-		"--cap-drop", "ALL",
-		"--uid", sandboxUID, "--gid", sandboxUID,
-		"--hostname", "sandbox",
-	}
-	if t.cfg.Network {
-		args = append(args, "--share-net")
-	}
-	args = append(args, "--clearenv")
-	for _, kv := range t.env("/workspace") {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && k != "" {
-			args = append(args, "--setenv", k, v)
-		}
-	}
-	args = append(args, "--ro-bind", "/usr", "/usr")
-	// Merged-/usr systems have /bin → usr/bin and so on: keep the links.
-	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
-		fi, err := os.Lstat(d)
-		switch {
-		case err != nil:
-		case fi.Mode()&os.ModeSymlink != 0:
-			if target, err := os.Readlink(d); err == nil {
-				args = append(args, "--symlink", target, d)
-			}
-		case fi.IsDir():
-			args = append(args, "--ro-bind", d, d)
-		}
-	}
-	for _, p := range sandboxEtc {
-		args = append(args, "--ro-bind-try", p, p)
-	}
-	args = append(args,
-		"--ro-bind-data", "3", "/etc/passwd",
-		"--ro-bind-data", "4", "/etc/group",
-		"--proc", "/proc",
-		"--dev", "/dev",
-		// A bounded /tmp: without a size a tmpfs may take half the RAM.
-		"--size", strconv.Itoa(sandboxTmpBytes), "--tmpfs", "/tmp",
-		"--bind", workspace, "/workspace",
-		"--chdir", "/workspace",
-		t.cfg.Shell, "-c", command,
-	)
-
 	cgroup := ""
 	if t.cgroups != "" {
 		cgroup = filepath.Join(t.cgroups, "gatehouse-shell-"+randomHex(6))
 		if err := makePidsCgroup(cgroup, t.cfg.MaxProcesses); err != nil {
 			// The host let the probe make one; failing now is worth
 			// refusing rather than running unbounded.
-			closeAll()
 			return nil, nil, err
 		}
 	}
-	// A small host shell starts bubblewrap: it sets the umask every file
-	// the command makes inherits (private to the gateway's user, like the
-	// workspace), and joins the command's cgroup before it execs, so
-	// everything the sandbox forks is counted from the start.
-	sh, err := exec.LookPath("/bin/sh")
+	cmd, done, err := sandbox.Command(ctx, sandbox.Spec{
+		Bubblewrap: t.cfg.Bubblewrap,
+		Args:       []string{t.cfg.Shell, "-c", command},
+		Env:        t.env("/workspace"),
+		Network:    t.cfg.Network,
+		Binds:      []sandbox.Bind{{Host: workspace, Inside: "/workspace", Writable: true}},
+		Dir:        "/workspace",
+		Cgroup:     cgroup,
+		TmpfsBytes: sandboxTmpBytes,
+	})
 	if err != nil {
-		closeAll()
 		if cgroup != "" {
 			os.Remove(cgroup)
 		}
 		return nil, nil, err
 	}
-	cmd := exec.CommandContext(ctx, sh, append([]string{"-c",
-		`umask 077 && { [ -z "$0" ] || echo $$ > "$0/cgroup.procs"; } && exec "$@"`, cgroup, t.cfg.Bubblewrap}, args...)...)
-	// bubblewrap's own environment is what /proc/1/environ shows inside the
-	// sandbox: give it nothing of the gateway's.
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
-	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{passwd, group}
-	closeInheritedOnExec()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	killGroup := cmd.Cancel
 	cmd.Cancel = func() error {
 		killCgroup(cgroup)
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return killGroup()
 	}
 	cleanup := func() {
-		closeAll()
-		if cmd.Process != nil {
-			// The sandbox's init already took its namespace down with it;
-			// this reaps anything that escaped into the process group.
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
+		done()
 		if cgroup != "" {
 			removeCgroup(cgroup)
 		}
@@ -198,34 +121,6 @@ func resealWorkspace(root string) {
 		}
 		return nil
 	})
-}
-
-// sandboxIdentity returns pipes that hold the sandbox's /etc/passwd and
-// /etc/group, so `id` and `whoami` name the sandbox user rather than
-// nobody, and the host's account list is not shown.
-func sandboxIdentity() (passwd, group *os.File, err error) {
-	data := func(s string) (*os.File, error) {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		// Far below a pipe's buffer: the write cannot block.
-		_, err = w.WriteString(s)
-		w.Close()
-		if err != nil {
-			r.Close()
-			return nil, err
-		}
-		return r, nil
-	}
-	if passwd, err = data("sandbox:x:" + sandboxUID + ":" + sandboxUID + ":sandbox:/workspace:/bin/sh\n"); err != nil {
-		return nil, nil, err
-	}
-	if group, err = data("sandbox:x:" + sandboxUID + ":\n"); err != nil {
-		passwd.Close()
-		return nil, nil, err
-	}
-	return passwd, group, nil
 }
 
 // findCgroup returns the pids cgroup under which commands get their own,

@@ -4,14 +4,17 @@ package shell
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"os/exec"
+
+	"github.com/gatehouse/gatehouse/tools/sandbox"
 )
 
-func (t *ShellExec) probe() error {
-	return errors.New("isolation is unavailable: the sandbox needs Linux namespaces (bubblewrap); set GATEHOUSE_SHELL=host to run commands without isolation, knowingly")
+func (t *Tool) probe() error {
+	_, err := sandbox.Probe(context.Background(), t.cfg.Bubblewrap)
+	return fmt.Errorf("%w; set GATEHOUSE_SHELL=host to run commands without isolation, knowingly", err)
 }
 
-func (t *ShellExec) sandboxed(context.Context, string, string) (*exec.Cmd, func(), error) {
+func (t *Tool) sandboxed(context.Context, string, string) (*exec.Cmd, func(), error) {
 	return nil, nil, t.probe()
 }

@@ -9,6 +9,3 @@ func setProcessGroup(cmd *exec.Cmd) {}
 
 // killProcessGroup does nothing here.
 func killProcessGroup(cmd *exec.Cmd) {}
-
-// SealInheritedDescriptors does nothing here.
-func SealInheritedDescriptors() {}

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package sandbox
+
+// SealInheritedDescriptors does nothing here.
+func SealInheritedDescriptors() {}
