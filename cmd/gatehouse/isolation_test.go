@@ -188,7 +188,12 @@ func (s *isoStack) snoopArgs(hostOnly ...bool) string {
 	args := map[string]any{"hashes": hashes, "gatewayPid": s.p.cmd.Process.Pid,
 		"dataDir": s.dataDir, "api": "http://" + s.p.addr, "gate": s.gate.ID}
 	if len(hostOnly) > 0 && hostOnly[0] {
+		// On the host as the gateway's own user, snoop may read the data
+		// directory: those are that user's files (the database, the
+		// api-token file), as they are to any of its processes. What the
+		// non-dumpable mark guards is the process itself: its environ.
 		args["pids"] = []int{s.p.cmd.Process.Pid}
+		delete(args, "dataDir")
 	}
 	raw, _ := json.Marshal(args)
 	return string(raw)
