@@ -193,7 +193,7 @@ func (s *isoStack) snoopArgs(hostOnly ...bool) string {
 		// api-token file), as they are to any of its processes. What the
 		// non-dumpable mark guards is the process itself: its environ.
 		args["pids"] = []int{s.p.cmd.Process.Pid}
-		delete(args, "dataDir")
+		args["dataDir"] = ""
 	}
 	raw, _ := json.Marshal(args)
 	return string(raw)
