@@ -447,7 +447,7 @@ var settings = append([]Setting{
 	{"GATEHOUSE_WORKSPACE", "workspace", "", "root directory of the workspace tools; empty is $GATEHOUSE_DATA_DIR/workspace", str(func(c *Config) *string { return &c.Workspace })},
 	{"GATEHOUSE_SHELL", "shell", "off", "shell_exec (always behind approval): off; on runs each command isolated by bubblewrap (own PID/mount/user/network namespaces, only the workspace writable; refused with the reason where isolation is unavailable); host runs it unisolated as the gateway's user (see docs/security.md)", oneOf(func(c *Config) *string { return &c.Shell }, "off", "on", "host")},
 	{"GATEHOUSE_SHELL_BWRAP", "shell_bwrap", "bwrap", "the bubblewrap binary of the isolated shell and of isolated stdio MCP servers (Debian package bubblewrap)", str(func(c *Config) *string { return &c.ShellBubblewrap })},
-	{"GATEHOUSE_SHELL_NETWORK", "shell_network", "off", "on gives isolated commands the host's network (then, without GATEHOUSE_API_TOKEN, a command can reach the API on loopback)", func(c *Config, v string) error {
+	{"GATEHOUSE_SHELL_NETWORK", "shell_network", "off", "on gives isolated commands the host's network (they can reach the API on loopback, but hold no token: the sandbox shows them none of the gateway's environment or files)", func(c *Config, v string) error {
 		switch strings.TrimSpace(v) {
 		case "on":
 			c.ShellNetwork = true
