@@ -49,7 +49,7 @@ func TestPlatformSessionRefusedOnAPI(t *testing.T) {
 		ctx := context.Background()
 		for _, platform := range []string{gh.PlatformTelegram, gh.PlatformDiscord, gh.PlatformSlack, "elsewhere"} {
 			id := chat.SessionFor(platform, "42", "")
-			if _, ok := chat.PlatformSession(id); !ok {
+			if _, ok := gh.PlatformSession(id); !ok {
 				t.Fatalf("%s: %s is not a platform session", platform, id)
 			}
 			platformCommit(t, e.k, id, "hello from the chat")
@@ -133,7 +133,7 @@ func TestNonPlatformSessionsStillWritable(t *testing.T) {
 		var made sessionRunReply
 		e.do("POST", "/v1/sessions", `{}`).expect(t, http.StatusCreated, "").decode(t, &made)
 		for _, id := range []string{made.Session.ID, "support-42", "oai_6f0c08d0b2e7796f21946f0c08d0b2e7", "TG_upper", "xtg_inside"} {
-			if p, ok := chat.PlatformSession(id); ok {
+			if p, ok := gh.PlatformSession(id); ok {
 				t.Fatalf("%s taken for a session of %q", id, p)
 			}
 			in := e.input(id, map[string]string{"text": "hi", "requestId": "q-" + id})

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/kernel"
 )
 
@@ -27,7 +26,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	// First, so a chat's session hears external-session, not "nothing to
 	// retry" (the kernel refuses it too, whatever the edge).
-	if err := chat.CheckEdgeSession(id); err != nil {
+	if err := gh.CheckEdgeSession(id); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}

@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/kernel"
 )
 
@@ -177,7 +176,7 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	// A chat's session is refused before anything else is looked at (the
 	// kernel refuses it too, whatever the edge).
-	if err := chat.CheckEdgeSession(id); err != nil {
+	if err := gh.CheckEdgeSession(id); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}

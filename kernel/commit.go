@@ -6,7 +6,6 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -38,7 +37,7 @@ type Committed struct {
 //
 // It is the commit of the edges outside the chat platforms (the /v1 API,
 // the OpenAI-compatible endpoint), so it refuses a chat platform's session
-// with external-session (chat.CheckEdgeSession): that chat alone writes
+// with external-session (gh.CheckEdgeSession): that chat alone writes
 // it, and an edge added later is refused the same without knowing. The
 // chat's own inbound commits with EdgeCommitTx, in its receive-log
 // transaction, which does not ask.
@@ -47,7 +46,7 @@ func (k *Kernel) EdgeCommit(ctx context.Context, in EdgeInput) (Committed, error
 	if err != nil {
 		return Committed{}, err
 	}
-	if err := chat.CheckEdgeSession(in.SessionID); err != nil {
+	if err := gh.CheckEdgeSession(in.SessionID); err != nil {
 		return Committed{}, err
 	}
 	var res store.AppendResult

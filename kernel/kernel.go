@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -186,7 +185,7 @@ func forbiddenInID(r rune) string {
 // CreateSession creates a session, or returns the existing one with that id
 // (created=false). A session of another tenant with the same id is an
 // unknown-session error for this tenant. A chat platform's session id is
-// an external-session error (chat.CheckEdgeSession), as in EdgeCommit:
+// an external-session error (gh.CheckEdgeSession), as in EdgeCommit:
 // only the chat makes its session (the gateway, in its own transaction),
 // so an id cannot be taken before its chat first speaks.
 func (k *Kernel) CreateSession(ctx context.Context, s gh.Session) (gh.Session, bool, error) {
@@ -196,7 +195,7 @@ func (k *Kernel) CreateSession(ctx context.Context, s gh.Session) (gh.Session, b
 	if err := validID("session id", s.ID); err != nil {
 		return gh.Session{}, false, err
 	}
-	if err := chat.CheckEdgeSession(s.ID); err != nil {
+	if err := gh.CheckEdgeSession(s.ID); err != nil {
 		return gh.Session{}, false, err
 	}
 	if err := validID("tenant", s.Tenant); err != nil {

@@ -13,8 +13,8 @@
 // platform table: each adapter package exports a [Platform] (settings,
 // session prefix, constructor) and registers it ([Register]), so
 // [SessionFor] derives every chat's session and the binary offers the
-// platform, and [PlatformSession] tells a chat's session from others, so
-// that [CheckEdgeSession] keeps the edges outside the platforms (the
+// platform, and gh.PlatformSession tells a chat's session from others, so
+// that gh.CheckEdgeSession keeps the edges outside the platforms (the
 // kernel's EdgeCommit and CreateSession ask it) from writing one. Platform ids an adapter hands on are checked by [CheckID].
 //
 // No I/O: adapters (adapters/*) and the gateway (package gateway) do it.

@@ -4,11 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	gh "github.com/gatehouse/gatehouse"
@@ -54,65 +51,34 @@ type Platform struct {
 	New func(values map[string]string, log *slog.Logger) (Adapter, error)
 }
 
-// fallbackPrefix starts the sessions of a platform nobody registered.
-const fallbackPrefix = "px_"
-
-var (
-	registryMu sync.RWMutex
-	prefixes   = map[string]string{}
-)
-
-// Register makes p's session prefix known to [SessionFor]. Adapter
+// Register makes p's session prefix known to [SessionFor] and to the
+// platform table the kernel reads (gh.RegisterSessionPrefix). Adapter
 // packages register their platform when they are imported; registering
 // the same platform again is harmless. It panics when a name or a prefix
 // would be shared, since two platforms' sessions must never collide.
 func Register(p Platform) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if p.Name == "" || p.SessionPrefix == "" || p.SessionPrefix == fallbackPrefix {
-		panic(fmt.Sprintf("gateway: platform %q needs a name and its own session prefix, got %q", p.Name, p.SessionPrefix))
+	if err := gh.RegisterSessionPrefix(p.Name, p.SessionPrefix); err != nil {
+		panic("gateway: " + err.Error())
 	}
-	if old, ok := prefixes[p.Name]; ok && old != p.SessionPrefix {
-		panic(fmt.Sprintf("gateway: platform %q registered with session prefixes %q and %q", p.Name, old, p.SessionPrefix))
-	}
-	for name, px := range prefixes {
-		if px == p.SessionPrefix && name != p.Name {
-			panic(fmt.Sprintf("gateway: platforms %q and %q share the session prefix %q", name, p.Name, px))
-		}
-	}
-	prefixes[p.Name] = p.SessionPrefix
 }
 
 // prefix is the session prefix of platform: the registered one, else
-// fallbackPrefix.
+// gh.FallbackSessionPrefix.
 func prefix(platform string) string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	if px, ok := prefixes[platform]; ok {
+	if px, ok := gh.SessionPrefixOf(platform); ok {
 		return px
 	}
-	return fallbackPrefix
+	return gh.FallbackSessionPrefix
 }
 
 // Registered reports whether platform is a registered chat platform.
 func Registered(platform string) bool {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	_, ok := prefixes[platform]
+	_, ok := gh.SessionPrefixOf(platform)
 	return ok
 }
 
 // RegisteredNames lists the registered platforms' names, sorted.
-func RegisteredNames() []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	out := make([]string, 0, len(prefixes))
-	for name := range prefixes {
-		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out
-}
+func RegisteredNames() []string { return gh.SessionPlatforms() }
 
 // SessionFor is the session of a platform chat (and thread): derived, so
 // every replica agrees without asking, and hashed, so the chat id does not
@@ -133,37 +99,4 @@ func CheckID(name, v string) error {
 		return gh.Errorf(gh.CodeInvalid, "inbound %s must be valid text of at most %d bytes", name, MaxIDLen)
 	}
 	return nil
-}
-
-// PlatformSession reports whether the session id belongs to a chat
-// platform: it starts with a registered platform's session prefix
-// (platform is that platform's name) or with the prefix of sessions of
-// platforms nobody registered (platform is ""). It reads the platform
-// table, so a new platform is covered once it registers.
-func PlatformSession(id string) (platform string, ok bool) {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	for name, px := range prefixes {
-		if strings.HasPrefix(id, px) {
-			return name, true
-		}
-	}
-	return "", strings.HasPrefix(id, fallbackPrefix)
-}
-
-// CheckEdgeSession refuses, with an external-session error, a write from
-// outside the platforms (the /v1 API, the OpenAI-compatible endpoint) to a
-// session of a chat platform ([PlatformSession]). Such a session is
-// written by its chat only: what is committed there is answered in that
-// chat, so a write from elsewhere would speak to the chat's people in
-// their agent's name. Reading it stays allowed.
-func CheckEdgeSession(id string) error {
-	platform, ok := PlatformSession(id)
-	if !ok {
-		return nil
-	}
-	if platform == "" {
-		platform = "a chat platform"
-	}
-	return gh.Errorf(gh.CodeExternalSession, "session %q belongs to %s: only its chat writes to it; read it here, or send in that chat", id, platform)
 }

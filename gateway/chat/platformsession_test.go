@@ -25,7 +25,7 @@ func TestPlatformSession(t *testing.T) {
 	}
 	for _, platform := range append(names, "elsewhere") {
 		id := chat.SessionFor(platform, "42", "thread")
-		got, ok := chat.PlatformSession(id)
+		got, ok := gh.PlatformSession(id)
 		wantName := platform
 		if !chat.Registered(platform) {
 			wantName = ""
@@ -33,7 +33,7 @@ func TestPlatformSession(t *testing.T) {
 		if !ok || got != wantName {
 			t.Errorf("PlatformSession(%s) = %q %v, want %q true", id, got, ok, wantName)
 		}
-		err := chat.CheckEdgeSession(id)
+		err := gh.CheckEdgeSession(id)
 		if !gh.IsCode(err, gh.CodeExternalSession) || !strings.Contains(gh.ErrorMessage(err), id) {
 			t.Errorf("CheckEdgeSession(%s) = %v, want external-session naming it", id, err)
 		}
@@ -43,10 +43,10 @@ func TestPlatformSession(t *testing.T) {
 		"oai_6f0c08d0b2e7796f21946f0c08d0b2e7", // the OpenAI endpoint's from a user field
 		"TG_6f0c08d0b2e7796f2194", "xtg_1", "tg", "px", "dc-1", "",
 	} {
-		if p, ok := chat.PlatformSession(id); ok {
+		if p, ok := gh.PlatformSession(id); ok {
 			t.Errorf("PlatformSession(%q) = %q true, want no platform's", id, p)
 		}
-		if err := chat.CheckEdgeSession(id); err != nil {
+		if err := gh.CheckEdgeSession(id); err != nil {
 			t.Errorf("CheckEdgeSession(%q) = %v, want nil", id, err)
 		}
 	}

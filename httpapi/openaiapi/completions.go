@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/kernel"
 )
 
@@ -45,7 +44,7 @@ func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
 	// A chat's session is refused before its log is read: even a request
 	// that would commit nothing (a history whose answer is in the log)
 	// is not answered from it here (the kernel refuses its commits too).
-	if err := chat.CheckEdgeSession(id); err != nil {
+	if err := gh.CheckEdgeSession(id); err != nil {
 		h.writeError(w, r, err)
 		return
 	}

@@ -21,7 +21,7 @@
 //     client's conversations into one log, and the second conversation
 //     would only get 409s. The session is made on first use, for the
 //     configured tenant, as POST /v1/sessions/{id}/input does. A chat
-//     platform's session (tg_, dc_, …: chat.CheckEdgeSession) is refused
+//     platform's session (tg_, dc_, …: gh.CheckEdgeSession) is refused
 //     403 external-session before its log is read: only its chat writes
 //     it, and its answers are not this client's.
 //   - History. Clients resend the whole conversation; the last message
