@@ -135,7 +135,8 @@ type Asker struct {
 	// Tainted: the turn has read outside text (a result marked External,
 	// a document sent with the message) since the person's message that
 	// led to the calls. A call of a tool that writes memory (tools.MemoryWriter) then
-	// opens a gate as a Danger tool's does. Once a call of the batch
+	// opens a gate as a Danger tool's does, and a call a grant would
+	// cover gets a card instead (grant.go). Once a call of the batch
 	// commits an External result, the calls after it are tainted too.
 	Tainted bool
 	// Requesters are the user keys of everyone whose message the turn
