@@ -16,6 +16,10 @@ type Checked struct {
 	Hash string
 	// Passages is how many passages Add would store.
 	Passages int
+	// First is the text of the first of them, whole (a card that asks to
+	// add the file shows a bounded cut of it: what the agent would read
+	// first); "" when there are none.
+	First string
 }
 
 // Check reads a file as Add would — its size, its format, its text, its
@@ -36,5 +40,10 @@ func (l *Library) Check(name, declared string, data []byte) (Checked, error) {
 		return Checked{}, err
 	}
 	sum := sha256.Sum256(data)
-	return Checked{MediaType: mt, Hash: hex.EncodeToString(sum[:]), Passages: len(split(x, l.cfg.PassageBytes, l.cfg.OverlapBytes))}, nil
+	pieces := split(x, l.cfg.PassageBytes, l.cfg.OverlapBytes)
+	c := Checked{MediaType: mt, Hash: hex.EncodeToString(sum[:]), Passages: len(pieces)}
+	if len(pieces) > 0 {
+		c.First = x.text[pieces[0].start:pieces[0].end]
+	}
+	return c, nil
 }

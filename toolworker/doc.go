@@ -13,5 +13,7 @@
 // answer so, never confusing the two), the approval bound to the exact
 // arguments it was given for, and the effect journal so an approved effect
 // runs at most once. Text that comes from outside is fenced as data before a
-// model reads it.
+// model reads it. A grant ("Approve for this chat") covers a call only in a
+// turn that has read no outside text; after outside text the call gets a
+// card saying why (see grant.go).
 package toolworker

@@ -46,6 +46,30 @@ func (w *Worker) grantOffer(tool string, args json.RawMessage) (bound, label str
 	return bound, label
 }
 
+// A grant covers only a clean turn. Once the turn has read outside text
+// (Asker.Tainted: a result marked External, a document sent with the
+// message, a chat's library passages), a call a grant would cover gets a
+// card as if there were none, with a first line saying why. The turn is
+// the one since the person's message that led to the call, so outside
+// text read before the grant was made counts as much as text read after
+// it: either may have asked for this call, and the person who granted
+// the chat approved a recipient, not whatever the next page says to send
+// there. A person speaking again starts a clean turn, and the grant
+// covers it again.
+
+// TaintedGrantLabel is the label of the card line that says why a call
+// a grant would cover was not run under it.
+const TaintedGrantLabel = "Why a card"
+
+// TaintedGrantText is what that line says.
+const TaintedGrantText = "This turn read outside text (a fetched page, a tool's or server's result, a chat's document) after the grant for this chat, or before it, and a grant covers only a clean turn: decide this call on its own."
+
+// taintedGrantField is the card line of a call a grant would cover in a
+// tainted turn. It is not free text: a chat shows it whole.
+func taintedGrantField() gh.CardField {
+	return gh.CardField{Label: TaintedGrantLabel, Value: TaintedGrantText}
+}
+
 // coveringGrant returns the session's grant that covers a call of t with
 // args now, if any.
 func (w *Worker) coveringGrant(ctx context.Context, sessionID string, t tools.Tool, args json.RawMessage) (store.Grant, bool, error) {

@@ -135,7 +135,8 @@ type Asker struct {
 	// Tainted: the turn has read outside text (a result marked External,
 	// a document sent with the message) since the person's message that
 	// led to the calls. A call of a tool that writes memory (tools.MemoryWriter) then
-	// opens a gate as a Danger tool's does. Once a call of the batch
+	// opens a gate as a Danger tool's does, and a call a grant would
+	// cover gets a card instead (grant.go). Once a call of the batch
 	// commits an External result, the calls after it are tainted too.
 	Tainted bool
 	// Requesters are the user keys of everyone whose message the turn
@@ -355,11 +356,15 @@ func (w *Worker) decideTier(ctx context.Context, l gh.Lease, who Asker, c gh.Too
 		return w.result(ctx, l, c, refusal, true)
 	}
 	// A grant of this chat for the same bound runs it without a card,
-	// through the effect journal as any approved call.
+	// through the effect journal as any approved call, but only in a
+	// clean turn: after outside text the call may be what that text
+	// asked for, so it gets a card that says why.
 	if g, ok, err := w.coveringGrant(ctx, l.SessionID, t, args); err != nil {
 		return step{}, err
-	} else if ok {
+	} else if ok && !who.Tainted {
 		return w.runGranted(ctx, l, who, c, args, workspace, g)
+	} else if ok {
+		fields = append([]gh.CardField{taintedGrantField()}, fields...)
 	}
 	return step{paused: true}, w.openGate(ctx, l, c, n, gh.GateKindApproval, args, workspace, Verdict{}, fields, who.requesters())
 }

@@ -105,6 +105,12 @@ func (s *Service) addShared(ctx context.Context, g gh.Gate, c card) string {
 	if checked, err := s.cfg.Library.Check(c.Name, c.MediaType, data); err != nil || checked.Hash != c.SHA256 {
 		return fail("the file fetched now is not the one that was approved (its bytes changed). Send it again to ask anew.")
 	}
+	if why, err := s.mayReplace(ctx, g, c); err != nil || why != "" {
+		if err != nil {
+			return fail(gh.ErrorMessage(err) + ".")
+		}
+		return fail(why)
+	}
 	doc, changed, err := s.cfg.Library.Add(ctx, knowledge.AddRequest{Collection: knowledge.Shared, Name: c.Name, MediaType: c.MediaType,
 		Source: "chat", AddedBy: c.By, Data: data})
 	if err != nil {

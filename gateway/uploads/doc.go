@@ -16,6 +16,13 @@
 //     tool's. The requester is not one of its deciders: only an approver
 //     named for the tool library_add, or the operator in the web UI,
 //     decides it. First decision wins, as for every card.
+//   - A file that would replace a shared document of the same name
+//     says so on its card: the document, its current and new size and
+//     SHA-256, and the first passage of the new text. Replacing a
+//     document the operator put there (any source but a chat) needs the
+//     operator's approval on the web UI or the API: the card records it
+//     (gh.LibraryNeedsOperator), and the add refuses, telling the chat
+//     why, when the approval came from anywhere else.
 //   - The card's decision is logged by this package (gates.OutsideLog),
 //     outside any run. An approval fetches the file again, adds it only
 //     if its bytes are the ones checked (what was approved is what is

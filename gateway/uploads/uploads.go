@@ -13,6 +13,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/cards"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/sweeper"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -245,7 +246,12 @@ func (s *Service) askShared(ctx context.Context, fetcher chat.FileFetcher, r Req
 		return refused(f, err)
 	}
 	c := card{Collection: knowledge.Shared, Name: name(f), MediaType: checked.MediaType, Size: int64(len(data)), SHA256: checked.Hash,
-		Passages: checked.Passages, Platform: r.In.Platform, Ref: f.Ref, By: r.UserKey, ByName: firstNonEmpty(r.In.UserName, r.In.UserID)}
+		Passages: checked.Passages, Platform: r.In.Platform, Ref: f.Ref, By: r.UserKey, ByName: firstNonEmpty(r.In.UserName, r.In.UserID),
+		First: cards.Clip(checked.First, MaxFirstPassage)}
+	if c.Replaces, err = s.replaces(ctx, c.Name, c.SHA256); err != nil {
+		return "", err
+	}
+	c.ReplacesOperator = c.Replaces != nil && c.Replaces.Operator
 	id := gateID(r.SessionID, r.In.UpdateID, f.Ref)
 	var g gh.Gate
 	var cs []kernel.Committed
@@ -279,6 +285,14 @@ type card struct {
 	Ref        string `json:"ref"`
 	By         string `json:"by"`
 	ByName     string `json:"byName,omitempty"`
+	// First is the first passage of the file's text, cut to
+	// MaxFirstPassage, as the card shows it (replace.go).
+	First string `json:"first,omitempty"`
+	// Replaces is the shared document of the same name the file would
+	// replace; ReplacesOperator (gh.LibraryReplacesOperatorKey) says it
+	// is the operator's, so only the operator may decide the card.
+	Replaces         *replaced `json:"replaces,omitempty"`
+	ReplacesOperator bool      `json:"replacesOperator,omitempty"`
 }
 
 // openTx opens the card in tx: gate.opened from outside any run, and the
@@ -291,14 +305,7 @@ func (s *Service) openTx(ctx context.Context, tx store.Tx, sessionID, id string,
 	}
 	g := gh.Gate{ID: id, SessionID: sessionID, ToolCallID: "library:" + id, Tool: Tool, Arguments: args, Kind: gh.GateKindLibrary,
 		State: gh.GatePending, ExpiresAt: now.Add(s.cfg.CardTTL), Created: now}
-	fields := []gh.CardField{
-		{Label: "Add to", Value: "the shared library (every chat reads it, and the agent trusts it)"},
-		{Label: "File", Value: c.Name},
-		{Label: "Size", Value: size(c.Size) + ", " + passages(c.Passages)},
-		{Label: "Type", Value: c.MediaType},
-		{Label: "Sent by", Value: c.ByName + " (" + c.By + ")"},
-		{Label: "SHA-256", Value: c.SHA256},
-	}
+	fields := cardFields(c)
 	// No requesters: the one who asked does not approve their own file
 	// for everyone; an approver does.
 	payload, err := json.Marshal(gh.GateOpened{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Arguments: args, Kind: g.Kind,
