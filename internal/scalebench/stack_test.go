@@ -25,6 +25,7 @@ import (
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 	"github.com/gatehouse/gatehouse/supervisor"
 )
 
@@ -63,9 +64,7 @@ func openDB(tb testing.TB, backend string) *db {
 		tb.Cleanup(func() { s.Close() })
 		d.lite, d.st = s, s
 	case "postgres":
-		s, err := postgres.Open(ctx, postgres.Config{URL: freshDatabase(tb), Logger: slog.New(slog.DiscardHandler)})
-		must(tb, err)
-		tb.Cleanup(func() { s.Close() })
+		s := storetest.OpenPostgres(tb, postgres.Config{URL: freshDatabase(tb), Logger: slog.New(slog.DiscardHandler)})
 		d.pg, d.st = s, s
 	default:
 		tb.Fatalf("unknown backend %q", backend)
