@@ -236,7 +236,7 @@ func (m *Metrics) event(e gh.Event) {
 			return
 		}
 		decision := oneOf(string(p.Decision), "other", string(gh.GateApproved), string(gh.GateDenied), string(gh.GateAnswered), string(gh.GateExpired))
-		m.gatesDecided.WithLabelValues(decision, oneOf(p.Surface, "other", "telegram", "discord", "slack", "web", "api", "gateway")).Inc()
+		m.gatesDecided.WithLabelValues(decision, surfaceLabel(p.Surface)).Inc()
 		if p.Decision == gh.GateExpired {
 			m.gatesExpired.Inc()
 		}
@@ -362,6 +362,21 @@ func clip(s string) string {
 }
 
 // oneOf returns v when it is one of known, else other.
+// surfaceLabel is the surface label of a decision: a chat platform the
+// platform table knows (gh.SessionPrefixOf: every adapter linked into the
+// binary registers its own), one of the surfaces that are no platform, or
+// "other" — a new platform gets its series with no change here.
+func surfaceLabel(surface string) string {
+	if _, ok := gh.SessionPrefixOf(surface); ok {
+		return surface
+	}
+	return oneOf(surface, "other", nonPlatformSurfaces...)
+}
+
+// nonPlatformSurfaces are where a decision comes from besides a chat
+// platform: the web UI, the API, and the gateway itself (expiry, cancel).
+var nonPlatformSurfaces = []string{"web", "api", "gateway"}
+
 func oneOf(v, other string, known ...string) string {
 	if slices.Contains(known, v) {
 		return v
