@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/store"
