@@ -277,9 +277,39 @@ type RunFinished struct {
 
 // Notice is the payload of notice: something the user should be told that
 // is not an answer (a fallback to another model, a downgraded delivery).
+// A writer that words what it says sets Text; a writer below the surfaces
+// (the kernel) commits facts instead (Pending) and leaves the wording to
+// whoever shows it (cards.NoticeText), so the log's core knows no words.
 type Notice struct {
 	Code string `json:"code"`
-	Text string `json:"text"`
+	Text string `json:"text,omitempty"`
+	// Pending is set on a NoticeCardPending: the card the message waits
+	// behind.
+	Pending *PendingCard `json:"pending,omitempty"`
+}
+
+// NoticeCardPending is the code of the notice a message typed while a card
+// of its session is pending gets (committed by the kernel, worded by the
+// surfaces).
+const NoticeCardPending = "card-pending"
+
+// PendingCard is what a NoticeCardPending says, as facts: the oldest card
+// pending in the session, the surface the message came from and how many
+// other cards wait.
+type PendingCard struct {
+	GateID   string `json:"gateId"`
+	Kind     string `json:"kind,omitempty"`
+	Tool     string `json:"tool,omitempty"`
+	Question string `json:"question,omitempty"`
+	// Fields are the card's fields that are not free text (a notice never
+	// shows prose); Arguments stands in for them for a gate.opened from
+	// before fields existed.
+	Fields    []CardField     `json:"fields,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Source is gh.UserMessage.Source of the message the notice answers.
+	Source string `json:"source,omitempty"`
+	// More counts the other cards pending in the session.
+	More int `json:"more,omitempty"`
 }
 
 // LedgerRow records one model call: what it cost and how long it took.

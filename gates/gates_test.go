@@ -11,11 +11,12 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gates/gatestest"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
 func sqliteStore(t testing.TB) store.Store {
@@ -29,10 +30,7 @@ func sqliteStore(t testing.TB) store.Store {
 func postgresHarness(newRegistry func(t testing.TB, st store.Store, now func() time.Time) gates.Registry) gatestest.Harness {
 	urls := map[store.Store]string{}
 	open := func(t testing.TB, url string) store.Store {
-		st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url)})
-		if err != nil {
-			t.Fatalf("open postgres: %v", err)
-		}
+		st := storetest.OpenPostgres(t, postgres.Config{URL: url})
 		urls[st] = url
 		return st
 	}

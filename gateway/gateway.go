@@ -120,6 +120,16 @@ func (g *Gateway) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return gh.Wrap(gh.CodeUnavailable, ctx.Err(), "gateway did not stop in time")
 	}
+	// Work an adapter's webhook started past its request (a deferred
+	// answer) hands presses to the gateway: wait for it before the
+	// committers.
+	for _, a := range g.adapters {
+		if d, ok := a.(chat.Drainer); ok {
+			if err := d.Drain(ctx); err != nil {
+				return gh.Wrap(gh.CodeUnavailable, err, "%s webhook work did not stop in time", a.Platform())
+			}
+		}
+	}
 	// The receive committers are started by receives, not by Start: wait
 	// for them too, so no commit runs after the gateway said it stopped.
 	return g.batcher().wait(ctx)

@@ -21,7 +21,7 @@ import (
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/httpapi"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/storetest"
@@ -61,7 +61,7 @@ func BenchmarkTelegramWebhookIngest(b *testing.B) {
 func benchIngest(b *testing.B, target storetest.BenchTarget, senders int, busy bool) {
 	st, bare := target.Open(b)
 	b.Cleanup(func() { st.Close() }) // first registered, so closed after the stack has stopped
-	// The whole stack (internal/stacktest) around a webhook-mode Telegram
+	// The whole stack (internal/testing/stacktest) around a webhook-mode Telegram
 	// adapter, everyone allowed. Its gateway is not started: Receive needs
 	// no Start, and the follower and dispatcher are not what is measured.
 	// With busy the supervisor's workers answer every update the whole

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/gatehouse/gatehouse/store"
 )
 

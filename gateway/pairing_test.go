@@ -15,7 +15,7 @@ import (
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/gateway/people"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store"
@@ -56,7 +56,7 @@ func pairingReplies(t *testing.T, st store.Store, session string) []string {
 }
 
 func TestPairingLetsAStrangerInUntilRevoked(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	storetest.EachBackend(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
 		g, k, admin := pairingGateway(st, clock, true)
@@ -140,7 +140,7 @@ func TestPairingLetsAStrangerInUntilRevoked(t *testing.T) {
 }
 
 func TestPairingCodesExpireAndAreRateLimited(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	storetest.EachBackend(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
 		g, _, admin := pairingGateway(st, clock, true)
@@ -206,7 +206,7 @@ func TestPairingCodesExpireAndAreRateLimited(t *testing.T) {
 }
 
 func TestWithoutPairingStrangersAreDroppedAsBefore(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	storetest.EachBackend(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
 		g, _, admin := pairingGateway(st, clock, false)
@@ -237,7 +237,7 @@ func TestWithoutPairingStrangersAreDroppedAsBefore(t *testing.T) {
 // Many messages of one stranger at once (a burst, or one platform
 // delivering to two replicas) give one code and one reply.
 func TestPairingBurstGivesOneCode(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	storetest.EachBackend(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
 		g, _, admin := pairingGateway(st, clock, true)

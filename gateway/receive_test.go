@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,35 +13,10 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/gateway/chat"
-	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
-	"github.com/gatehouse/gatehouse/store/postgres"
-	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
-
-// backends runs fn against SQLite and, when configured, Postgres: the
-// receive path's guarantees (one event per update, an exact flood count)
-// rest on each backend's locking.
-func backends(t *testing.T, fn func(t *testing.T, st store.Store)) {
-	t.Run("sqlite", func(t *testing.T) {
-		st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "g.db")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		fn(t, st)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		url := testenv.PostgresURL(t)
-		st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		fn(t, st)
-	})
-}
 
 func newGateway(st store.Store, allowed ...string) (*gateway.Gateway, *kernel.Kernel) {
 	k := kernel.New(st, kernel.Config{})
@@ -58,7 +32,7 @@ func msg(update, chat, user, text string) gh.Inbound {
 }
 
 func TestRedeliveriesAtOnceMakeOneEventAndOneRunEach(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	storetest.EachBackend(t, func(t *testing.T, st store.Store) {
 		g, k := newGateway(st)
 		ctx := context.Background()
 		const updates, copies = 60, 4
@@ -105,7 +79,7 @@ func TestRedeliveriesAtOnceMakeOneEventAndOneRunEach(t *testing.T) {
 }
 
 func TestFloodCountIsExactUnderConcurrency(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	storetest.EachBackend(t, func(t *testing.T, st store.Store) {
 		g, _ := newGateway(st)
 		ctx := context.Background()
 		// The chat's first message creates its address row.
@@ -141,7 +115,7 @@ func TestFloodCountIsExactUnderConcurrency(t *testing.T) {
 }
 
 func TestDropsCarryTheirReasonAndCommitNothingElse(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	storetest.EachBackend(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		g, k := newGateway(st, "7")
 		bot := msg("1", "42", "7", "beep")
@@ -184,7 +158,7 @@ func TestDropsCarryTheirReasonAndCommitNothingElse(t *testing.T) {
 // refused with an error: the platform would deliver it again forever and
 // hold up the chat behind it.
 func TestMalformedUpdatesAreDroppedNotRefused(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	storetest.EachBackend(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		g, _ := newGateway(st)
 		for i, in := range []gh.Inbound{
@@ -215,7 +189,7 @@ func TestMalformedUpdatesAreDroppedNotRefused(t *testing.T) {
 }
 
 func TestGuideWithNoLiveTurnIsQueued(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	storetest.EachBackend(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		k := kernel.New(st, kernel.Config{})
 		g := gateway.New(gateway.Config{Kernel: k, Store: st, Allowed: map[string][]string{gh.PlatformTelegram: {"*"}}, MidTurn: gh.DeliveryGuide, Logger: quiet})
@@ -239,7 +213,7 @@ var quiet = slog.New(slog.DiscardHandler)
 // A redelivery that comes after its receive row was pruned is still a
 // duplicate: the log keeps the update's key.
 func TestRedeliveryAfterPruningIsStillADuplicate(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	storetest.EachBackend(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		g, k := newGateway(st)
 		first, err := g.Receive(ctx, msg("77", "42", "7", "once"))

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 )
 
 // fakeChild is a child that records its signals: SIGKILL ends it with 137,

@@ -13,25 +13,15 @@ import (
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/httpapi/adminapi"
-	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
-	"github.com/gatehouse/gatehouse/store/postgres"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
 // GET /v1/admin/stats counts what the store recorded in the last hour
 // and the last day, on both backends, with no platform configured.
 func TestAdminStats(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { testAdminStats(t, openSQLite(t)) })
-	t.Run("postgres", func(t *testing.T) {
-		url := testenv.PostgresURL(t)
-		st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		testAdminStats(t, st)
-	})
+	storetest.EachBackend(t, testAdminStats)
 }
 
 func testAdminStats(t *testing.T, st store.Store) {

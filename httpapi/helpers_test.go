@@ -18,11 +18,12 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/httpapi"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
 // waitFor bounds how long a test waits for something that must happen; it
@@ -54,12 +55,7 @@ var backends = []backend{
 	{"postgres", func(t *testing.T) (store.Store, func() store.Store) {
 		url := testenv.PostgresURL(t)
 		open := func() store.Store {
-			st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url)})
-			if err != nil {
-				t.Fatalf("open postgres: %v", err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st
+			return storetest.OpenPostgres(t, postgres.Config{URL: url})
 		}
 		return open(), open
 	}},

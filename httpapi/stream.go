@@ -8,6 +8,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/cards"
 	"github.com/gatehouse/gatehouse/httpapi/connlimit"
 	"github.com/gatehouse/gatehouse/httpapi/sse"
 )
@@ -99,7 +100,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				return false
 			}
 			for _, e := range evs {
-				if err := sse.WriteEvent(bw, e); err != nil {
+				if err := sse.WriteEvent(bw, cards.Worded(e)); err != nil {
 					s.log.Error("stream encode failed", "session", id, "seq", e.Seq, "err", err)
 					return false
 				}
@@ -132,7 +133,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			if e.Seq != cursor+1 {
 				return readAll() // a gap: what is missing is in the store
 			}
-			if err := sse.WriteEvent(bw, e); err != nil {
+			if err := sse.WriteEvent(bw, cards.Worded(e)); err != nil {
 				s.log.Error("stream encode failed", "session", id, "seq", e.Seq, "err", err)
 				return false
 			}

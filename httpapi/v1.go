@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/cards"
 	"github.com/gatehouse/gatehouse/kernel"
 )
 
@@ -330,6 +331,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
+	}
+	// A notice the kernel committed as facts is worded here, as on a chat.
+	for i := range evs {
+		evs[i] = cards.Worded(evs[i])
 	}
 	out := eventsResponse{Events: evs, LastSeq: sess.LastSeq}
 	if out.Events == nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/gatehouse/gatehouse/effectjournal"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/incidents"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/toolworker"

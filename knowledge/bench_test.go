@@ -18,11 +18,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gatehouse/gatehouse/internal/embeddings"
-	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/knowledge"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
 const (
@@ -147,12 +147,7 @@ func eachBenchStore(b *testing.B, fn func(*testing.B, store.Store, benchBare)) {
 		})
 	})
 	b.Run("postgres", func(b *testing.B) {
-		url := testenv.PostgresURL(b)
-		st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
+		st := storetest.OpenPostgres(b, postgres.Config{})
 		pool := st.Pool()
 		if _, err := pool.Exec(context.Background(), `CREATE TABLE bench_bare (id BIGSERIAL PRIMARY KEY, document_id BIGINT NOT NULL,
 			collection TEXT NOT NULL, ord INTEGER NOT NULL, heading TEXT[] NOT NULL, text TEXT NOT NULL, start_offset INTEGER NOT NULL,

@@ -13,10 +13,11 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
 // eachBackend runs fn against a fresh SQLite store and a fresh Postgres
@@ -38,12 +39,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, st store.Store, peer func(t
 }
 
 func openPostgres(t testing.TB, url string) store.Store {
-	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url), MaxConns: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return storetest.OpenPostgres(t, postgres.Config{URL: url, MaxConns: 8})
 }
 
 // fakeEmbeddings is an OpenAI-compatible /v1/embeddings server on

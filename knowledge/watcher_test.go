@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/knowledge"
 	"github.com/gatehouse/gatehouse/store"
 )

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
 const (
@@ -45,12 +45,7 @@ func BenchmarkRecall(b *testing.B) {
 		})
 	})
 	b.Run("postgres", func(b *testing.B) {
-		url := testenv.PostgresURL(b)
-		st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
+		st := storetest.OpenPostgres(b, postgres.Config{})
 		benchRecall(b, st, func(ctx context.Context) (int64, error) {
 			if _, err := st.Pool().Exec(ctx, `VACUUM ANALYZE memory_facts, memory_terms, memory_users`); err != nil {
 				return 0, err

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/sqlite"
@@ -37,12 +37,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, e *env)) {
 	t.Run("postgres", func(t *testing.T) {
 		url := testenv.PostgresURL(t)
 		open := func(t *testing.T) store.Store {
-			st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url), MaxConns: 12})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st
+			return storetest.OpenPostgres(t, postgres.Config{URL: url, MaxConns: 12})
 		}
 		e := &env{name: "postgres", st: open(t), clock: storetest.NewClock()}
 		e.reopen = func(t *testing.T) store.Store { e.st.Close(); e.st = open(t); return e.st }

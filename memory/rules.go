@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/gatehouse/gatehouse/internal/textterms"
 )
 
 // The rule pass: what the user said in so many words, found by patterns
@@ -123,13 +125,13 @@ var (
 
 // notNames are words that follow "I'm" or "my name is" without being a
 // name ("I'm Sorry", "I'm Going", "I'm Spanish").
-var notNames = setOf(`not no so sorry here back fine good going just really very also still sure ok okay glad happy tired done ready
+var notNames = textterms.Set(`not no so sorry here back fine good going just really very also still sure ok okay glad happy tired done ready
 afraid in on at the a an looking trying working using thinking interested excited new busy free home out off over with from
 writing asking wondering calling feeling well great hungry late early sick confused lost curious planning leaving coming
 staying moving travelling traveling there this that it what who`)
 
 // nameStop ends a name after "my name is".
-var nameStop = setOf(`and but by from i im i'm i’m so btw if or what who please thanks`)
+var nameStop = textterms.Set(`and but by from i im i'm i’m so btw if or what who please thanks`)
 
 func nameFacts(s string) []Fact {
 	var name string
@@ -184,7 +186,7 @@ var contactPatterns = []contactPattern{
 }
 
 // notContacts are words a contact pattern can catch that are not a name.
-var notContacts = setOf(`my his her their our your its the a an this that these those it there here which what who whom answer
+var notContacts = textterms.Set(`my his her their our your its the a an this that these those it there here which what who whom answer
 email mail address contact me i mine yours reply response result output send sender recipient to from cc bcc is`)
 
 func contactFacts(s string) []Fact {
@@ -251,14 +253,14 @@ var (
 
 // notObjects start an object that is a reaction, not a preference ("I like
 // that", "I love how …").
-var notObjects = setOf(`it that this these those you your yours what how when where which who if whether so too very much him her them us me mind`)
+var notObjects = textterms.Set(`it that this these those you your yours what how when where which who if whether so too very much him her them us me mind`)
 
 // prefVerbs carry no topic: "always answer in Spanish" and "never use
 // emojis" are about the language and emojis.
-var prefVerbs = setOf(`use using reply answer respond write send include add give make put be call talk speak show start end keep do go
+var prefVerbs = textterms.Set(`use using reply answer respond write send include add give make put be call talk speak show start end keep do go
 like love prefer enjoy hate dislike want rather`)
 
-var languages = setOf(`english spanish french german italian portuguese dutch russian chinese mandarin cantonese japanese korean
+var languages = textterms.Set(`english spanish french german italian portuguese dutch russian chinese mandarin cantonese japanese korean
 arabic hindi turkish polish swedish norwegian danish finnish greek hebrew catalan ukrainian czech vietnamese thai indonesian
 romanian hungarian`)
 

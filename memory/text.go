@@ -3,58 +3,23 @@ package memory
 import (
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/gatehouse/gatehouse/internal/textterms"
 	"github.com/gatehouse/gatehouse/store"
 )
 
 // Words: the tokeniser, stop words and stemmer that recall, the index and
-// subject keys share.
+// subject keys share (internal/textterms, shared with the knowledge
+// library; memory adds its stop words and folds "e-mail").
 
-// stopWords are the words that carry no content in a question or a fact:
-// function words, question words and the verbs of asking.
-var stopWords = setOf(`a about above after again against all also am an and any are aren as at be because been before being below
-between both but by can cannot could couldn d did didn do does doesn doing don down during each either else ever every few for from
-further had hadn has hasn have haven having he her here hers herself him himself his how i if in into is isn it its itself just ll
-m me might mine more most must mustn my myself no nor not now of off on once only or other ought our ours ourselves out over own
-please re s same shall shan she should shouldn so some such t than that the their theirs them themselves then there these they this
-those through to too under until up us ve very was wasn we were weren what when where which while who whom whose why will with won
-would wouldn y you your yours yourself yourselves
-hey hi hello ok okay oh thanks thank yes yeah sure
-tell know remember recall forget say said think thought let get got give gave make made want wanted wonder like
-com org net www http https`)
-
-func setOf(words string) map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(words) {
-		m[w] = true
-	}
-	return m
-}
+// stopWords are the shared stop words (textterms) and memory's own.
+var stopWords = textterms.StopWords("forget thought wanted like com org net www http https")
 
 // words splits text into lower-case runs of letters and digits; "e-mail"
 // counts as "email".
 func words(text string) []string {
-	text = strings.ToLower(text)
-	text = strings.ReplaceAll(text, "e-mail", "email")
-	return strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-}
-
-// stem folds plurals and third-person verbs: "emails" → "email", "likes" →
-// "like", "addresses" → "address", "stories" → "story". It is deliberately
-// light: a wrong merge would let unrelated facts through the floor.
-func stem(w string) string {
-	n := len(w)
-	switch {
-	case n > 4 && strings.HasSuffix(w, "ies"):
-		return w[:n-3] + "y"
-	case n > 4 && (strings.HasSuffix(w, "sses") || strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "xes")):
-		return w[:n-2]
-	case n > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
-		return w[:n-1]
-	}
-	return w
+	return textterms.Words(strings.ReplaceAll(strings.ToLower(text), "e-mail", "email"))
 }
 
 // contentTerms returns the stemmed content words of text with their counts,
@@ -62,11 +27,8 @@ func stem(w string) string {
 func contentTerms(text string) (terms []string, tf map[string]int) {
 	tf = map[string]int{}
 	for _, w := range words(text) {
-		if len(w) < 2 && !unicode.IsDigit(rune(w[0])) || stopWords[w] {
-			continue
-		}
-		s := stem(w)
-		if stopWords[s] {
+		s, ok := textterms.Term(w, stopWords)
+		if !ok {
 			continue
 		}
 		if tf[s] == 0 {

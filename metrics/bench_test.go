@@ -15,7 +15,7 @@ import (
 // turn, by itself: the events of its commits observed (two attempts, the
 // gate opened and decided, the effect's receipts and result, the
 // answers) and its two model calls counted. It bounds the overhead
-// BenchmarkMetricsOverhead (internal/turnbench) measures on the whole
+// BenchmarkMetricsOverhead (internal/testing/turnbench) measures on the whole
 // turn.
 func BenchmarkObserveApprovalTurn(b *testing.B) {
 	m := New(prometheus.NewRegistry(), Config{})

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/internal/inflight"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/store"
@@ -109,6 +110,28 @@ type Metrics struct {
 	opened       openedGates
 	mu           sync.Mutex
 	models       map[[2]string]struct{}
+
+	// lookups are the gate reads timeDecision starts off the committing
+	// goroutine; Stop ends them (stop) and waits, so the run group owns
+	// them.
+	lookups inflight.Group
+	stop    context.CancelFunc
+	stopCtx context.Context
+}
+
+// Start implements the run group's service: the lookups need nothing
+// started (they run from New on, for tests that never start one).
+func (m *Metrics) Start(context.Context) error { return nil }
+
+// Stop cancels the gate lookups still running and waits for them, within
+// ctx; a decision observed after Stop is timed only from an opening this
+// process saw.
+func (m *Metrics) Stop(ctx context.Context) error {
+	if m == nil {
+		return nil
+	}
+	m.stop()
+	return m.lookups.Wait(ctx)
 }
 
 // New builds the collectors and registers them with reg (none: counted,
@@ -160,6 +183,7 @@ func New(reg prometheus.Registerer, cfg Config) *Metrics {
 			m.gatesExpired, m.gateSeconds, m.effects, m.fallbacks, m.budget, m.modelCalls, m.modelSeconds, m.modelTokens,
 			m.modelCost, m.modelErrors, m.scrape)
 	}
+	m.stopCtx, m.stop = context.WithCancel(context.Background())
 	return m
 }
 
@@ -212,7 +236,7 @@ func (m *Metrics) event(e gh.Event) {
 			return
 		}
 		decision := oneOf(string(p.Decision), "other", string(gh.GateApproved), string(gh.GateDenied), string(gh.GateAnswered), string(gh.GateExpired))
-		m.gatesDecided.WithLabelValues(decision, oneOf(p.Surface, "other", "telegram", "discord", "slack", "web", "api", "gateway")).Inc()
+		m.gatesDecided.WithLabelValues(decision, surfaceLabel(p.Surface)).Inc()
 		if p.Decision == gh.GateExpired {
 			m.gatesExpired.Inc()
 		}
@@ -263,15 +287,18 @@ func (m *Metrics) timeDecision(gateID, decision string, at time.Time) {
 	if m.cfg.Gates == nil || gateID == "" {
 		return
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.ScrapeTimeout)
+	if m.stopCtx.Err() != nil {
+		return // stopped: no goroutine Stop would not wait for
+	}
+	m.lookups.Go(func() {
+		ctx, cancel := context.WithTimeout(m.stopCtx, m.cfg.ScrapeTimeout)
 		defer cancel()
 		g, err := m.cfg.Gates.GetGate(ctx, gateID)
 		if err != nil || g.Created.IsZero() {
 			return
 		}
 		m.gateSeconds.WithLabelValues(decision).Observe(max(at.Sub(g.Created).Seconds(), 0))
-	}()
+	})
 }
 
 // Ledger wraps the model registry's ledger hook (models.Config.Ledger):
@@ -335,6 +362,21 @@ func clip(s string) string {
 }
 
 // oneOf returns v when it is one of known, else other.
+// surfaceLabel is the surface label of a decision: a chat platform the
+// platform table knows (gh.SessionPrefixOf: every adapter linked into the
+// binary registers its own), one of the surfaces that are no platform, or
+// "other" — a new platform gets its series with no change here.
+func surfaceLabel(surface string) string {
+	if _, ok := gh.SessionPrefixOf(surface); ok {
+		return surface
+	}
+	return oneOf(surface, "other", nonPlatformSurfaces...)
+}
+
+// nonPlatformSurfaces are where a decision comes from besides a chat
+// platform: the web UI, the API, and the gateway itself (expiry, cancel).
+var nonPlatformSurfaces = []string{"web", "api", "gateway"}
+
 func oneOf(v, other string, known ...string) string {
 	if slices.Contains(known, v) {
 		return v

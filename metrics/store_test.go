@@ -3,18 +3,14 @@ package metrics
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
-	"github.com/gatehouse/gatehouse/store"
-	"github.com/gatehouse/gatehouse/store/postgres"
-	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
 // On each backend, through the real kernel: a message queues a run that
@@ -24,23 +20,7 @@ func TestQueueAndObserverOnTheStores(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			ctx := context.Background()
-			var st store.Store
-			if backend == "sqlite" {
-				s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "g.db")})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
-				st = s
-			} else {
-				url := testenv.PostgresURL(t)
-				p, err := postgres.Open(ctx, postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { p.Close() })
-				st = p
-			}
+			st := storetest.Open(t, backend)
 			reg := prometheus.NewRegistry()
 			m := New(reg, Config{Queue: st, Gates: st})
 			k := kernel.New(st, m.Kernel(kernel.Config{}))

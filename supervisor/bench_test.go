@@ -12,7 +12,6 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/store"
@@ -63,10 +62,7 @@ func openBench(b *testing.B, backend string) *benchStack {
 			return err
 		}
 	case "postgres":
-		s, err := postgres.Open(ctx, postgres.Config{URL: testenv.PostgresURL(b)})
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := storetest.OpenPostgres(b, postgres.Config{})
 		if _, err := s.Pool().Exec(ctx, table); err != nil {
 			b.Fatal(err)
 		}

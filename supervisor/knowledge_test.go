@@ -9,7 +9,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/knowledge"
 	"github.com/gatehouse/gatehouse/models/modeltest"

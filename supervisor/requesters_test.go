@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/tools"

@@ -11,8 +11,8 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/httpapi"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/models/modeltest"

@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/cards"
 	"github.com/gatehouse/gatehouse/httpapi"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
@@ -30,6 +31,7 @@ func TestWebMessageWhileACardIsPendingWaitsForATurnOfItsOwn(t *testing.T) {
 	}
 	var n gh.Notice
 	json.Unmarshal(notice.Payload, &n)
+	n.Text = cards.NoticeText(n) // the kernel commits facts; surfaces word them
 	for _, want := range []string{"post_note", "The report is ready.", "above in this conversation", "right after the decision"} {
 		if !strings.Contains(n.Text, want) || n.Code != kernel.NoticeCardPending {
 			t.Fatalf("the notice %+v does not say %q", n, want)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/internal/smtptest"
+	"github.com/gatehouse/gatehouse/internal/testing/smtptest"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/tools/toolstest"
 )

@@ -6,10 +6,10 @@
 //
 // The suite drives a whole gateway, but this package does not build one:
 // it imports neither the supervisor nor any concrete adapter. The caller
-// passes the stack in (internal/stacktest.Stack), so a test reads
+// passes the stack in (internal/testing/stacktest.Stack), so a test reads
 //
 //	adaptertest.Run(t, stacktest.Stack, telegramtest.TelegramFactory)
 //
-// Connect, Eventually (internal/testenv's) and LogWriter are small
+// Connect, Eventually (internal/testing/testenv's) and LogWriter are small
 // helpers the fakes and the adapters' own tests share.
 package adaptertest

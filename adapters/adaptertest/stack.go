@@ -13,7 +13,7 @@ import (
 
 // Stack is the whole gateway the suite drives, wired to one adapter and
 // its fake platform. This package does not build it (it never starts
-// turns); internal/stacktest does, and hands it over through NewStack.
+// turns); internal/testing/stacktest does, and hands it over through NewStack.
 type Stack struct {
 	Ctx     context.Context
 	Store   store.Store
@@ -45,5 +45,5 @@ type StackOptions struct {
 }
 
 // NewStack starts a whole gateway around the adapter and fake that
-// factory makes, stopped when the test ends (internal/stacktest.Stack).
+// factory makes, stopped when the test ends (internal/testing/stacktest.Stack).
 type NewStack func(t testing.TB, factory Factory, o StackOptions) Stack

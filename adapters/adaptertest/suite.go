@@ -16,7 +16,7 @@ import (
 // Run is the suite every adapter passes: a whole gateway driven from the
 // platform's fake server, as a person on that platform would use it.
 // stack builds that gateway around the adapter and fake the factory
-// makes (internal/stacktest.Stack); this package stays below it.
+// makes (internal/testing/stacktest.Stack); this package stays below it.
 func Run(t *testing.T, stack NewStack, factory Factory) {
 	for _, tc := range []struct {
 		name string

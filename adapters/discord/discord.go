@@ -15,6 +15,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/internal/inflight"
 )
 
 // DefaultAPIURL is where Discord's REST API lives.
@@ -97,10 +98,13 @@ type Config struct {
 
 // Adapter is the Discord adapter; it implements [chat.Adapter].
 type Adapter struct {
-	cfg    Config
-	token  string // "Bot <token>"
-	client *http.Client
-	log    *slog.Logger
+	cfg Config
+	// deferred counts the HTTP interactions' work that outlives the
+	// request (Drain waits for it).
+	deferred inflight.Group
+	token    string // "Bot <token>"
+	client   *http.Client
+	log      *slog.Logger
 	// rest makes every REST call, so that one discordgo rate limiter
 	// sees all of them; gateway sessions are made per Connect.
 	rest *discordgo.Session

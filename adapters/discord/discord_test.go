@@ -17,7 +17,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/discord"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest"
 	"github.com/gatehouse/gatehouse/gateway/chat"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 )
 
 // recSink records what the adapter hands on. receive, press and

@@ -144,7 +144,7 @@ func (a *Adapter) respondOverHTTP(w http.ResponseWriter, r *http.Request, sink c
 	answered := make(chan *discordgo.InteractionResponse, 1)
 	// The decision outlives the request when it is deferred.
 	ctx := context.WithoutCancel(r.Context())
-	go func() { answered <- a.answer(ctx, sink, i, a.cfg.DeferredTimeout) }()
+	a.deferred.Go(func() { answered <- a.answer(ctx, sink, i, a.cfg.DeferredTimeout) })
 	wait := time.NewTimer(time.Until(received.Add(a.cfg.DeferAfter)))
 	defer wait.Stop()
 	select {
@@ -152,9 +152,15 @@ func (a *Adapter) respondOverHTTP(w http.ResponseWriter, r *http.Request, sink c
 		writeInteractionResponse(w, orFallback(i, resp))
 	case <-wait.C:
 		writeInteractionResponse(w, deferredResponse(i))
-		go a.followUp(i, answered)
+		a.deferred.Go(func() { a.followUp(i, answered) })
 	}
 }
+
+// Drain implements chat.Drainer: it waits, within ctx, for the answers
+// and follow-ups respondOverHTTP left running past their requests (each
+// bounded by DeferredTimeout and followUpWork), so the gateway's Stop, and
+// through it the run group, owns them.
+func (a *Adapter) Drain(ctx context.Context) error { return a.deferred.Wait(ctx) }
 
 // orFallback is resp, or what to say when answer had nothing to say: an
 // HTTP interaction must be answered (the socket path may stay silent).

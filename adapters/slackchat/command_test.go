@@ -18,7 +18,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/slackchat"
 	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest"
 	"github.com/gatehouse/gatehouse/gateway/chat"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 )
 
 // grantsReply is a /grants answer listing two grants.

@@ -16,7 +16,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/slackchat"
 	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest"
 	"github.com/gatehouse/gatehouse/gateway/chat"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 )
 
 var handbook = bytes.Repeat([]byte("%PDF-1.7 handbook "), 40)

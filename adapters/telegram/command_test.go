@@ -21,7 +21,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/telegram"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway/chat"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/internal/smtptest"
+	"github.com/gatehouse/gatehouse/internal/testing/smtptest"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
 

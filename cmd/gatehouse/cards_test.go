@@ -16,7 +16,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway/chat"
-	"github.com/gatehouse/gatehouse/internal/smtptest"
+	"github.com/gatehouse/gatehouse/internal/testing/smtptest"
 )
 
 // The card is the effect, through the real binary and the three platform

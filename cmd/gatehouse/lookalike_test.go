@@ -17,7 +17,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
 	"github.com/gatehouse/gatehouse/gateway/chat"
-	"github.com/gatehouse/gatehouse/internal/smtptest"
+	"github.com/gatehouse/gatehouse/internal/testing/smtptest"
 )
 
 // lookalike is one address of issue #26 that looks like sara@example.com

@@ -13,7 +13,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/internal/smtptest"
+	"github.com/gatehouse/gatehouse/internal/testing/smtptest"
 	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/store/sqlite"
 )

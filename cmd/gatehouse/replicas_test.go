@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 )
 
 // Replicas in CI (issue 14, part 7): three real gateway processes on one

@@ -187,6 +187,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// leases up, then the gate sweeper and the memory jobs stop — all
 	// before the store closes (deferred above).
 	group := &runGroup{log: log}
+	group.add("metrics lookups", om) // first in, last out: every commit before it stops is observed
 	if hasModel {
 		group.add("memory jobs", memory.NewWorker(mem, supervisor.ModelExtractor(reg)))
 	}

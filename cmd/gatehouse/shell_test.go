@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 )
 

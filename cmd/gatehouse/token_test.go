@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse/gatehouse/httpapi"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 )
 
 // noToken clears the token TestMain gives every gateway: the gateway then

@@ -9,7 +9,7 @@ import (
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gates/gatestest"
 	"github.com/gatehouse/gatehouse/gates/redisgates"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )

@@ -15,10 +15,11 @@ import (
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gates/gatestest"
 	"github.com/gatehouse/gatehouse/gates/redisgates"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
 var nonce = func() string {
@@ -89,10 +90,7 @@ func sqliteStore(t testing.TB) store.Store {
 func postgresStores() (func(t testing.TB) store.Store, func(t testing.TB, st store.Store) store.Store) {
 	urls := map[store.Store]string{}
 	open := func(t testing.TB, url string) store.Store {
-		st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url)})
-		if err != nil {
-			t.Fatalf("open postgres: %v", err)
-		}
+		st := storetest.OpenPostgres(t, postgres.Config{URL: url})
 		urls[st] = url
 		return st
 	}

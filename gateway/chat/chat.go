@@ -42,6 +42,15 @@ type Adapter interface {
 	EditCard(ctx context.Context, addr gh.Address, messageID string, card Card) error
 }
 
+// Drainer is an Adapter whose webhook handler starts work that outlives
+// its request (Discord's deferred interaction answers). The gateway's Stop
+// waits for it with Drain — after the HTTP server stopped taking requests,
+// before the gateway's own commits end — so the run group owns that work
+// too.
+type Drainer interface {
+	Drain(ctx context.Context) error
+}
+
 // Sink is what adapters hand updates to; the gateway is one.
 type Sink interface {
 	// Receive commits an update. The adapter acknowledges the platform

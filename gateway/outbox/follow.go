@@ -136,10 +136,15 @@ func deliverable(e gh.Event) (kind string, payload json.RawMessage, ok bool) {
 		return "message", p, true
 	case gh.KindNotice:
 		var n gh.Notice
-		if json.Unmarshal(e.Payload, &n) != nil || strings.TrimSpace(n.Text) == "" {
+		if json.Unmarshal(e.Payload, &n) != nil {
 			return "", nil, false
 		}
-		p, _ := json.Marshal(Text{Text: "ℹ️ " + n.Text})
+		// The kernel's notices are facts; the words are the cards'.
+		text := cards.NoticeText(n)
+		if strings.TrimSpace(text) == "" {
+			return "", nil, false
+		}
+		p, _ := json.Marshal(Text{Text: "ℹ️ " + text})
 		return "message", p, true
 	case gh.KindGrantCreated:
 		// Sent with a Revoke button while the grant lasts (grantNotice).

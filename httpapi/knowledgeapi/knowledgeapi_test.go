@@ -2,7 +2,6 @@ package knowledgeapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,19 +10,18 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/httpapi/knowledgeapi"
-	"github.com/gatehouse/gatehouse/internal/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/knowledge"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
 const handbook = `# Employee handbook
@@ -55,21 +53,10 @@ type env struct {
 // (skipped without GATEHOUSE_TEST_POSTGRES_URL).
 func eachBackend(t *testing.T, lcfg knowledge.Config, fails map[string]string, fn func(t *testing.T, e *env)) {
 	t.Run("sqlite", func(t *testing.T) {
-		st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "gatehouse.db"), Synchronous: "NORMAL"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		fn(t, newEnv(t, st, lcfg, fails))
+		fn(t, newEnv(t, storetest.OpenSQLite(t, sqlite.Config{Synchronous: "NORMAL"}), lcfg, fails))
 	})
 	t.Run("postgres", func(t *testing.T) {
-		url := testenv.PostgresURL(t)
-		st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url), MaxConns: 8})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		fn(t, newEnv(t, st, lcfg, fails))
+		fn(t, newEnv(t, storetest.OpenPostgres(t, postgres.Config{MaxConns: 8}), lcfg, fails))
 	})
 }
 

@@ -14,7 +14,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/httpapi/openaiapi"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -24,7 +24,7 @@ const (
 	publicURL = "https://gate.example"
 )
 
-// stack is a whole gateway (internal/stacktest: SQLite, kernel,
+// stack is a whole gateway (internal/testing/stacktest: SQLite, kernel,
 // supervisor with the scripted model, tool worker with post_note, gates,
 // the HTTP API on loopback) with the endpoint mounted, and the official
 // client aimed at it.

@@ -22,7 +22,7 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/httpapi/web"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/toolworker"
@@ -61,7 +61,7 @@ func missing(t *testing.T, why string) {
 }
 
 // startStack starts the real Gatehouse on loopback with the web chat:
-// internal/stacktest's whole stack (SQLite, the kernel, the model — here
+// internal/testing/stacktest's whole stack (SQLite, the kernel, the model — here
 // o.Script for the scripted one —, the supervisor unless o.NoWorkers, the
 // gates) with the HTTP API serving web.Handler(), and no chat platform
 // unless platform is given. It returns the page's base URL.

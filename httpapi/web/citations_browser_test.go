@@ -10,7 +10,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/httpapi/knowledgeapi"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/gatehouse/gatehouse/knowledge"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/toolworker"
 )

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/cards"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 )
@@ -49,6 +50,14 @@ func (f *fixture) waitingNotices(session string) map[int64]gh.Notice {
 		if err := json.Unmarshal(e.Payload, &n); err != nil || n.Code != kernel.NoticeCardPending {
 			continue
 		}
+		// The kernel commits facts, never words: the surfaces word them.
+		if n.Text != "" || n.Pending == nil {
+			f.t.Fatalf("notice at seq %d is worded by the kernel or carries no card: %s", e.Seq, e.Payload)
+		}
+		if strings.Contains(string(e.Payload), "the secret body") {
+			f.t.Fatalf("notice at seq %d carries a free-text field: %s", e.Seq, e.Payload)
+		}
+		n.Text = cards.NoticeText(n)
 		// The notice follows its input at once.
 		if i == 0 || evs[i-1].Kind != gh.KindUserMessage || e.Key != kernel.WaitingKey(evs[i-1].Seq) {
 			f.t.Fatalf("notice at seq %d (key %q) does not follow its input", e.Seq, e.Key)

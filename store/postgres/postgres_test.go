@@ -1,27 +1,20 @@
 package postgres_test
 
 import (
-	"context"
 	"testing"
 
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/kernel/kerneltest"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
-func openStore(url string) (*postgres.Store, error) {
-	return postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url)})
-}
-
+// open opens the store of the schema at url (storetest.OpenPostgres: its
+// own wake-up channel, closed at cleanup).
 func open(t *testing.T, url string) *postgres.Store {
 	t.Helper()
-	st, err := openStore(url)
-	if err != nil {
-		t.Fatalf("open postgres: %v", err)
-	}
-	return st
+	return storetest.OpenPostgres(t, postgres.Config{URL: url})
 }
 
 func TestConformance(t *testing.T) {

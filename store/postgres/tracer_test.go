@@ -10,9 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
+	"github.com/gatehouse/gatehouse/store/storetest"
 )
 
 // sqlLog records the statements a store sends, plain and pipelined.
@@ -57,13 +58,9 @@ func (l *sqlLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData
 func TestTracerSeesTheStoresStatements(t *testing.T) {
 	url := testenv.PostgresURL(t)
 	log := &sqlLog{}
-	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url), Tracer: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.OpenPostgres(t, postgres.Config{URL: url, Tracer: log})
 	ctx := context.Background()
-	err = st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	err := st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		_, _, err := tx.CreateSession(ctx, gh.Session{ID: "traced", Created: time.Now(), Updated: time.Now()})
 		return err
 	})

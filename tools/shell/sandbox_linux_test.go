@@ -15,7 +15,7 @@ import (
 	"github.com/gatehouse/gatehouse/tools/toolstest"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/tools"
 	"github.com/gatehouse/gatehouse/tools/shell"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/wire"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 )
 
 // These tests hold the Discord fake to Discord's rules with raw HTTP

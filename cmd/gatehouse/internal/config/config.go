@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/toolworker"
 )
 
 // Config is every setting of the gateway. Each comes from the optional
@@ -240,51 +241,82 @@ type Config struct {
 // --help and the configuration doc test.
 type Setting struct {
 	Env, Key, Default, Help string
-	set                     func(c *Config, v string) error
+	val                     value
 }
 
-func str(dst func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error { *dst(c) = v; return nil }
+// Secret reports whether the setting holds a credential (a key, a token,
+// a URL that may carry a password): what it holds is in Config.Secrets,
+// which tool output must never carry. A row is marked where it is
+// declared (key, inURL), as a platform's settings are (chat.Setting's
+// Secret), so no list of secrets is kept by hand.
+func (s Setting) Secret() bool { return s.val.secret != nil }
+
+// value is how a row stores its value and, for a credential, what of it is
+// secret.
+type value struct {
+	set    func(c *Config, v string) error
+	secret func(c *Config) []string
 }
 
-func integer(dst func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) error {
+// fn is a row whose value is stored by set, not secret.
+func fn(set func(c *Config, v string) error) value { return value{set: set} }
+
+func str(dst func(*Config) *string) value {
+	return fn(func(c *Config, v string) error { *dst(c) = v; return nil })
+}
+
+// key is a string row that is a credential whole (a key, a token).
+func key(dst func(*Config) *string) value {
+	v := str(dst)
+	v.secret = func(c *Config) []string { return []string{*dst(c)} }
+	return v
+}
+
+// inURL is v, a URL row, whose credentials (user info, a token in its
+// query) are secret.
+func inURL(v value, dst func(*Config) *string) value {
+	v.secret = func(c *Config) []string { return toolworker.SecretsOfURL(*dst(c)) }
+	return v
+}
+
+func integer(dst func(*Config) *int) value {
+	return fn(func(c *Config, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n <= 0 {
 			return fmt.Errorf("want a positive whole number, got %q", v)
 		}
 		*dst(c) = n
 		return nil
-	}
+	})
 }
 
-func duration(dst func(*Config) *time.Duration) func(*Config, string) error {
-	return func(c *Config, v string) error {
+func duration(dst func(*Config) *time.Duration) value {
+	return fn(func(c *Config, v string) error {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d <= 0 {
 			return fmt.Errorf("want a positive duration such as 30s or 5m, got %q", v)
 		}
 		*dst(c) = d
 		return nil
-	}
+	})
 }
 
 // floor parses an evidence floor: above 0 and at most hi, or negative
 // (every candidate kept). 0 is refused: the library would read it as its
 // default.
-func floor(dst func(*Config) *float64, hi float64) func(*Config, string) error {
-	return func(c *Config, v string) error {
+func floor(dst func(*Config) *float64, hi float64) value {
+	return fn(func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || f == 0 || f > hi {
 			return fmt.Errorf("want a number above 0 and at most %g (negative keeps every candidate), got %q", hi, v)
 		}
 		*dst(c) = f
 		return nil
-	}
+	})
 }
 
-func oneOf(dst func(*Config) *string, allowed ...string) func(*Config, string) error {
-	return func(c *Config, v string) error {
+func oneOf(dst func(*Config) *string, allowed ...string) value {
+	return fn(func(c *Config, v string) error {
 		for _, a := range allowed {
 			if strings.EqualFold(v, a) {
 				*dst(c) = a
@@ -292,7 +324,7 @@ func oneOf(dst func(*Config) *string, allowed ...string) func(*Config, string) e
 			}
 		}
 		return fmt.Errorf("want one of %s, got %q", strings.Join(allowed, ", "), v)
-	}
+	})
 }
 
 // Settings are the rows of the settings table: the gateway's own, then
@@ -303,13 +335,13 @@ func Settings() []Setting { return settings }
 var settings = append([]Setting{
 	{"GATEHOUSE_ADDR", "addr", "127.0.0.1:8080", "HTTP listen address", str(func(c *Config) *string { return &c.Addr })},
 	{"GATEHOUSE_DATA_DIR", "data_dir", "./data", "directory of the SQLite database and spool files", str(func(c *Config) *string { return &c.DataDir })},
-	{"GATEHOUSE_DATABASE_URL", "database_url", "", "postgres://… selects Postgres; empty selects SQLite at $GATEHOUSE_DATA_DIR/gatehouse.db", func(c *Config, v string) error {
+	{"GATEHOUSE_DATABASE_URL", "database_url", "", "postgres://… selects Postgres; empty selects SQLite at $GATEHOUSE_DATA_DIR/gatehouse.db", inURL(fn(func(c *Config, v string) error {
 		if v != "" && !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
 			return fmt.Errorf("want a postgres:// URL or nothing (SQLite), got a URL of another scheme")
 		}
 		c.DatabaseURL = v
 		return nil
-	}},
+	}), func(c *Config) *string { return &c.DatabaseURL })},
 	{"GATEHOUSE_DATABASE_MAX_CONNS", "database_max_conns", "40", "Postgres connection pool size", integer(func(c *Config) *int { return &c.DatabaseMaxConns })},
 	{"GATEHOUSE_SQLITE_SYNCHRONOUS", "sqlite_synchronous", "FULL", "SQLite synchronous pragma: FULL survives power loss, NORMAL only process crashes", oneOf(func(c *Config) *string { return &c.SQLiteSynchronous }, "FULL", "NORMAL")},
 	{"GATEHOUSE_LOG_LEVEL", "log_level", "info", "debug, info, warn or error", oneOf(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
@@ -327,7 +359,7 @@ var settings = append([]Setting{
 	{"GATEHOUSE_GUARD_BACKOFF", "guard_backoff", "1s", "gatehouse guard: wait before restarting a gateway that exited or stopped answering; doubles with each restart in a row", duration(func(c *Config) *time.Duration { return &c.GuardBackoff })},
 	{"GATEHOUSE_GUARD_MAX_BACKOFF", "guard_max_backoff", "1m", "gatehouse guard: the longest wait before a restart (a gateway that ran longer starts the sequence over)", duration(func(c *Config) *time.Duration { return &c.GuardMaxBackoff })},
 	{"GATEHOUSE_RELOAD_MAX_WAIT", "reload_max_wait", "2m", "gatehouse reload: how long the guard waits for running turns (claims paused) before restarting the gateway anyway; its drain then hands them back", duration(func(c *Config) *time.Duration { return &c.ReloadMaxWait })},
-	{"GATEHOUSE_API_TOKEN", "api_token", "", "bearer token for /v1 and /metrics; without one the first start generates one, kept in the store (every replica shares it) and written to <data dir>/api-token; `gatehouse token` prints it", str(func(c *Config) *string { return &c.APIToken })},
+	{"GATEHOUSE_API_TOKEN", "api_token", "", "bearer token for /v1 and /metrics; without one the first start generates one, kept in the store (every replica shares it) and written to <data dir>/api-token; `gatehouse token` prints it", key(func(c *Config) *string { return &c.APIToken })},
 	{"GATEHOUSE_MAX_BODY_BYTES", "max_body_bytes", "1048576", "largest HTTP request body accepted", integer(func(c *Config) *int { return &c.MaxBodyBytes })},
 	{"GATEHOUSE_HTTP_READ_TIMEOUT", "http_read_timeout", "30s", "time a client has to send a request's headers and body (API and webhooks); later gets 400", duration(func(c *Config) *time.Duration { return &c.HTTPReadTimeout })},
 	{"GATEHOUSE_HTTP_WRITE_TIMEOUT", "http_write_timeout", "60s", "time to write a response; on the SSE stream, each write (a client that stops reading is dropped)", duration(func(c *Config) *time.Duration { return &c.HTTPWriteTimeout })},
@@ -337,29 +369,29 @@ var settings = append([]Setting{
 	{"GATEHOUSE_HTTP_MAX_STREAMS", "http_max_streams", "8192", "open SSE streams; over it a new stream gets 503 with Retry-After", integer(func(c *Config) *int { return &c.HTTPMaxStreams })},
 	{"GATEHOUSE_PROBE_ADDR", "probe_addr", "", "extra listen address serving only /healthz, /livez, /readyz and /metrics (for Kubernetes probes); empty serves them on GATEHOUSE_ADDR only", str(func(c *Config) *string { return &c.ProbeAddr })},
 	{"GATEHOUSE_MODEL", "model", "", "model selection provider:model, with fallbacks after commas (openai:gpt-4.1-mini,anthropic:claude-sonnet-4-5)", str(func(c *Config) *string { return &c.Model })},
-	{"OPENAI_API_KEY", "openai_api_key", "", "key for the OpenAI-compatible provider (may be empty for a local server)", str(func(c *Config) *string { return &c.OpenAIAPIKey })},
-	{"OPENAI_BASE_URL", "openai_base_url", "https://api.openai.com/v1", "OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, gateways)", str(func(c *Config) *string { return &c.OpenAIBaseURL })},
-	{"ANTHROPIC_API_KEY", "anthropic_api_key", "", "key for the Anthropic provider", str(func(c *Config) *string { return &c.AnthropicAPIKey })},
-	{"ANTHROPIC_BASE_URL", "anthropic_base_url", "https://api.anthropic.com", "Anthropic Messages API endpoint", str(func(c *Config) *string { return &c.AnthropicBaseURL })},
+	{"OPENAI_API_KEY", "openai_api_key", "", "key for the OpenAI-compatible provider (may be empty for a local server)", key(func(c *Config) *string { return &c.OpenAIAPIKey })},
+	{"OPENAI_BASE_URL", "openai_base_url", "https://api.openai.com/v1", "OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, gateways)", inURL(str(func(c *Config) *string { return &c.OpenAIBaseURL }), func(c *Config) *string { return &c.OpenAIBaseURL })},
+	{"ANTHROPIC_API_KEY", "anthropic_api_key", "", "key for the Anthropic provider", key(func(c *Config) *string { return &c.AnthropicAPIKey })},
+	{"ANTHROPIC_BASE_URL", "anthropic_base_url", "https://api.anthropic.com", "Anthropic Messages API endpoint", inURL(str(func(c *Config) *string { return &c.AnthropicBaseURL }), func(c *Config) *string { return &c.AnthropicBaseURL })},
 	{"GATEHOUSE_SCRIPT_FILE", "script_file", "", "canned responses for the scripted provider (GATEHOUSE_MODEL=scripted:demo), for tests and demos", str(func(c *Config) *string { return &c.ScriptFile })},
 	{"GATEHOUSE_MODEL_TIMEOUT", "model_timeout", "120s", "bound on one model request, to the end of its stream", duration(func(c *Config) *time.Duration { return &c.ModelTimeout })},
 	{"GATEHOUSE_MODEL_RETRIES", "model_retries", "3", "attempts per model for network errors, timeouts, 429 and 5xx (first included)", integer(func(c *Config) *int { return &c.ModelRetries })},
-	{"GATEHOUSE_PRICES", "prices", "", "price table for the ledger: provider:model=in/out,… in USD per million tokens", func(c *Config, v string) error {
+	{"GATEHOUSE_PRICES", "prices", "", "price table for the ledger: provider:model=in/out,… in USD per million tokens", fn(func(c *Config, v string) error {
 		if _, err := ParsePrices(v); err != nil {
 			return err
 		}
 		c.Prices = v
 		return nil
-	}},
-	{"GATEHOUSE_THINKING_MODELS", "thinking_models", "", "models that take an input's thinking level (Anthropic extended thinking, OpenAI reasoning_effort): provider:model entries, a trailing * matching every model starting so; empty is the built-in list, none is no model", func(c *Config, v string) error {
+	})},
+	{"GATEHOUSE_THINKING_MODELS", "thinking_models", "", "models that take an input's thinking level (Anthropic extended thinking, OpenAI reasoning_effort): provider:model entries, a trailing * matching every model starting so; empty is the built-in list, none is no model", fn(func(c *Config, v string) error {
 		if _, err := ParseThinkingModels(v); err != nil {
 			return err
 		}
 		c.ThinkingModels = v
 		return nil
-	}},
+	})},
 	{"GATEHOUSE_WORKERS", "workers", "4", "turns one replica runs at once", integer(func(c *Config) *int { return &c.Workers })},
-	{"GATEHOUSE_TIMEZONE", "timezone", "", "users' time zone (IANA name, e.g. Europe/Berlin) for today's date in the prompt; empty is the server's", func(c *Config, v string) error {
+	{"GATEHOUSE_TIMEZONE", "timezone", "", "users' time zone (IANA name, e.g. Europe/Berlin) for today's date in the prompt; empty is the server's", fn(func(c *Config, v string) error {
 		if v != "" {
 			if _, err := time.LoadLocation(v); err != nil {
 				return fmt.Errorf("want an IANA time zone such as Europe/Berlin: %w", err)
@@ -367,19 +399,19 @@ var settings = append([]Setting{
 		}
 		c.Timezone = v
 		return nil
-	}},
+	})},
 	{"GATEHOUSE_CONTEXT_WINDOW", "context_window", "128000", "the model's context window in tokens", integer(func(c *Config) *int { return &c.ContextWindow })},
-	{"GATEHOUSE_COMPACTION_SHARE", "compaction_share", "0.8", "share of the context window above which older messages are summarised", func(c *Config, v string) error {
+	{"GATEHOUSE_COMPACTION_SHARE", "compaction_share", "0.8", "share of the context window above which older messages are summarised", fn(func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || f <= 0 || f >= 1 {
 			return fmt.Errorf("want a number between 0 and 1, got %q", v)
 		}
 		c.CompactionShare = f
 		return nil
-	}},
+	})},
 	{"GATEHOUSE_MAX_TURNS", "max_turns", "16", "model requests one attempt may make before it stops", integer(func(c *Config) *int { return &c.MaxModelRequests })},
 	{"GATEHOUSE_STUCK_AFTER", "stuck_after", "10m", "a running turn whose step (a model call, a tool) has not changed for this long gets an incident card: Close or Diagnose", duration(func(c *Config) *time.Duration { return &c.StuckAfter })},
-	{"GATEHOUSE_TURN_TIMEOUT", "turn_timeout", "0", "time limit of each running part of a turn (waiting for approval not counted); 0 is none", func(c *Config, v string) error {
+	{"GATEHOUSE_TURN_TIMEOUT", "turn_timeout", "0", "time limit of each running part of a turn (waiting for approval not counted); 0 is none", fn(func(c *Config, v string) error {
 		if strings.TrimSpace(v) == "0" {
 			c.TurnTimeout = 0
 			return nil
@@ -390,26 +422,26 @@ var settings = append([]Setting{
 		}
 		c.TurnTimeout = d
 		return nil
-	}},
-	{"GATEHOUSE_EMBEDDINGS_URL", "embeddings_url", "", "OpenAI-compatible API with /embeddings for memory recall by meaning (e.g. http://127.0.0.1:11434/v1); empty recalls lexically", str(func(c *Config) *string { return &c.EmbeddingsURL })},
+	})},
+	{"GATEHOUSE_EMBEDDINGS_URL", "embeddings_url", "", "OpenAI-compatible API with /embeddings for memory recall by meaning (e.g. http://127.0.0.1:11434/v1); empty recalls lexically", inURL(str(func(c *Config) *string { return &c.EmbeddingsURL }), func(c *Config) *string { return &c.EmbeddingsURL })},
 	{"GATEHOUSE_EMBEDDINGS_MODEL", "embeddings_model", "text-embedding-3-small", "embeddings model for memory recall", str(func(c *Config) *string { return &c.EmbeddingsModel })},
-	{"GATEHOUSE_EMBEDDINGS_API_KEY", "embeddings_api_key", "", "key for the embeddings API", str(func(c *Config) *string { return &c.EmbeddingsAPIKey })},
-	{"GATEHOUSE_MEMORY_FLOOR", "memory_floor", "0.6", "evidence a memory needs to be given to the model: closeness beyond the background (0–1) plus the share of the question's words it holds (0–1)", func(c *Config, v string) error {
+	{"GATEHOUSE_EMBEDDINGS_API_KEY", "embeddings_api_key", "", "key for the embeddings API", key(func(c *Config) *string { return &c.EmbeddingsAPIKey })},
+	{"GATEHOUSE_MEMORY_FLOOR", "memory_floor", "0.6", "evidence a memory needs to be given to the model: closeness beyond the background (0–1) plus the share of the question's words it holds (0–1)", fn(func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || f < 0 || f > 2 {
 			return fmt.Errorf("want a number from 0 to 2, got %q", v)
 		}
 		c.MemoryFloor = f
 		return nil
-	}},
-	{"GATEHOUSE_MEMORY_BATCH", "memory_batch", "5", "turns of one person in one session that memory's model pass reads in one model call (1 to 20); fewer are read once the session has been quiet for 2 minutes", func(c *Config, v string) error {
+	})},
+	{"GATEHOUSE_MEMORY_BATCH", "memory_batch", "5", "turns of one person in one session that memory's model pass reads in one model call (1 to 20); fewer are read once the session has been quiet for 2 minutes", fn(func(c *Config, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 || n > 20 { // memory.MaxBatch
 			return fmt.Errorf("want a whole number from 1 to 20, got %q", v)
 		}
 		c.MemoryBatch = n
 		return nil
-	}},
+	})},
 	{"GATEHOUSE_KNOWLEDGE_DIR", "knowledge_dir", "", "folder of Markdown, text, HTML and PDF files kept in the knowledge library's shared collection (rescanned; one replica at a time); empty watches none", str(func(c *Config) *string { return &c.KnowledgeDir })},
 	{"GATEHOUSE_KNOWLEDGE_SCAN_INTERVAL", "knowledge_scan_interval", "10s", "how often the knowledge folder is scanned for added, changed and removed files", duration(func(c *Config) *time.Duration { return &c.KnowledgeScanInterval })},
 	{"GATEHOUSE_KNOWLEDGE_MAX_DOCUMENT_BYTES", "knowledge_max_document_bytes", "20971520", "largest document the knowledge library takes (folder, API, admin page)", integer(func(c *Config) *int { return &c.KnowledgeMaxDocumentBytes })},
@@ -419,35 +451,35 @@ var settings = append([]Setting{
 	{"GATEHOUSE_KNOWLEDGE_TOKEN_BUDGET", "knowledge_token_budget", "1500", "bound on the recalled passages' text together, in tokens (4 bytes each)", integer(func(c *Config) *int { return &c.KnowledgeTokenBudget })},
 	{"GATEHOUSE_KNOWLEDGE_PASSAGE_BYTES", "knowledge_passage_bytes", "1600", "bound of one passage of a document (at least 200); a changed value applies to documents added or changed after", integer(func(c *Config) *int { return &c.KnowledgePassageBytes })},
 	{"GATEHOUSE_KNOWLEDGE_OVERLAP_BYTES", "knowledge_overlap_bytes", "160", "how much of a passage's end the next passage of the same section repeats (at most a quarter of a passage)", integer(func(c *Config) *int { return &c.KnowledgeOverlapBytes })},
-	{"GATEHOUSE_DAILY_BUDGET_USD", "daily_budget_usd", "0", "cap on one user's model spending per day (from the ledger and GATEHOUSE_PRICES); 0 is none", func(c *Config, v string) error {
+	{"GATEHOUSE_DAILY_BUDGET_USD", "daily_budget_usd", "0", "cap on one user's model spending per day (from the ledger and GATEHOUSE_PRICES); 0 is none", fn(func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || f < 0 {
 			return fmt.Errorf("want an amount in US dollars such as 5 or 0.50, got %q", v)
 		}
 		c.DailyBudgetUSD = f
 		return nil
-	}},
-	{"GATEHOUSE_BUDGET_ALERT_SHARE", "budget_alert_share", "0.8", "share of the daily cap at which an alert notice is committed", func(c *Config, v string) error {
+	})},
+	{"GATEHOUSE_BUDGET_ALERT_SHARE", "budget_alert_share", "0.8", "share of the daily cap at which an alert notice is committed", fn(func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || f <= 0 || f > 1 {
 			return fmt.Errorf("want a number above 0 and at most 1, got %q", v)
 		}
 		c.BudgetAlertShare = f
 		return nil
-	}},
-	{"GATEHOUSE_SMTP_URL", "smtp_url", "", "SMTP server for email_send: smtp://user:pass@host:587 (STARTTLS when offered), smtps://… (TLS), ?tls=none on loopback", str(func(c *Config) *string { return &c.SMTPURL })},
+	})},
+	{"GATEHOUSE_SMTP_URL", "smtp_url", "", "SMTP server for email_send: smtp://user:pass@host:587 (STARTTLS when offered), smtps://… (TLS), ?tls=none on loopback", inURL(str(func(c *Config) *string { return &c.SMTPURL }), func(c *Config) *string { return &c.SMTPURL })},
 	{"GATEHOUSE_EMAIL_FROM", "email_from", "", "sender address of email_send", str(func(c *Config) *string { return &c.EmailFrom })},
-	{"GATEHOUSE_CONTACTS", "contacts", "", "address book for email_send names: Name=address,Other Name=address", func(c *Config, v string) error {
+	{"GATEHOUSE_CONTACTS", "contacts", "", "address book for email_send names: Name=address,Other Name=address", fn(func(c *Config, v string) error {
 		if _, err := ParseContacts(v); err != nil {
 			return err
 		}
 		c.Contacts = v
 		return nil
-	}},
+	})},
 	{"GATEHOUSE_WORKSPACE", "workspace", "", "root directory of the workspace tools; empty is $GATEHOUSE_DATA_DIR/workspace", str(func(c *Config) *string { return &c.Workspace })},
 	{"GATEHOUSE_SHELL", "shell", "off", "shell_exec (always behind approval): off; on runs each command isolated by bubblewrap (own PID/mount/user/network namespaces, only the workspace writable; refused with the reason where isolation is unavailable); host runs it unisolated as the gateway's user (see docs/security.md)", oneOf(func(c *Config) *string { return &c.Shell }, "off", "on", "host")},
 	{"GATEHOUSE_SHELL_BWRAP", "shell_bwrap", "bwrap", "the bubblewrap binary of the isolated shell and of isolated stdio MCP servers (Debian package bubblewrap)", str(func(c *Config) *string { return &c.ShellBubblewrap })},
-	{"GATEHOUSE_SHELL_NETWORK", "shell_network", "off", "on gives isolated commands the host's network (they can reach the API on loopback, but hold no token: the sandbox shows them none of the gateway's environment or files)", func(c *Config, v string) error {
+	{"GATEHOUSE_SHELL_NETWORK", "shell_network", "off", "on gives isolated commands the host's network (they can reach the API on loopback, but hold no token: the sandbox shows them none of the gateway's environment or files)", fn(func(c *Config, v string) error {
 		switch strings.TrimSpace(v) {
 		case "on":
 			c.ShellNetwork = true
@@ -457,23 +489,23 @@ var settings = append([]Setting{
 			return fmt.Errorf("want on or off, got %q", v)
 		}
 		return nil
-	}},
+	})},
 	{"GATEHOUSE_SHELL_TIMEOUT", "shell_timeout", "60s", "time limit of one shell_exec command; at the limit the command and every process it started are killed", duration(func(c *Config) *time.Duration { return &c.ShellTimeout })},
 	{"GATEHOUSE_SHELL_MAX_PROCESSES", "shell_max_processes", "128", "processes one isolated command may have at once (a pids cgroup, where the host allows one)", integer(func(c *Config) *int { return &c.ShellMaxProcesses })},
 	{"GATEHOUSE_MCP_CONFIG", "mcp_config", "", "JSON file listing MCP servers whose tools the agent may call (see docs/configuration.md)", str(func(c *Config) *string { return &c.MCPConfig })},
 	{"GATEHOUSE_APPROVAL_TIMEOUT", "approval_timeout", "5m", "how long an approval card waits before it expires (the call does not run; never counted as a denial)", duration(func(c *Config) *time.Duration { return &c.ApprovalTimeout })},
 	{"GATEHOUSE_GRANT_TTL", "grant_ttl", "1h", "how long an \"Approve for this chat\" lets the tool's calls with the same bound (email: the same recipients) run in that chat without a card", duration(func(c *Config) *time.Duration { return &c.GrantTTL })},
-	{"GATEHOUSE_APPROVERS", "approvers", "", "who besides the requester may decide a card on a chat platform: platform:user ids (telegram:111,slack:U012), or allowed (anyone allowed in the card's chat, the earlier rule); GATEHOUSE_APPROVERS_<TOOL> (e.g. _EMAIL_SEND) replaces it for one tool; empty: the requester alone", func(c *Config, v string) error {
+	{"GATEHOUSE_APPROVERS", "approvers", "", "who besides the requester may decide a card on a chat platform: platform:user ids (telegram:111,slack:U012), or allowed (anyone allowed in the card's chat, the earlier rule); GATEHOUSE_APPROVERS_<TOOL> (e.g. _EMAIL_SEND) replaces it for one tool; empty: the requester alone", fn(func(c *Config, v string) error {
 		return setApprovers(c, "", v)
-	}},
-	{"GATEHOUSE_APPROVAL_CHAT", "approval_chat", "", "platform:chat id (slack:C0123) of an approvers' chat every card is also sent to; the first decision anywhere wins and every copy is edited to it", func(c *Config, v string) error {
+	})},
+	{"GATEHOUSE_APPROVAL_CHAT", "approval_chat", "", "platform:chat id (slack:C0123) of an approvers' chat every card is also sent to; the first decision anywhere wins and every copy is edited to it", fn(func(c *Config, v string) error {
 		if _, err := ParseApprovalChat(v); err != nil {
 			return err
 		}
 		c.ApprovalChat = strings.TrimSpace(v)
 		return nil
-	}},
-	{"GATEHOUSE_PUBLIC_URL", "public_url", "", "the web UI's address as people reach it (https://gatehouse.example.com): a chat card clipped to fit links to the whole card there", func(c *Config, v string) error {
+	})},
+	{"GATEHOUSE_PUBLIC_URL", "public_url", "", "the web UI's address as people reach it (https://gatehouse.example.com): a chat card clipped to fit links to the whole card there", fn(func(c *Config, v string) error {
 		v = strings.TrimRight(strings.TrimSpace(v), "/")
 		if v == "" {
 			c.PublicURL = ""
@@ -485,17 +517,17 @@ var settings = append([]Setting{
 		}
 		c.PublicURL = v
 		return nil
-	}},
-	{"GATEHOUSE_REDIS_URL", "redis_url", "", "redis://… puts approval claims in Redis for many replicas; empty uses the database", func(c *Config, v string) error {
+	})},
+	{"GATEHOUSE_REDIS_URL", "redis_url", "", "redis://… puts approval claims in Redis for many replicas; empty uses the database", inURL(fn(func(c *Config, v string) error {
 		if v != "" && !strings.HasPrefix(v, "redis://") && !strings.HasPrefix(v, "rediss://") && !strings.HasPrefix(v, "unix://") {
 			return fmt.Errorf("want a redis:// URL, got %q", v)
 		}
 		c.RedisURL = v
 		return nil
-	}},
+	}), func(c *Config) *string { return &c.RedisURL })},
 	{"GATEHOUSE_RETENTION", "retention", "720h", "how long the receive log and sent or dead outbox rows are kept (must outlast platform redelivery, 24 h on Telegram)", duration(func(c *Config) *time.Duration { return &c.Retention })},
 	{"GATEHOUSE_FLOOD_LIMIT", "flood_limit", "30", "messages one chat may send per minute; more are dropped as flood (and logged)", integer(func(c *Config) *int { return &c.FloodLimit })},
-	{"GATEHOUSE_PAIRING", "pairing", "off", "on: a stranger who writes to a chat platform's bot in a direct chat is sent a one-time code (valid 1h) that an admin approves to let them in (/admin People, gatehouse pair approve CODE, POST /v1/people); off: strangers are dropped", func(c *Config, v string) error {
+	{"GATEHOUSE_PAIRING", "pairing", "off", "on: a stranger who writes to a chat platform's bot in a direct chat is sent a one-time code (valid 1h) that an admin approves to let them in (/admin People, gatehouse pair approve CODE, POST /v1/people); off: strangers are dropped", fn(func(c *Config, v string) error {
 		switch strings.TrimSpace(v) {
 		case "on":
 			c.Pairing = true
@@ -505,7 +537,7 @@ var settings = append([]Setting{
 			return fmt.Errorf("want on or off, got %q", v)
 		}
 		return nil
-	}},
+	})},
 	{"GATEHOUSE_MIDTURN_DELIVERY", "midturn_delivery", "queue", "a chat message that arrives while its turn runs: queue (answered after it) or guide (joins the running turn)", oneOf(func(c *Config) *string { return &c.MidTurn }, "queue", "guide")},
 }, platformSettings()...)
 
@@ -514,7 +546,7 @@ var settings = append([]Setting{
 func Load(file string, getenv func(string) string) (Config, error) {
 	var c Config
 	for _, s := range settings {
-		if err := s.set(&c, s.Default); err != nil && s.Default != "" {
+		if err := s.val.set(&c, s.Default); err != nil && s.Default != "" {
 			return c, fmt.Errorf("default of %s: %w", s.Env, err)
 		}
 	}
@@ -548,14 +580,14 @@ func Load(file string, getenv func(string) string) (Config, error) {
 				}
 				continue
 			}
-			if err := s.set(&c, fmt.Sprint(values[k])); err != nil {
+			if err := s.val.set(&c, fmt.Sprint(values[k])); err != nil {
 				return c, fmt.Errorf("config file %s: %s: %w", file, k, err)
 			}
 		}
 	}
 	for _, s := range settings {
 		if v, ok := lookup(getenv, s.Env); ok {
-			if err := s.set(&c, v); err != nil {
+			if err := s.val.set(&c, v); err != nil {
 				return c, fmt.Errorf("%s: %w", s.Env, err)
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/slackchat"
 	"github.com/gatehouse/gatehouse/adapters/telegram"
 	"github.com/gatehouse/gatehouse/gateway/chat"
-	"github.com/gatehouse/gatehouse/toolworker"
 )
 
 // Platforms are the chat platforms this binary offers, in the order of
@@ -20,52 +19,46 @@ var Platforms = []chat.Platform{
 }
 
 // platformSettings are the settings rows of every platform; their values
-// land in Config.Platform under their environment names.
+// land in Config.Platform under their environment names, and a setting the
+// platform marks Secret is secret here too (its value and its SecretParts).
 func platformSettings() []Setting {
 	var out []Setting
 	for _, p := range Platforms {
 		for _, s := range p.Settings {
 			env := s.Env
-			out = append(out, Setting{Env: env, Key: s.Key, Default: s.Default, Help: s.Help, set: func(c *Config, v string) error {
+			v := fn(func(c *Config, v string) error {
 				if c.Platform == nil {
 					c.Platform = map[string]string{}
 				}
 				c.Platform[env] = v
 				return nil
-			}})
+			})
+			if s.Secret {
+				parts := s.SecretParts
+				v.secret = func(c *Config) []string {
+					val := c.Platform[env]
+					if parts == nil {
+						return []string{val}
+					}
+					return append([]string{val}, parts(val)...)
+				}
+			}
+			out = append(out, Setting{Env: env, Key: s.Key, Default: s.Default, Help: s.Help, val: v})
 		}
 	}
 	return out
 }
 
-// platformSecrets are the values of the platform settings marked secret,
-// and their secret parts.
-func (c Config) platformSecrets() []string {
-	var out []string
-	for _, p := range Platforms {
-		for _, s := range p.Settings {
-			if !s.Secret {
-				continue
-			}
-			v := c.Platform[s.Env]
-			out = append(out, v)
-			if s.SecretParts != nil {
-				out = append(out, s.SecretParts(v)...)
-			}
-		}
-	}
-	return out
-}
-
-// Secrets are the values tool output must never carry: every token, key
-// and password the gateway holds, including those inside URLs.
+// Secrets are the values tool output must never carry: what every row of
+// the settings table marked secret holds (Setting.Secret: every token, key
+// and password the gateway holds, including those inside URLs). Empty
+// values are the redactor's to skip.
 func (c Config) Secrets() []string {
-	out := []string{
-		c.APIToken, c.OpenAIAPIKey, c.AnthropicAPIKey, c.EmbeddingsAPIKey,
-	}
-	out = append(out, c.platformSecrets()...)
-	for _, u := range []string{c.DatabaseURL, c.RedisURL, c.SMTPURL, c.OpenAIBaseURL, c.AnthropicBaseURL, c.EmbeddingsURL} {
-		out = append(out, toolworker.SecretsOfURL(u)...)
+	var out []string
+	for _, s := range settings {
+		if s.val.secret != nil {
+			out = append(out, s.val.secret(&c)...)
+		}
 	}
 	return out
 }

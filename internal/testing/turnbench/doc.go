@@ -2,8 +2,8 @@
 // lean turn"): a message, the model asking for email_send, the card, the
 // approval, one SMTP send and the answer, driven over the HTTP API with the
 // session's SSE stream attached, against the whole stack of
-// internal/stacktest (scripted model, the real email_send tool aimed at
-// internal/smtptest on loopback, memory with its model pass) on one store.
+// internal/testing/stacktest (scripted model, the real email_send tool aimed at
+// internal/testing/smtptest on loopback, memory with its model pass) on one store.
 //
 // The package owns only tests:
 //
@@ -34,7 +34,7 @@
 // Run the benchmark with
 //
 //	GATEHOUSE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
-//	go test -run '^$' -bench ApprovalTurn -benchtime=300x ./internal/turnbench
+//	go test -run '^$' -bench ApprovalTurn -benchtime=300x ./internal/testing/turnbench
 //
 // (300 turns: 60 sessions of 5.)
 //

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/httpapi"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/store/storetest"
 )
 

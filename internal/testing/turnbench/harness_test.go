@@ -20,9 +20,9 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/httpapi"
-	"github.com/gatehouse/gatehouse/internal/smtptest"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/smtptest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/models/modeltest"
 	"github.com/gatehouse/gatehouse/store"
@@ -110,11 +110,7 @@ func newStackWith(tb testing.TB, backend string, m stacktest.Metrics) *stack {
 	case "postgres":
 		url := testenv.PostgresURL(tb)
 		s.tracer = newCounter()
-		p, err := postgres.Open(ctx, postgres.Config{URL: url, Channel: "wake_" + testenv.SchemaOf(url), Tracer: s.tracer})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { p.Close() })
+		p := storetest.OpenPostgres(tb, postgres.Config{URL: url, Tracer: s.tracer})
 		s.pg, st = p, p
 		c, err := pgx.Connect(ctx, url)
 		if err != nil {

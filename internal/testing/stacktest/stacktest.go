@@ -21,7 +21,7 @@ import (
 	"github.com/gatehouse/gatehouse/gateway/uploads"
 	"github.com/gatehouse/gatehouse/httpapi"
 	"github.com/gatehouse/gatehouse/incidents"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/knowledge"
 	"github.com/gatehouse/gatehouse/knowledge/knowledgetool"

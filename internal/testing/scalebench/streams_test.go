@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/httpapi"
-	"github.com/gatehouse/gatehouse/internal/stacktest"
+	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 )
 
 // openStream opens session's SSE stream on a bare connection and reads

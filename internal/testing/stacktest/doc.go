@@ -10,7 +10,7 @@
 //
 // Stack hands the same wiring to the shared adapter suite
 // (adaptertest.Run), which stays below the supervisor and the concrete
-// adapters. Eventually is internal/testenv's, the polling helper every
+// adapters. Eventually is internal/testing/testenv's, the polling helper every
 // test shares.
 //
 // The package imports httpapi but not httpapi/web (a test passes

@@ -17,7 +17,7 @@
 // Run them on both stores, Postgres on loopback:
 //
 //	GATEHOUSE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
-//	go test -run '^$' -bench . -benchtime=1x -timeout 30m ./internal/scalebench
+//	go test -run '^$' -bench . -benchtime=1x -timeout 30m ./internal/testing/scalebench
 //
 // Each benchmark does a fixed amount of work, whatever b.N; run it with
 // -benchtime=1x. Sizes can be lowered for a quick run:

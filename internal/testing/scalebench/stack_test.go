@@ -19,12 +19,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/internal/testenv"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/postgres"
 	"github.com/gatehouse/gatehouse/store/sqlite"
+	"github.com/gatehouse/gatehouse/store/storetest"
 	"github.com/gatehouse/gatehouse/supervisor"
 )
 
@@ -63,9 +64,7 @@ func openDB(tb testing.TB, backend string) *db {
 		tb.Cleanup(func() { s.Close() })
 		d.lite, d.st = s, s
 	case "postgres":
-		s, err := postgres.Open(ctx, postgres.Config{URL: freshDatabase(tb), Logger: slog.New(slog.DiscardHandler)})
-		must(tb, err)
-		tb.Cleanup(func() { s.Close() })
+		s := storetest.OpenPostgres(tb, postgres.Config{URL: freshDatabase(tb), Logger: slog.New(slog.DiscardHandler)})
 		d.pg, d.st = s, s
 	default:
 		tb.Fatalf("unknown backend %q", backend)
