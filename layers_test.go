@@ -88,7 +88,7 @@ func harness(p string) bool {
 }
 
 // harnessRoots are the test harnesses whose names do not end in "test".
-var harnessRoots = []string{"internal/stacktest", "internal/smtptest", "internal/testenv", "internal/turnbench", "internal/scalebench",
+var harnessRoots = []string{"internal/testing",
 	"adapters/internal/platformfake"}
 
 // surfaces are the packages people reach the agent through; none imports
@@ -213,7 +213,7 @@ func TestImportLayersCatchBadImports(t *testing.T) {
 		{map[string][]string{"store/sqlite": {"kernel"}}, "store never imports"},
 		{map[string][]string{"adapters/telegram": {"gateway/outbox"}}, "adapters import only"},
 		{map[string][]string{"httpapi/web": {"adapters/slackchat"}}, "no surface imports another"},
-		{map[string][]string{"toolworker": {"internal/stacktest"}}, "never imports a test harness"},
+		{map[string][]string{"toolworker": {"internal/testing/stacktest"}}, "never imports a test harness"},
 		{map[string][]string{"gates": {"store/storetest"}}, "never imports a test harness"},
 	} {
 		got := checkLayers(tc.graph)
@@ -234,12 +234,12 @@ type callRule struct {
 }
 
 var callRules = []callRule{
-	{"only cmd reads the environment (and guard's pass-through to its child, and internal/testenv)",
+	{"only cmd reads the environment (and guard's pass-through to its child, and internal/testing/testenv)",
 		func(sel *ast.SelectorExpr) bool {
 			x, ok := sel.X.(*ast.Ident)
 			return ok && x.Name == "os" && (sel.Sel.Name == "Getenv" || sel.Sel.Name == "LookupEnv" || sel.Sel.Name == "Environ")
 		},
-		func(p string) bool { return under(p, "cmd") || p == "guard" || p == "internal/testenv" }},
+		func(p string) bool { return under(p, "cmd") || p == "guard" || p == "internal/testing/testenv" }},
 	{"only gates and the store drivers write gates (InsertGate, DecideGate)",
 		func(sel *ast.SelectorExpr) bool { return sel.Sel.Name == "InsertGate" || sel.Sel.Name == "DecideGate" },
 		func(p string) bool {
