@@ -13,6 +13,7 @@ type Kind string
 const (
 	KindUserMessage      Kind = "user.message"      // input from a person (edge)
 	KindGateDecided      Kind = "gate.decided"      // a decision on an approval gate (edge)
+	KindGateApproval     Kind = "gate.approval"     // one approval of a gate that needs several (outside any run)
 	KindTurnRetry        Kind = "turn.retry"        // a failed turn, or an answer to regenerate, asked to run again (edge; see TurnRetry)
 	KindAssistantMessage Kind = "assistant.message" // a model answer; key generationId
 	KindToolResult       Kind = "tool.result"       // one result per toolCallId
@@ -44,6 +45,7 @@ var kindClasses = map[Kind]KindClass{
 	KindAssistantMessage: {},
 	KindToolResult:       {},
 	KindGateOpened:       {},
+	KindGateApproval:     {},
 	KindCompaction:       {},
 	KindRunStarted:       {},
 	KindRunFinished:      {},

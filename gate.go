@@ -75,15 +75,46 @@ type Gate struct {
 	// gate.decided. (The stored column and JSON field keep the first
 	// name, "logged".)
 	Committed bool `json:"logged"`
+	// Approvals are the approvals recorded so far on a gate that needs
+	// more than one person's (GATEHOUSE_APPROVERS_NEEDED), oldest first.
+	Approvals []GateApproval `json:"approvals,omitempty"`
+}
+
+// GateApproval is one person's approval of a gate that needs several.
+type GateApproval struct {
+	// Person is who approved, as a user key (gh.LocalUser for the
+	// operator): the same person twice is one approval.
+	Person  string `json:"person"`
+	By      string `json:"by"`
+	Surface string `json:"surface"`
+	// Needed is how many approvals the gate needed when this one was
+	// recorded.
+	Needed int       `json:"needed"`
+	At     time.Time `json:"at"`
+}
+
+// GateApprovalAdded is the payload of gate.approval: one approval of a gate
+// short of the approvals it needs (the gate stays pending), keyed
+// "gate-approval:<gate id>:<person>".
+type GateApprovalAdded struct {
+	GateID  string `json:"gateId"`
+	Tool    string `json:"tool"`
+	By      string `json:"by"`
+	Surface string `json:"surface"`
+	Count   int    `json:"count"`
+	Needed  int    `json:"needed"`
 }
 
 // Decision is a press of Approve or Deny (or an option, or the clock).
 type Decision struct {
-	State   GateState `json:"decision"`
-	By      string    `json:"by"`
-	Surface string    `json:"surface"`
-	Reason  string    `json:"reason,omitempty"`
-	Answer  string    `json:"answer,omitempty"`
+	State GateState `json:"decision"`
+	By    string    `json:"by"`
+	// Person is who decides, as a user key, for counting approvals of a
+	// gate that needs several people's. Defaults to By.
+	Person  string `json:"person,omitempty"`
+	Surface string `json:"surface"`
+	Reason  string `json:"reason,omitempty"`
+	Answer  string `json:"answer,omitempty"`
 }
 
 // GateOpened is the payload of gate.opened.
@@ -135,6 +166,23 @@ type CardField struct {
 // call (n from 1).
 func GateOpenedKey(toolCallID string, n int) string {
 	return "gateopen:" + toolCallID + ":" + strconv.Itoa(n)
+}
+
+// GateDecidedEvent is gate.decided for g as decided, keyed "gate:<id>":
+// the one payload every writer of a decision commits (the gates service,
+// a cancel closing its turn's cards, an incident retired, a library card),
+// so a retry of any of them is the same event.
+func GateDecidedEvent(g Gate) NewEvent {
+	p, _ := json.Marshal(GateDecided{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Decision: g.State,
+		By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason, Answer: g.Answer})
+	return NewEvent{Kind: KindGateDecided, Payload: p, Key: "gate:" + g.ID}
+}
+
+// GateApprovalEvent is gate.approval for a's approval of g, the count'th
+// of needed, keyed "gate-approval:<id>:<person>" (one per person).
+func GateApprovalEvent(g Gate, a GateApproval, count, needed int) NewEvent {
+	p, _ := json.Marshal(GateApprovalAdded{GateID: g.ID, Tool: g.Tool, By: a.By, Surface: a.Surface, Count: count, Needed: needed})
+	return NewEvent{Kind: KindGateApproval, Payload: p, Key: "gate-approval:" + g.ID + ":" + a.Person}
 }
 
 // GateDecided is the payload of gate.decided, keyed "gate:<id>".

@@ -268,7 +268,17 @@ func DecisionLine(state gh.GateState, by, surface, answer, reason string) string
 // an incident's card what was done about the stuck turn.
 func Outcome(g gh.Gate) string {
 	if g.Kind != gh.GateKindIncident {
-		return DecisionLine(g.State, g.DecidedBy, g.Surface, g.Answer, g.Reason)
+		line := DecisionLine(g.State, g.DecidedBy, g.Surface, g.Answer, g.Reason)
+		switch {
+		case len(g.Approvals) > 0 && g.State == gh.GateApproved:
+			// Approved by several (GATEHOUSE_APPROVERS_NEEDED): the
+			// card says who approved before the last.
+			line += "\n☑️ With the approval of " + approvers(g.Approvals)
+		case len(g.Approvals) > 0:
+			// Denied or expired short of the count.
+			line += "\n" + Approvals(g)
+		}
+		return line
 	}
 	who := Visible(g.DecidedBy)
 	if s := Visible(g.Surface); s != "" && s != who {
@@ -283,6 +293,32 @@ func Outcome(g gh.Gate) string {
 		return "✔ Resolved: " + Visible(Clip(g.Reason, MaxReasonShown)) + "."
 	}
 	return "⌛ Nobody pressed in time; the turn was left as it is."
+}
+
+// Approvals is the line a card that needs several people's approvals
+// shows while it waits ("☑️ 1 of 2 approvals: alice (telegram)"), on
+// every surface; "" when none is recorded.
+func Approvals(g gh.Gate) string {
+	if len(g.Approvals) == 0 {
+		return ""
+	}
+	needed := g.Approvals[len(g.Approvals)-1].Needed
+	return fmt.Sprintf("☑️ %d of %d approvals: %s", len(g.Approvals), needed, approvers(g.Approvals))
+}
+
+func approvers(as []gh.GateApproval) string {
+	names := make([]string, len(as))
+	for i, a := range as {
+		who := Visible(a.By)
+		if a.Person == gh.LocalUser {
+			who = "the operator"
+		}
+		if s := Visible(a.Surface); s != "" {
+			who += " (" + s + ")"
+		}
+		names[i] = who
+	}
+	return strings.Join(names, ", ")
 }
 
 // Fit formats body and tail with format as one message of at most max

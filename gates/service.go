@@ -2,7 +2,6 @@ package gates
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
@@ -35,6 +34,12 @@ type Config struct {
 	// the way gate.decided does: it is called instead of the edge commit.
 	// Defaults to none: such gates are logged like any other.
 	Outside map[string]OutsideLog
+	// Needed is how many distinct people must approve a gate of tool
+	// (GATEHOUSE_APPROVERS_NEEDED): approvals short of it are recorded
+	// (store AddGateApproval) and logged as gate.approval, and leave the
+	// gate pending; the approval that completes it decides, through the
+	// one compare-and-set. Defaults to 1 for every tool.
+	Needed func(tool string) int
 	// Logger receives sweeper failures. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock that decides which gates are due. Defaults to
@@ -73,6 +78,30 @@ type Service struct {
 	logged map[string]gh.Gate
 
 	sweeper sweeper.Sweeper
+
+	// omu guards cfg.Outside, which kinds fill after construction
+	// (Register).
+	omu sync.RWMutex
+}
+
+// Register makes ol log and carry out the decisions of gates of kind
+// (Config.Outside): a kind's package is built with the service's Opened
+// and registers itself after, so the wiring has no cycle to hide. Call
+// it before Start and before the first gate of kind is decided.
+func (s *Service) Register(kind string, ol OutsideLog) {
+	s.omu.Lock()
+	defer s.omu.Unlock()
+	if s.cfg.Outside == nil {
+		s.cfg.Outside = map[string]OutsideLog{}
+	}
+	s.cfg.Outside[kind] = ol
+}
+
+// outside is the OutsideLog of kind, or nil.
+func (s *Service) outside(kind string) OutsideLog {
+	s.omu.RLock()
+	defer s.omu.RUnlock()
+	return s.cfg.Outside[kind]
 }
 
 // flight is one commit of a gate's decision in progress in this process:
@@ -119,11 +148,95 @@ func NewService(cfg Config) *Service {
 // decision (made, not yet logged: the next press or the sweeper logs it);
 // otherwise it is the zero gate and the press must not be reported as
 // deciding anything.
+//
+// An approval of a gate that needs several people's (Config.Needed) that
+// leaves it short comes back with the gate still pending, its Approvals
+// listing who approved so far, won false and a nil error: nothing was
+// decided and nothing runs.
 func (s *Service) Decide(ctx context.Context, id string, d gh.Decision) (gh.Gate, bool, error) {
 	if d.State == gh.GateExpired {
 		return gh.Gate{}, false, gh.Errorf(gh.CodeInvalid, "a gate expires by its timeout; a press cannot expire it")
 	}
+	if s.countsApprovals(d) {
+		if err := CheckID(id); err != nil {
+			return gh.Gate{}, false, err
+		}
+		g, err := s.st.GetGate(ctx, id)
+		if err != nil {
+			return gh.Gate{}, false, err
+		}
+		if g, short, err := s.approve(ctx, g, d); short || err != nil {
+			return g, false, err
+		}
+	}
 	return s.decide(ctx, id, d)
+}
+
+// countsApprovals reports whether d may be one of several approvals.
+func (s *Service) countsApprovals(d gh.Decision) bool {
+	return d.State == gh.GateApproved && s.cfg.Needed != nil
+}
+
+// approve records d, an approval of g, when g needs more people's than
+// have approved it with d (see Config.Needed): short is true when the
+// gate stays pending, and the gate comes back with its approvals. Else
+// d is the decision, and the caller makes it.
+func (s *Service) approve(ctx context.Context, g gh.Gate, d gh.Decision) (gh.Gate, bool, error) {
+	n, now := s.cfg.Needed(g.Tool), Clock(s.cfg.Now)
+	if n <= 1 || g.State != gh.GatePending || !g.ExpiresAt.After(now) {
+		// One approval decides; a decided gate answers as it was; a
+		// gate past its time expires in the claim.
+		return g, false, nil
+	}
+	if err := ValidateDecision(g, d, now); err != nil {
+		return gh.Gate{}, false, err
+	}
+	a := gh.GateApproval{Person: d.Person, By: d.By, Surface: d.Surface, Needed: n, At: now}
+	if a.Person == "" {
+		a.Person = d.By
+	}
+	var cur gh.Gate
+	var wrote []kernel.Committed
+	err := s.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		wrote = nil
+		c, added, err := tx.AddGateApproval(ctx, g.ID, a)
+		if err != nil {
+			return err
+		}
+		cur = c
+		if !added {
+			return nil
+		}
+		// Each approval short of the count is an event of the session's
+		// log, outside any run: it wakes nothing, and the surfaces edit
+		// the cards to show it.
+		cs, err := s.cfg.Kernel.OutsideCommitTx(ctx, tx, c.SessionID, gh.GateApprovalEvent(c, a, len(c.Approvals), n))
+		if err != nil {
+			return err
+		}
+		for _, x := range cs {
+			if !x.Duplicate {
+				wrote = append(wrote, x)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return gh.Gate{}, false, err
+	}
+	if wrote != nil {
+		s.cfg.Kernel.Publish(cur.SessionID, wrote)
+	}
+	if cur.State != gh.GatePending {
+		// Decided meanwhile: the claim below answers with that decision.
+		return cur, false, nil
+	}
+	for _, x := range cur.Approvals {
+		if x.Person == a.Person {
+			return cur, true, nil // recorded now, or before: still short
+		}
+	}
+	return cur, false, nil // this approval completes the count
 }
 
 // DecideRead is Decide for a gate the caller has just read (to check whose
@@ -131,6 +244,15 @@ func (s *Service) Decide(ctx context.Context, id string, d gh.Decision) (gh.Gate
 func (s *Service) DecideRead(ctx context.Context, g gh.Gate, d gh.Decision) (gh.Gate, bool, error) {
 	if d.State == gh.GateExpired {
 		return gh.Gate{}, false, gh.Errorf(gh.CodeInvalid, "a gate expires by its timeout; a press cannot expire it")
+	}
+	if s.countsApprovals(d) {
+		cur, short, err := s.approve(ctx, g, d)
+		if short || err != nil {
+			return cur, false, err
+		}
+		if cur.ID != "" {
+			g = cur
+		}
 	}
 	sr, ok := s.cfg.Registry.(*sqlRegistry)
 	if !ok {
@@ -296,7 +418,7 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 			out = cur
 			return nil
 		}
-		if ol := s.cfg.Outside[cur.Kind]; ol != nil {
+		if ol := s.outside(cur.Kind); ol != nil {
 			// Logged, and acted on, with the decision: nothing is queued.
 			cs, err := ol.CommitDecisionTx(ctx, tx, cur)
 			if err != nil {
@@ -308,17 +430,7 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 			cur.Committed, out, wrote = true, cur, cs
 			return nil
 		}
-		payload, err := json.Marshal(gh.GateDecided{
-			GateID: cur.ID, ToolCallID: cur.ToolCallID, Tool: cur.Tool, Decision: cur.State,
-			By: cur.DecidedBy, Surface: cur.Surface, Reason: cur.Reason, Answer: cur.Answer,
-		})
-		if err != nil {
-			return gh.Wrap(gh.CodeInternal, err, "encode gate.decided")
-		}
-		c, err := s.cfg.Kernel.EdgeCommitTx(ctx, tx, kernel.EdgeInput{
-			Tenant: tenant, SessionID: cur.SessionID,
-			Event: gh.NewEvent{Kind: gh.KindGateDecided, Payload: payload, Key: "gate:" + cur.ID},
-		})
+		c, err := s.cfg.Kernel.EdgeCommitTx(ctx, tx, kernel.EdgeInput{Tenant: tenant, SessionID: cur.SessionID, Event: gh.GateDecidedEvent(cur)})
 		if err != nil {
 			return err
 		}
@@ -339,7 +451,7 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 		// With the event: a stream in this process sends it unread.
 		s.cfg.Kernel.Publish(out.SessionID, wrote)
 	}
-	if ol := s.cfg.Outside[out.Kind]; ol != nil && wrote != nil {
+	if ol := s.outside(out.Kind); ol != nil && wrote != nil {
 		ol.Decided(ctx, out)
 	}
 	return out, nil

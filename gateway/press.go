@@ -8,6 +8,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/cards"
 	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/gateway/people"
 )
 
 // Press implements [chat.Sink]: a button press on an approval card. The press
@@ -74,11 +75,11 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (chat.PressResult, erro
 	opened := g.out.Opened(ctx, gate)
 	// Someone who may not decide hears who may, while there is something
 	// to decide; once decided, everyone in the chat hears the decision.
-	if gate.State == gh.GatePending && !g.mayDecide(p, opened, gate.Tool) {
+	if gate.State == gh.GatePending && !g.mayDecide(p, opened) {
 		g.cfg.Logger.Info("refused a press", "platform", p.Platform, "gate", p.GateID, "user", p.UserID, "reason", "not_an_approver")
-		return chat.PressResult{Gate: gate, Text: g.whoDecides(opened, gate.Tool)}, nil
+		return chat.PressResult{Gate: gate, Text: g.whoDecides(opened)}, nil
 	}
-	d := gh.Decision{By: firstNonEmpty(p.UserName, p.UserID), Surface: p.Platform}
+	d := gh.Decision{By: firstNonEmpty(p.UserName, p.UserID), Person: people.UserKey(p.Platform, p.UserID), Surface: p.Platform}
 	switch {
 	case p.Choice == chat.ChoiceApprove:
 		d.State = gh.GateApproved
@@ -118,6 +119,13 @@ func (g *Gateway) Press(ctx context.Context, p gh.Press) (chat.PressResult, erro
 	}
 	res := chat.PressResult{Gate: gate, Won: won, Card: chat.CardFor(g.adapters[p.Platform], opened, &gate, g.cfg.PublicURL)}
 	switch {
+	case gate.State == gh.GatePending:
+		// One approval of several (GATEHOUSE_APPROVERS_NEEDED): counted,
+		// nothing decided, nothing runs.
+		res.Text = "Your approval is counted (" + cards.Approvals(gate) + "); it needs another person's before it runs."
+		if len(gate.Approvals) > 0 && gate.Approvals[len(gate.Approvals)-1].Needed-len(gate.Approvals) > 1 {
+			res.Text = "Your approval is counted (" + cards.Approvals(gate) + "); it needs more people's before it runs."
+		}
 	case won && gate.State == gh.GateApproved && gate.Answer == gh.ScopeChat:
 		res.Text = "Approved for this chat."
 	case won && gate.State == gh.GateApproved:

@@ -24,7 +24,7 @@ const (
 // transaction: Close ends the run, Diagnose opens the next card. It
 // returns what it committed anew.
 func (s *Service) CommitDecisionTx(ctx context.Context, tx store.Tx, g gh.Gate) ([]kernel.Committed, error) {
-	events := []gh.NewEvent{{Kind: gh.KindGateDecided, Payload: decidedPayload(g), Key: "gate:" + g.ID}}
+	events := []gh.NewEvent{gh.GateDecidedEvent(g)}
 	cs, err := s.k.OutsideCommitTx(ctx, tx, g.SessionID, events...)
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package incidents
 
 import (
 	"context"
-	"encoding/json"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -123,13 +122,6 @@ func (s *Service) retire(ctx context.Context, g gh.Gate, reason string) error {
 		s.k.Publish(decided.SessionID, wrote)
 	}
 	return err
-}
-
-// decidedPayload is the gate.decided event of g as decided.
-func decidedPayload(g gh.Gate) json.RawMessage {
-	p, _ := json.Marshal(gh.GateDecided{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Decision: g.State,
-		By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason, Answer: g.Answer})
-	return p
 }
 
 // Start runs the sweeper: a sweep at once, then every Config.Sweep, until

@@ -471,8 +471,8 @@ func (k *Kernel) closeGates(ctx context.Context, tx store.Tx, sessionID string, 
 		if !won && g.State != gh.GateExpired {
 			continue
 		}
-		payload, _ := json.Marshal(gh.GateDecided{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Decision: g.State, By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason})
-		res, err := tx.Append(ctx, store.AppendParams{SessionID: sessionID, Kind: gh.KindGateDecided, Payload: payload, Key: "gate:" + g.ID, Now: now})
+		ev := gh.GateDecidedEvent(g)
+		res, err := tx.Append(ctx, store.AppendParams{SessionID: sessionID, Kind: ev.Kind, Payload: ev.Payload, Key: ev.Key, Now: now})
 		if err != nil {
 			return nil, err
 		}

@@ -280,6 +280,15 @@ type Writer interface {
 type Tx interface {
 	Reader
 	Writer
+	// AddGateApproval records one person's approval of a gate that needs
+	// a.Needed, locking the gate's row first so that concurrent approvals
+	// of one gate count in turn. It records only an approval that leaves
+	// the gate short: the same person again, or the approval that would
+	// complete the count, records nothing (the last is the decision, made
+	// by DecideGate). It returns the gate with the approvals recorded and
+	// whether this one was. A gate no longer pending records nothing and
+	// comes back as decided. Unknown gate: CodeNotFound.
+	AddGateApproval(ctx context.Context, gateID string, a gh.GateApproval) (gh.Gate, bool, error)
 	// TouchChat moves an existing chat's address row on (reply-to, user),
 	// locking it until the transaction ends, and counts the chat's
 	// updates handed on at or after since. found is false when the chat

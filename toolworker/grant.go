@@ -31,6 +31,9 @@ func grantKey(gateID string) string { return "grant:" + gateID }
 // grantOffer is the bound a grant of tool's call with args would cover,
 // and its label; empty when the tool offers none.
 func (w *Worker) grantOffer(tool string, args json.RawMessage) (bound, label string) {
+	if w.cfg.ApprovalsNeeded != nil && w.cfg.ApprovalsNeeded(tool) > 1 {
+		return "", "" // one press must not approve for everyone after
+	}
 	t, ok := w.cfg.Tools.Get(tool)
 	if !ok {
 		return "", ""

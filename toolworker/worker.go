@@ -52,6 +52,11 @@ type Config struct {
 	// GrantTTL is how long an "Approve for this chat" lasts from the
 	// decision (GATEHOUSE_GRANT_TTL). Defaults to 1h.
 	GrantTTL time.Duration
+	// ApprovalsNeeded is how many distinct people must approve a call of
+	// tool (GATEHOUSE_APPROVERS_NEEDED): a card that needs more than one
+	// does not offer "Approve for this chat", which one person's press
+	// would otherwise turn into a standing approval. Defaults to 1.
+	ApprovalsNeeded func(tool string) int
 	// Secrets are the values of the gateway's own secrets (tokens, keys,
 	// passwords): every tool result, and every message made from one, is
 	// committed with them replaced by [redacted]. Defaults to none.

@@ -38,6 +38,7 @@ func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Ser
 				"platform", a.Platform(), "set", allowedSetting[a.Platform()])
 		}
 	}
+	warnOpenSelfApproval(cfg, adapters, allowed, allowedSetting, log)
 	approvalChat, err := config.ParseApprovalChat(cfg.ApprovalChat)
 	if err != nil {
 		return nil, fmt.Errorf("GATEHOUSE_APPROVAL_CHAT: %w", err)
@@ -48,6 +49,33 @@ func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Ser
 	return gateway.New(gateway.Config{Kernel: k, Store: st, Gates: gateSvc, Adapters: adapters, Uploads: upl, Allowed: allowed, Pairing: cfg.Pairing, FloodLimit: cfg.FloodLimit, PublicURL: cfg.PublicURL,
 		Approvers: cfg.ApproverRules(), ApprovalChat: approvalChat,
 		MidTurn: gh.Delivery(cfg.MidTurn), LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, Logger: log, Metrics: reg}), nil
+}
+
+// warnOpenSelfApproval warns when a platform lets everyone in ("*") while
+// the requester approves their own danger tools' cards: then anyone who
+// writes to the bot approves what their own message asked for, and the
+// gate checks nothing but that someone pressed.
+func warnOpenSelfApproval(cfg Config, adapters []chat.Adapter, allowed map[string][]string, setting map[string]string, log *slog.Logger) {
+	rules := cfg.ApproverRules()
+	var selfTools []string
+	if rules.RequesterApproves("") {
+		selfTools = append(selfTools, "every danger tool")
+	}
+	for tool, off := range cfg.RequesterOff {
+		if tool != "" && !off && !rules.RequesterApproves("") {
+			selfTools = append(selfTools, strings.ToLower(tool))
+		}
+	}
+	if len(selfTools) == 0 {
+		return
+	}
+	slices.Sort(selfTools)
+	for _, a := range adapters {
+		if slices.Contains(allowed[a.Platform()], "*") {
+			log.Warn("anyone may write to the bot and approve their own cards: set GATEHOUSE_REQUESTER_APPROVES=off with named GATEHOUSE_APPROVERS, or name the users allowed",
+				"platform", a.Platform(), "set", setting[a.Platform()]+"=*", "requester approves", strings.Join(selfTools, ", "))
+		}
+	}
 }
 
 func splitList(v string) []string {

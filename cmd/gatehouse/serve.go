@@ -14,9 +14,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gates"
-	"github.com/gatehouse/gatehouse/gateway"
-	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/gateway/uploads"
 	"github.com/gatehouse/gatehouse/httpapi"
@@ -97,32 +94,26 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.Timezone != "" {
 		loc, _ = time.LoadLocation(cfg.Timezone)
 	}
-	// Stuck turns' cards are gates of their own kind: the incidents
-	// service logs their decisions, and seeds the gates' registry.
-	var gateSvc *gates.Service
+	// The gates service first: the kinds of gates opened outside a run
+	// (stuck turns' cards, shared-library cards) are built with its
+	// Opened, which seeds its registry, and register with it after.
+	gateSvc, rdb, err := newGates(cfg, st, k, log)
+	if err != nil {
+		return err
+	}
 	inc := incidents.New(incidents.Config{Kernel: k, Store: st, StuckAfter: cfg.StuckAfter, Diagnose: supervisor.Diagnoser(reg), Logger: log,
-		Opened: func(ctx context.Context, g gh.Gate) { gateSvc.Opened(ctx, g) }})
+		Opened: gateSvc.Opened})
+	gateSvc.Register(gh.GateKindIncident, inc)
 	// The knowledge library (know.lib), its folder watcher and endpoints.
 	know, err := newKnowledge(cfg, st, log)
 	if err != nil {
 		return err
 	}
-	// Files sent in a chat with /library (gateway/uploads): cards asking
-	// to add one to the shared collection are gates of their own kind
-	// too. The gateway, built below, fetches the files.
-	var gw *gateway.Gateway
-	upl := uploads.New(uploads.Config{Kernel: k, Store: st, Library: know.lib, Logger: log,
-		Opened: func(ctx context.Context, g gh.Gate) { gateSvc.Opened(ctx, g) },
-		Fetcher: func(platform string) (chat.FileFetcher, bool) {
-			if gw == nil {
-				return nil, false
-			}
-			return gw.Fetcher(platform)
-		}})
-	gateSvc, rdb, err := newGates(cfg, st, k, map[string]gates.OutsideLog{gh.GateKindIncident: inc, gh.GateKindLibrary: upl}, log)
-	if err != nil {
-		return err
-	}
+	// Files sent in a chat with /library (gateway/uploads): the gateway,
+	// built below, fetches the files and is handed to it then
+	// (UseFetcher).
+	upl := uploads.New(uploads.Config{Kernel: k, Store: st, Library: know.lib, Logger: log, Opened: gateSvc.Opened})
+	gateSvc.Register(gh.GateKindLibrary, upl)
 	// The rule pass runs after every turn; the model pass is queued as a
 	// job and run in the background — only when there is a model to run it.
 	hasModel := len(reg.Selection()) > 0
@@ -152,9 +143,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer stopPauses()
 	go pauseOnSignal(pauseCtx, pauses, sup, log)
 
-	gw, err = newGateway(cfg, st, k, gateSvc, upl, promReg, log)
+	gw, err := newGateway(cfg, st, k, gateSvc, upl, promReg, log)
 	if err != nil {
 		return err
+	}
+	if gw != nil {
+		upl.UseFetcher(gw.Fetcher)
 	}
 	apiCfg := httpapi.Config{
 		Addr: cfg.Addr, Ready: ready, Workers: sup, LiveStaleAfter: liveStaleAfter(sup.Poll()), Logger: log, Gates: gateSvc, Memory: mem, People: people.NewAdmin(st, nil),

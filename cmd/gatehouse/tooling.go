@@ -135,7 +135,7 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 	book, _ := parseContacts(cfg.Contacts)
 	contacts := personContacts(mem, book)
 	w := toolworker.New(toolworker.Config{
-		Kernel: k, Tools: reg, ApprovalTimeout: cfg.ApprovalTimeout, GrantTTL: cfg.GrantTTL, Logger: log, OnOpen: onOpen,
+		Kernel: k, Tools: reg, ApprovalTimeout: cfg.ApprovalTimeout, GrantTTL: cfg.GrantTTL, ApprovalsNeeded: cfg.ApproverRules().Needed, Logger: log, OnOpen: onOpen,
 		CardLimit: cardLimit(cfg, log),
 		Contacts:  contacts, Policies: tour.policies(contacts),
 		Workspace: func(string) string { return root },
@@ -178,7 +178,7 @@ func personContacts(mem *memory.Memory, book map[string]string) toolworker.Conta
 
 // newGates picks the gate registry: Redis when configured (many
 // replicas), else the database's compare-and-set.
-func newGates(cfg Config, st store.Store, k *kernel.Kernel, outside map[string]gates.OutsideLog, log *slog.Logger) (*gates.Service, *goredis.Client, error) {
+func newGates(cfg Config, st store.Store, k *kernel.Kernel, log *slog.Logger) (*gates.Service, *goredis.Client, error) {
 	reg := gates.NewSQL(st, nil)
 	var rdb *goredis.Client
 	if cfg.RedisURL != "" {
@@ -189,7 +189,7 @@ func newGates(cfg Config, st store.Store, k *kernel.Kernel, outside map[string]g
 		rdb = goredis.NewClient(opts)
 		reg = redisgates.New(rdb, st, redisgates.Config{})
 	}
-	return gates.NewService(gates.Config{Registry: reg, Kernel: k, Store: st, Outside: outside, Logger: log}), rdb, nil
+	return gates.NewService(gates.Config{Registry: reg, Kernel: k, Store: st, Needed: cfg.ApproverRules().Needed, Logger: log}), rdb, nil
 }
 
 // credentialName matches the names of environment entries that hold

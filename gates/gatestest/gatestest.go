@@ -258,6 +258,7 @@ func Run(t *testing.T, h Harness) {
 		{"CrashRepairedBySweeper", testCrashRepairedBySweeper},
 		{"TwoServicesSweeping", testTwoServicesSweeping},
 		{"RegistryForgets", testForget},
+		{"TwoPersonRule", testTwoPersonRule},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })

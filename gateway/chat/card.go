@@ -37,7 +37,13 @@ func CardFor(a Adapter, o gh.GateOpened, gate *gh.Gate, publicURL string) Card {
 		outcome := "\n\n" + cards.Outcome(*gate)
 		return Card{GateID: o.GateID, Text: cards.Text(o, outcome, maxText, format, publicURL)}
 	}
-	c := Card{GateID: o.GateID, Text: cards.Text(o, "", maxText, format, publicURL)}
+	tail := ""
+	if gate != nil {
+		if line := cards.Approvals(*gate); line != "" {
+			tail = "\n\n" + line
+		}
+	}
+	c := Card{GateID: o.GateID, Text: cards.Text(o, tail, maxText, format, publicURL)}
 	if o.Kind == gh.GateKindClarify || o.Kind == gh.GateKindIncident {
 		for i, opt := range o.Options {
 			c.Buttons = append(c.Buttons, Button{Label: cards.Clip(cards.Visible(opt), 60), Data: ButtonData(o.GateID, ChoiceOption+strconv.Itoa(i)), Style: "primary"})

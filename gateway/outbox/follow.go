@@ -158,7 +158,9 @@ func deliverable(e gh.Event) (kind string, payload json.RawMessage, ok bool) {
 		return "message", p, true
 	case gh.KindGateOpened:
 		return "card", e.Payload, true
-	case gh.KindGateDecided:
+	case gh.KindGateDecided, gh.KindGateApproval:
+		// An approval of several edits the cards to say who approved
+		// so far (the dispatcher reads the gate as it is then).
 		return "card_update", e.Payload, true
 	}
 	return "", nil, false

@@ -46,6 +46,13 @@ type Approvers struct {
 	Default ApproverRule
 	// Tools are rules by tool, keyed by [ToolKey] of the tool's name.
 	Tools map[string]ApproverRule
+	// RequesterOff says, by [ToolKey] ("" for every tool), that the
+	// requester does not decide their own card
+	// (GATEHOUSE_REQUESTER_APPROVES=off). Defaults to none: they do.
+	RequesterOff map[string]bool
+	// NeededBy is, by [ToolKey] ("" for every tool), how many distinct
+	// people must approve (GATEHOUSE_APPROVERS_NEEDED). Defaults to 1.
+	NeededBy map[string]int
 }
 
 // For is the rule of tool: its own, else the default.

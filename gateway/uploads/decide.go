@@ -19,12 +19,7 @@ import (
 // after the commit (Decided): it downloads the file, which no
 // transaction may wait for.
 func (s *Service) CommitDecisionTx(ctx context.Context, tx store.Tx, g gh.Gate) ([]kernel.Committed, error) {
-	decided, err := json.Marshal(gh.GateDecided{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Decision: g.State,
-		By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason})
-	if err != nil {
-		return nil, gh.Wrap(gh.CodeInternal, err, "encode gate.decided")
-	}
-	events := []gh.NewEvent{{Kind: gh.KindGateDecided, Payload: decided, Key: "gate:" + g.ID}}
+	events := []gh.NewEvent{gh.GateDecidedEvent(g)}
 	if g.State != gh.GateApproved {
 		var c card
 		_ = json.Unmarshal(g.Arguments, &c)

@@ -47,11 +47,63 @@ func (t *executor) InsertGate(ctx context.Context, g gh.Gate) (bool, error) {
 }
 
 func (t *executor) GetGate(ctx context.Context, id string) (gh.Gate, error) {
-	g, err := scanGate(t.q.QueryRow(ctx, `SELECT `+gateCols+` FROM gates WHERE id = $1`, id))
+	return t.getGate(ctx, id, "")
+}
+
+// getGate reads a gate and its approvals; lock is "" or " FOR UPDATE".
+func (t *executor) getGate(ctx context.Context, id, lock string) (gh.Gate, error) {
+	g, err := scanGate(t.q.QueryRow(ctx, `SELECT `+gateCols+` FROM gates WHERE id = $1`+lock, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return gh.Gate{}, gh.Errorf(gh.CodeNotFound, "no gate %q", id)
 	}
-	return g, dbErr(err, "get gate")
+	if err != nil {
+		return g, dbErr(err, "get gate")
+	}
+	g.Approvals, err = t.gateApprovals(ctx, id)
+	return g, err
+}
+
+// gateApprovals are the approvals recorded on a gate, oldest first.
+func (t *executor) gateApprovals(ctx context.Context, id string) ([]gh.GateApproval, error) {
+	rows, err := t.q.Query(ctx, `SELECT person, by_name, surface, needed, at FROM gate_approvals WHERE gate_id = $1 ORDER BY at, person`, id)
+	if err != nil {
+		return nil, dbErr(err, "gate approvals")
+	}
+	defer rows.Close()
+	var out []gh.GateApproval
+	for rows.Next() {
+		var a gh.GateApproval
+		if err := rows.Scan(&a.Person, &a.By, &a.Surface, &a.Needed, &a.At); err != nil {
+			return nil, dbErr(err, "gate approvals")
+		}
+		a.At = a.At.UTC()
+		out = append(out, a)
+	}
+	return out, dbErr(rows.Err(), "gate approvals")
+}
+
+func (t *executor) AddGateApproval(ctx context.Context, gateID string, a gh.GateApproval) (gh.Gate, bool, error) {
+	// The gate's row locked: concurrent approvals of one gate count in
+	// turn, so two people pressing at once cannot each see only their own.
+	g, err := t.getGate(ctx, gateID, " FOR UPDATE")
+	if err != nil || g.State != gh.GatePending {
+		return g, false, err
+	}
+	for _, o := range g.Approvals {
+		if o.Person == a.Person {
+			return g, false, nil
+		}
+	}
+	if len(g.Approvals)+1 >= a.Needed {
+		return g, false, nil
+	}
+	tag, err := t.q.Exec(ctx, `INSERT INTO gate_approvals (gate_id, person, by_name, surface, needed, at) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (gate_id, person) DO NOTHING`, gateID, a.Person, a.By, a.Surface, a.Needed, a.At)
+	if err != nil {
+		return g, false, dbErr(err, "add gate approval")
+	}
+	g.Approvals, err = t.gateApprovals(ctx, gateID)
+	return g, tag.RowsAffected() == 1, err
 }
 
 func (t *executor) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate, bool, error) {
@@ -90,8 +142,15 @@ func (t *executor) gates(ctx context.Context, what, q string, args ...any) ([]gh
 }
 
 func (t *executor) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
-	return t.gates(ctx, "list gates", `SELECT `+gateCols+` FROM gates WHERE ($1 = '' OR session_id = $1) AND ($2 = '' OR state = $2)
+	gs, err := t.gates(ctx, "list gates", `SELECT `+gateCols+` FROM gates WHERE ($1 = '' OR session_id = $1) AND ($2 = '' OR state = $2)
 		ORDER BY created_at DESC, id LIMIT $3`, sessionID, string(state), limit)
+	for i := range gs {
+		if err == nil && gs[i].State == gh.GatePending {
+			// Who approved so far, on a card that needs several.
+			gs[i].Approvals, err = t.gateApprovals(ctx, gs[i].ID)
+		}
+	}
+	return gs, err
 }
 
 func (t *executor) DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error) {

@@ -49,7 +49,46 @@ func (t *reader) GetGate(ctx context.Context, id string) (gh.Gate, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return gh.Gate{}, gh.Errorf(gh.CodeNotFound, "no gate %q", id)
 	}
-	return g, dbErr(err, "get gate")
+	if err != nil {
+		return g, dbErr(err, "get gate")
+	}
+	g.Approvals, err = t.gateApprovals(ctx, id)
+	return g, err
+}
+
+// gateApprovals are the approvals recorded on a gate, oldest first.
+func (t *reader) gateApprovals(ctx context.Context, id string) ([]gh.GateApproval, error) {
+	return sqlrow.QueryAll(ctx, t.q, "gate approvals", func(row interface{ Scan(...any) error }) (gh.GateApproval, error) {
+		var a gh.GateApproval
+		var at int64
+		err := row.Scan(&a.Person, &a.By, &a.Surface, &a.Needed, &at)
+		a.At = fromMicros(at)
+		return a, err
+	}, `SELECT person, by_name, surface, needed, at FROM gate_approvals WHERE gate_id = ? ORDER BY at, person`, id)
+}
+
+func (t *tx) AddGateApproval(ctx context.Context, gateID string, a gh.GateApproval) (gh.Gate, bool, error) {
+	// The transaction holds SQLite's one writer: approvals count in turn.
+	g, err := t.GetGate(ctx, gateID)
+	if err != nil || g.State != gh.GatePending {
+		return g, false, err
+	}
+	for _, o := range g.Approvals {
+		if o.Person == a.Person {
+			return g, false, nil
+		}
+	}
+	if len(g.Approvals)+1 >= a.Needed {
+		return g, false, nil
+	}
+	res, err := t.q.ExecContext(ctx, `INSERT INTO gate_approvals (gate_id, person, by_name, surface, needed, at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (gate_id, person) DO NOTHING`, gateID, a.Person, a.By, a.Surface, a.Needed, micros(a.At))
+	if err != nil {
+		return g, false, dbErr(err, "add gate approval")
+	}
+	n, _ := res.RowsAffected()
+	g.Approvals, err = t.gateApprovals(ctx, gateID)
+	return g, n == 1, err
 }
 
 func (t *tx) DecideGate(ctx context.Context, d store.GateDecision) (gh.Gate, bool, error) {
@@ -83,8 +122,15 @@ func (t *reader) gates(ctx context.Context, what, q string, args ...any) ([]gh.G
 }
 
 func (t *reader) ListGates(ctx context.Context, sessionID string, state gh.GateState, limit int) ([]gh.Gate, error) {
-	return t.gates(ctx, "list gates", `SELECT `+gateCols+` FROM gates WHERE (?1 = '' OR session_id = ?1) AND (?2 = '' OR state = ?2)
+	gs, err := t.gates(ctx, "list gates", `SELECT `+gateCols+` FROM gates WHERE (?1 = '' OR session_id = ?1) AND (?2 = '' OR state = ?2)
 		ORDER BY created_at DESC, id LIMIT ?3`, sessionID, string(state), limit)
+	for i := range gs {
+		if err == nil && gs[i].State == gh.GatePending {
+			// Who approved so far, on a card that needs several.
+			gs[i].Approvals, err = t.gateApprovals(ctx, gs[i].ID)
+		}
+	}
+	return gs, err
 }
 
 func (t *reader) DueGates(ctx context.Context, now time.Time, limit int) ([]gh.Gate, error) {

@@ -207,6 +207,11 @@
     state.dataset.testid = "card-state";
     if (g.state === "pending") {
       state.textContent = "Waiting for a decision; expires " + when(g.expiresAt) + ".";
+      if (g.approvals && g.approvals.length) {
+        // GATEHOUSE_APPROVERS_NEEDED: who approved so far.
+        const who = g.approvals.map((a) => (a.person === "local" ? "the operator" : a.by) + " (" + a.surface + ")").join(", ");
+        state.textContent += " " + Cards.visible("☑️ " + g.approvals.length + " of " + g.approvals[g.approvals.length - 1].needed + " approvals: " + who);
+      }
     } else {
       let text = g.state;
       if (g.state !== "expired") text += " by " + decider(g.decidedBy) + " via " + (g.surface || "?");

@@ -14,7 +14,7 @@
   const KINDS = [
     "user.message", "assistant.message", "tool.result", "run.started",
     "run.finished", "notice", "compaction", "gate.opened", "gate.decided",
-    "effect.receipt", "turn.retry",
+    "gate.approval", "effect.receipt", "turn.retry",
   ];
 
   const $ = (id) => document.getElementById(id);
@@ -519,6 +519,12 @@
           current().parts.push(card);
           break;
         }
+        case "gate.approval": {
+          // One approval of a card that needs several people's.
+          const card = gateCards.get(p.gateId);
+          if (card) card.approvals = (card.approvals || []).concat([p]);
+          break;
+        }
         case "gate.decided": {
           const card = gateCards.get(p.gateId);
           if (card) {
@@ -880,6 +886,14 @@
       li.append(out);
       return li;
     }
+    if (card.approvals && card.approvals.length) {
+      // GATEHOUSE_APPROVERS_NEEDED: who approved so far.
+      const last = card.approvals[card.approvals.length - 1];
+      const who = card.approvals.map((a) => `${a.by === "local" ? "the operator" : (a.by || "someone")} (${a.surface || "?"})`).join(", ");
+      const line = el("div", "gate-approvals", cards.visible(`☑️ ${last.count} of ${last.needed} approvals: ${who}`));
+      line.dataset.testid = "gate-approvals";
+      li.append(line);
+    }
     const row = el("div", "gate-buttons");
     const press = async (decision, answer, reason) => {
       for (const b of row.querySelectorAll("button")) b.disabled = true;
@@ -888,6 +902,12 @@
           method: "POST", headers: { "X-Gatehouse-Source": "web" },
           body: { decision, answer, reason: reason || undefined },
         });
+        if (res && res.decision === "pending") {
+          // Counted, short of the approvals the card needs: it waits on.
+          showBanner("Your approval is counted; the card needs another person's before it runs.");
+          for (const b of row.querySelectorAll("button")) b.disabled = false;
+          return;
+        }
         if (res && res.won === false) showBanner(`Already decided: ${res.decision} by ${res.by === "local" ? "the operator" : (res.by || "someone")} via ${res.surface || "?"}.`);
         if (res && res.won) reasonDrafts.delete(card.gateId);
       } catch (e) {

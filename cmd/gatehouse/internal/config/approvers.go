@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	gh "github.com/gatehouse/gatehouse"
@@ -104,7 +105,8 @@ func toolApproversFromEnv(c *Config, getenv func(string) string) error {
 	var names []string
 	for _, kv := range Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, approversPrefix) && len(name) > len(approversPrefix) {
+		if strings.HasPrefix(name, approversPrefix) && len(name) > len(approversPrefix) &&
+			name != "GATEHOUSE_APPROVERS_NEEDED" && !strings.HasPrefix(name, approversNeededPrefix) {
 			names = append(names, name)
 		}
 	}
@@ -121,9 +123,107 @@ func toolApproversFromEnv(c *Config, getenv func(string) string) error {
 	return nil
 }
 
+// The other settings of who decides, each with a _<TOOL> form found in
+// the environment by prefix and a file key taking one value or a map by
+// tool ("default" for every tool), like approvers.
+const (
+	requesterApprovesPrefix = "GATEHOUSE_REQUESTER_APPROVES_"
+	approversNeededPrefix   = "GATEHOUSE_APPROVERS_NEEDED_"
+)
+
+// perToolSetters are the file keys that take a map by tool.
+var perToolSetters = map[string]func(c *Config, tool, v string) error{
+	"requester_approves": setRequesterApproves,
+	"approvers_needed":   setApproversNeeded,
+}
+
+// setRequesterApproves reads on or off for tool ("" for every tool).
+func setRequesterApproves(c *Config, tool, v string) error {
+	var off bool
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "on", "true":
+	case "off", "false":
+		off = true
+	default:
+		return fmt.Errorf("want on or off, got %q", v)
+	}
+	if c.RequesterOff == nil {
+		c.RequesterOff = map[string]bool{}
+	}
+	c.RequesterOff[toolKey(tool)] = off
+	return nil
+}
+
+// setApproversNeeded reads a count of approvers for tool ("" for every
+// tool).
+func setApproversNeeded(c *Config, tool, v string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > 10 {
+		return fmt.Errorf("want a number of people from 1 to 10, got %q", v)
+	}
+	if c.ApproversNeeded == nil {
+		c.ApproversNeeded = map[string]int{}
+	}
+	c.ApproversNeeded[toolKey(tool)] = n
+	return nil
+}
+
+func toolKey(tool string) string {
+	if tool == "" {
+		return ""
+	}
+	return people.ToolKey(tool)
+}
+
+// perToolFromFile reads a file value of one of perToolSetters: one value
+// for every tool, or a map by tool with "default" for every tool.
+func perToolFromFile(c *Config, v any, set func(c *Config, tool, v string) error) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return set(c, "", fmt.Sprint(v))
+	}
+	tools := make([]string, 0, len(m))
+	for t := range m {
+		tools = append(tools, t)
+	}
+	sort.Strings(tools)
+	for _, t := range tools {
+		tool := t
+		if t == approversDefaultKey {
+			tool = ""
+		}
+		if err := set(c, tool, fmt.Sprint(m[t])); err != nil {
+			return fmt.Errorf("%s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// perToolFromEnv reads every prefix<TOOL> set.
+func perToolFromEnv(c *Config, getenv func(string) string, prefix string, set func(c *Config, tool, v string) error) error {
+	var names []string
+	for _, kv := range Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, prefix) && len(name) > len(prefix) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v, ok := lookup(getenv, name)
+		if !ok {
+			continue
+		}
+		if err := set(c, strings.TrimPrefix(name, prefix), v); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // ApproverRules are the gateway's approver rules.
 func (c Config) ApproverRules() people.Approvers {
-	var a people.Approvers
+	a := people.Approvers{RequesterOff: c.RequesterOff, NeededBy: c.ApproversNeeded}
 	a.Default, _ = people.ParseApprovers(c.Approvers)
 	for tool, v := range c.ToolApprovers {
 		if a.Tools == nil {

@@ -207,6 +207,15 @@ type Config struct {
 	// the requester alone.
 	Approvers     string
 	ToolApprovers map[string]string
+	// RequesterOff says, by people.ToolKey ("" for every tool), that the
+	// requester does not decide their own card
+	// (GATEHOUSE_REQUESTER_APPROVES=off, _<TOOL>). Defaults to none: the
+	// requester decides.
+	RequesterOff map[string]bool
+	// ApproversNeeded is, by people.ToolKey ("" for every tool), how
+	// many distinct people must approve a card (GATEHOUSE_APPROVERS_NEEDED,
+	// _<TOOL>). Defaults to 1.
+	ApproversNeeded map[string]int
 	// ApprovalChat is platform:chat, a chat every card is also sent to.
 	// Defaults to empty: none.
 	ApprovalChat string
@@ -498,6 +507,12 @@ var settings = append([]Setting{
 	{"GATEHOUSE_APPROVERS", "approvers", "", "who besides the requester may decide a card on a chat platform: platform:user ids (telegram:111,slack:U012), or allowed (anyone allowed in the card's chat, the earlier rule); GATEHOUSE_APPROVERS_<TOOL> (e.g. _EMAIL_SEND) replaces it for one tool; empty: the requester alone", fn(func(c *Config, v string) error {
 		return setApprovers(c, "", v)
 	})},
+	{"GATEHOUSE_REQUESTER_APPROVES", "requester_approves", "on", "on: the person who asked decides their own card; off: only the named approvers (or, under allowed, anyone else) and the operator do; GATEHOUSE_REQUESTER_APPROVES_<TOOL> sets it for one tool", fn(func(c *Config, v string) error {
+		return setRequesterApproves(c, "", v)
+	})},
+	{"GATEHOUSE_APPROVERS_NEEDED", "approvers_needed", "1", "how many distinct people must approve a card before it is approved (the operator counts as one; one deny denies; short of it at the timeout the card expires); GATEHOUSE_APPROVERS_NEEDED_<TOOL> sets it for one tool", fn(func(c *Config, v string) error {
+		return setApproversNeeded(c, "", v)
+	})},
 	{"GATEHOUSE_APPROVAL_CHAT", "approval_chat", "", "platform:chat id (slack:C0123) of an approvers' chat every card is also sent to; the first decision anywhere wins and every copy is edited to it", fn(func(c *Config, v string) error {
 		if _, err := ParseApprovalChat(v); err != nil {
 			return err
@@ -580,6 +595,13 @@ func Load(file string, getenv func(string) string) (Config, error) {
 				}
 				continue
 			}
+			if set := perToolSetters[k]; set != nil {
+				// One value, or a map of them by tool.
+				if err := perToolFromFile(&c, values[k], set); err != nil {
+					return c, fmt.Errorf("config file %s: %s: %w", file, k, err)
+				}
+				continue
+			}
 			if err := s.val.set(&c, fmt.Sprint(values[k])); err != nil {
 				return c, fmt.Errorf("config file %s: %s: %w", file, k, err)
 			}
@@ -593,6 +615,12 @@ func Load(file string, getenv func(string) string) (Config, error) {
 		}
 	}
 	if err := toolApproversFromEnv(&c, getenv); err != nil {
+		return c, err
+	}
+	if err := perToolFromEnv(&c, getenv, requesterApprovesPrefix, setRequesterApproves); err != nil {
+		return c, err
+	}
+	if err := perToolFromEnv(&c, getenv, approversNeededPrefix, setApproversNeeded); err != nil {
 		return c, err
 	}
 	return c, nil
