@@ -48,6 +48,9 @@ func (p Presser) Key() string {
 // MayDecide reports whether p's press decides the gate whose card is o:
 //
 //   - the operator always does (the web UI and the API hold the token);
+//   - a library card that would replace the operator's own document is
+//     the operator's alone (gh.LibraryNeedsOperator): no press in a chat
+//     decides it, Approve or Deny;
 //   - the sender of a library upload never does, whatever the mode: they
 //     cannot put their own file into the collection everyone trusts;
 //   - a requester does unless GATEHOUSE_REQUESTER_APPROVES is off for the
@@ -60,6 +63,9 @@ func (a Approvers) MayDecide(o gh.GateOpened, p Presser) bool {
 		return true
 	}
 	if p.UserID == "" {
+		return false
+	}
+	if gh.LibraryNeedsOperator(o.Kind, o.Arguments) {
 		return false
 	}
 	key := p.Key()
@@ -76,6 +82,9 @@ func (a Approvers) MayDecide(o gh.GateOpened, p Presser) bool {
 
 // WhoDecides is what a presser who may not decide the card o is told.
 func (a Approvers) WhoDecides(o gh.GateOpened) string {
+	if gh.LibraryNeedsOperator(o.Kind, o.Arguments) {
+		return "You cannot decide this card: it would replace the operator's own document, so only the operator in the web UI (or the API) can."
+	}
 	var who []string
 	if len(o.Requesters) > 0 && a.RequesterApproves(o.Tool) {
 		who = append(who, "the person who asked for it")

@@ -28,10 +28,14 @@ func TestMayDecide(t *testing.T) {
 		"requester on for tool":  {Default: named, RequesterOff: map[string]bool{"": true, "EMAIL_SEND": false, "LIBRARY_ADD": false}},
 	}
 	libArgs, _ := json.Marshal(map[string]string{"name": "handbook.md", "by": alice})
+	replaceArgs, _ := json.Marshal(map[string]any{"name": "handbook.md", "by": alice, gh.LibraryReplacesOperatorKey: true})
 	kinds := map[string]gh.GateOpened{
-		"approval": {Kind: gh.GateKindApproval, Tool: "email_send", Requesters: []string{alice}},
-		"clarify":  {Kind: gh.GateKindClarify, Tool: "email_send", Requesters: []string{alice}},
-		"incident": {Kind: gh.GateKindIncident, Tool: "email_send", Requesters: []string{alice}},
+		// A library card over the operator's own document: the operator's
+		// alone, in every mode.
+		"library over the operator's": {Kind: gh.GateKindLibrary, Tool: "library_add", Arguments: replaceArgs},
+		"approval":                    {Kind: gh.GateKindApproval, Tool: "email_send", Requesters: []string{alice}},
+		"clarify":                     {Kind: gh.GateKindClarify, Tool: "email_send", Requesters: []string{alice}},
+		"incident":                    {Kind: gh.GateKindIncident, Tool: "email_send", Requesters: []string{alice}},
 		// A library card has no requesters; alice sent the file.
 		"library": {Kind: gh.GateKindLibrary, Tool: "library_add", Arguments: libArgs},
 	}
@@ -39,15 +43,15 @@ func TestMayDecide(t *testing.T) {
 	// chat and in the approvers' chat alike; the operator always does.
 	all := "abc"
 	want := map[string]map[string]string{
-		"unset":                  {"approval": "a", "clarify": "a", "incident": "a", "library": ""},
-		"allowed":                {"approval": all, "clarify": all, "incident": all, "library": "bc"},
-		"named":                  {"approval": "ac", "clarify": "ac", "incident": "ac", "library": "c"},
-		"tool allowed":           {"approval": all, "clarify": all, "incident": all, "library": "bc"},
-		"tool named":             {"approval": "ac", "clarify": "ac", "incident": "ac", "library": "c"},
-		"requester off":          {"approval": "c", "clarify": "c", "incident": "c", "library": "c"},
-		"requester off allowed":  {"approval": "bc", "clarify": "bc", "incident": "bc", "library": "bc"},
-		"requester off for tool": {"approval": "c", "clarify": "c", "incident": "c", "library": "c"},
-		"requester on for tool":  {"approval": "ac", "clarify": "ac", "incident": "ac", "library": "c"},
+		"unset":                  {"approval": "a", "clarify": "a", "incident": "a", "library": "", "library over the operator's": ""},
+		"allowed":                {"approval": all, "clarify": all, "incident": all, "library": "bc", "library over the operator's": ""},
+		"named":                  {"approval": "ac", "clarify": "ac", "incident": "ac", "library": "c", "library over the operator's": ""},
+		"tool allowed":           {"approval": all, "clarify": all, "incident": all, "library": "bc", "library over the operator's": ""},
+		"tool named":             {"approval": "ac", "clarify": "ac", "incident": "ac", "library": "c", "library over the operator's": ""},
+		"requester off":          {"approval": "c", "clarify": "c", "incident": "c", "library": "c", "library over the operator's": ""},
+		"requester off allowed":  {"approval": "bc", "clarify": "bc", "incident": "bc", "library": "bc", "library over the operator's": ""},
+		"requester off for tool": {"approval": "c", "clarify": "c", "incident": "c", "library": "c", "library over the operator's": ""},
+		"requester on for tool":  {"approval": "ac", "clarify": "ac", "incident": "ac", "library": "c", "library over the operator's": ""},
 	}
 	users := map[byte]string{'a': "1", 'b': "2", 'c': "3"}
 	for mode, rules := range modes {
