@@ -101,26 +101,16 @@ func approversFromFile(c *Config, v any) error {
 }
 
 // toolApproversFromEnv reads every GATEHOUSE_APPROVERS_<TOOL> set.
+// GATEHOUSE_APPROVERS_NEEDED and its _<TOOL> forms share the prefix but
+// are the two-person rule's count (read by their own setting), not the
+// approvers of a tool named NEEDED.
 func toolApproversFromEnv(c *Config, getenv func(string) string) error {
-	var names []string
-	for _, kv := range Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, approversPrefix) && len(name) > len(approversPrefix) &&
-			name != "GATEHOUSE_APPROVERS_NEEDED" && !strings.HasPrefix(name, approversNeededPrefix) {
-			names = append(names, name)
+	return perToolFromEnv(c, getenv, approversPrefix, func(c *Config, tool, v string) error {
+		if approversPrefix+tool == "GATEHOUSE_APPROVERS_NEEDED" || strings.HasPrefix(approversPrefix+tool, approversNeededPrefix) {
+			return nil
 		}
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		v, ok := lookup(getenv, name)
-		if !ok {
-			continue
-		}
-		if err := setApprovers(c, strings.TrimPrefix(name, approversPrefix), v); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	return nil
+		return setApprovers(c, tool, v)
+	})
 }
 
 // The other settings of who decides, each with a _<TOOL> form found in
