@@ -40,7 +40,7 @@ const (
 // rather than in one of its runs (incidents, library uploads): they do
 // not hold a session's input, a cancel does not close them, and their
 // decisions are logged by the package that opened them
-// (gates.Config.Outside).
+// (each registers its kind with gates.Service.Register).
 func GateOutsideRun(kind string) bool { return kind == GateKindIncident || kind == GateKindLibrary }
 
 // The options of an incident's card.
@@ -168,10 +168,22 @@ func GateOpenedKey(toolCallID string, n int) string {
 	return "gateopen:" + toolCallID + ":" + strconv.Itoa(n)
 }
 
+// GateOpenedEvent is gate.opened for the pending gate g, keyed key: the
+// row's fields (id, call, tool, arguments and their hash, kind, question,
+// options, expiry) taken from g, so the card can never say other than the
+// row decides, and what only the card carries (Workspace, Fields,
+// Requesters, the grant offer) taken from card.
+func GateOpenedEvent(key string, g Gate, card GateOpened) NewEvent {
+	card.GateID, card.ToolCallID, card.Tool, card.Arguments, card.ArgsHash = g.ID, g.ToolCallID, g.Tool, g.Arguments, g.ArgsHash
+	card.Kind, card.Question, card.Options, card.ExpiresAt = g.Kind, g.Question, g.Options, g.ExpiresAt
+	p, _ := json.Marshal(card)
+	return NewEvent{Kind: KindGateOpened, Payload: p, Key: key}
+}
+
 // GateDecidedEvent is gate.decided for g as decided, keyed "gate:<id>":
-// the one payload every writer of a decision commits (the gates service,
-// a cancel closing its turn's cards, an incident retired, a library card),
-// so a retry of any of them is the same event.
+// the one payload every decision commits (package gates writes them all:
+// a press, the clock, a cancel closing its turn's cards, an incident
+// retired, a library card), so a retry of any of them is the same event.
 func GateDecidedEvent(g Gate) NewEvent {
 	p, _ := json.Marshal(GateDecided{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Decision: g.State,
 		By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason, Answer: g.Answer})

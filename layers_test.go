@@ -243,14 +243,9 @@ var callRules = []callRule{
 	{"only gates and the store drivers write gates (InsertGate, DecideGate)",
 		func(sel *ast.SelectorExpr) bool { return sel.Sel.Name == "InsertGate" || sel.Sel.Name == "DecideGate" },
 		func(p string) bool {
-			return under(p, "gates") || under(p, "store/sqlite") || under(p, "store/postgres") || harness(p) || gateWritersPending[p]
+			return under(p, "gates") || under(p, "store/sqlite") || under(p, "store/postgres") || harness(p)
 		}},
 }
-
-// gateWritersPending are the packages that still open or decide a gate
-// themselves, until issue #27's item 1 moves them into gates: a package
-// is taken off when it stops, and a package not here that starts fails.
-var gateWritersPending = map[string]bool{"toolworker": true, "incidents": true, "gateway/uploads": true, "kernel": true}
 
 // checkCalls returns the calls in file (of package p) that a rule forbids.
 func checkCalls(p, name string, file *ast.File, fset *token.FileSet) []string {

@@ -1,10 +1,17 @@
-// Package gates decides approval gates: the first decision on any surface
+// Package gates is the gate's one home: it opens, decides, closes and
+// expires every gate of every kind. The first decision on any surface
 // wins, by compare-and-set from pending; every later press gets the
 // decision already made (who and where) and never makes a second one.
 //
-// A gate row is created elsewhere (the tool worker inserts it with
-// tx.InsertGate in the transaction that commits gate.opened). From then on
-// the SQL row and the log are the durable truth:
+// A gate opens through [Service.OpenInRun] (a tool approval or a question:
+// the row and gate.opened in the attempt's fenced commit) or
+// [Service.OpenOutsideTx] (an incident's card, a library card: in the
+// outside commit its caller gives), and the registry is seeded. A cancel
+// closes its turn's gates through [Service.CloseRunGatesTx] (the kernel
+// asks: kernel.GateCloser); an incident whose turn moved on is retired
+// with [Service.Retire]. The kinds outside a run register what their
+// decisions do ([Service.Register], [Kind]); a run's kinds resume the
+// run. From the opening on the SQL row and the log are the durable truth:
 //
 //   - a [Registry] arbitrates presses. [NewSQL] does it with the store's
 //     compare-and-set (the embedded default); package gates/redisgates does it

@@ -28,12 +28,6 @@ type Config struct {
 	// SweepBatch is how many gates one sweep query returns; a full batch
 	// is followed at once by another. Defaults to 100.
 	SweepBatch int
-	// Outside logs the decisions of gates opened outside a run, by their
-	// kind (gh.GateOutsideRun: package incidents for incident gates,
-	// gateway/uploads for library gates), which must not resume a run
-	// the way gate.decided does: it is called instead of the edge commit.
-	// Defaults to none: such gates are logged like any other.
-	Outside map[string]OutsideLog
 	// Needed is how many distinct people must approve a gate of tool
 	// (GATEHOUSE_APPROVERS_NEEDED): approvals short of it are recorded
 	// (store AddGateApproval) and logged as gate.approval, and leave the
@@ -79,29 +73,44 @@ type Service struct {
 
 	sweeper sweeper.Sweeper
 
-	// omu guards cfg.Outside, which kinds fill after construction
-	// (Register).
-	omu sync.RWMutex
+	// kmu guards kinds, which the kinds' packages fill after
+	// construction (Register).
+	kmu   sync.RWMutex
+	kinds map[string]Kind
 }
 
-// Register makes ol log and carry out the decisions of gates of kind
-// (Config.Outside): a kind's package is built with the service's Opened
-// and registers itself after, so the wiring has no cycle to hide. Call
-// it before Start and before the first gate of kind is decided.
-func (s *Service) Register(kind string, ol OutsideLog) {
-	s.omu.Lock()
-	defer s.omu.Unlock()
-	if s.cfg.Outside == nil {
-		s.cfg.Outside = map[string]OutsideLog{}
+// Register makes k log and carry out the decisions of gates of kind: a
+// kind's package is built with the service and registers itself after
+// (incidents.New, uploads.New), so the wiring has no cycle to hide.
+// Register before the first gate of kind is decided.
+//
+// The kinds of a run (gh.GateKindApproval, gh.GateKindClarify) are the
+// service's own: their decision's one effect is to resume the run
+// (gate.decided with an edge commit, which queues it), and the tool
+// worker carries out the call when the run reads the decision.
+func (s *Service) Register(kind string, k Kind) {
+	if !gh.GateOutsideRun(kind) {
+		panic("gates: Register of " + kind + ": a run's gates are the service's own")
 	}
-	s.cfg.Outside[kind] = ol
+	s.kmu.Lock()
+	defer s.kmu.Unlock()
+	if s.kinds == nil {
+		s.kinds = map[string]Kind{}
+	}
+	s.kinds[kind] = k
 }
 
-// outside is the OutsideLog of kind, or nil.
-func (s *Service) outside(kind string) OutsideLog {
-	s.omu.RLock()
-	defer s.omu.RUnlock()
-	return s.cfg.Outside[kind]
+// kind is the registered Kind of gates of kind, or nil for a run's.
+func (s *Service) kind(kind string) (Kind, error) {
+	if !gh.GateOutsideRun(kind) {
+		return nil, nil
+	}
+	s.kmu.RLock()
+	defer s.kmu.RUnlock()
+	if k := s.kinds[kind]; k != nil {
+		return k, nil
+	}
+	return nil, gh.Errorf(gh.CodeInternal, "gates: no package registered for gates of kind %q", kind)
 }
 
 // flight is one commit of a gate's decision in progress in this process:
@@ -113,13 +122,18 @@ type flight struct {
 	err  error
 }
 
-// NewService returns a service; Start runs its sweeper.
+// NewService returns a service on cfg.Kernel, which it closes the gates
+// of cancelled turns for (kernel.UseGateCloser); Start runs its sweeper.
 func NewService(cfg Config) *Service {
 	if cfg.Registry == nil || cfg.Kernel == nil || cfg.Store == nil {
 		panic("gates: NewService needs a Registry, a Kernel and a Store")
 	}
 	cfg = cfg.withDefaults()
-	return &Service{cfg: cfg, st: cfg.Store, flights: map[string]*flight{}, logged: map[string]gh.Gate{}}
+	s := &Service{cfg: cfg, st: cfg.Store, flights: map[string]*flight{}, logged: map[string]gh.Gate{}}
+	// A cancel closes its turn's gates through the service: the one
+	// compare-and-set decides between it and a press.
+	cfg.Kernel.UseGateCloser(s)
+	return s
 }
 
 // Decide claims the gate and makes sure the decision is in the log: a
@@ -390,13 +404,23 @@ func (s *Service) ensureCommitted(ctx context.Context, g gh.Gate) (gh.Gate, erro
 // commit makes SQL agree with g's decision and logs it, in one transaction:
 // lock the session (its tenant, and the lock order of every writer),
 // compare-and-set the gate (a no-op when SQL is decided already: the SQL
-// registry, a Redis Claim, an earlier commit), edge-commit gate.decided
-// from the SQL row, mark it logged.
+// registry, a Redis Claim, an earlier commit), log the decision from the
+// SQL row (logTx), mark it logged.
 func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 	at := g.DecidedAt
 	if at.IsZero() {
 		at = Clock(s.cfg.Now)
 	}
+	return s.decideAndLog(ctx, g, store.GateDecision{ID: g.ID, Decision: DecisionOf(g), Now: at}, false)
+}
+
+// decideAndLog compare-and-sets d in SQL and logs the decision SQL then
+// holds, in one transaction; with onlyIfWon, a gate decided otherwise
+// before is left to the commit of that decision. Everything after the
+// commit (publish, the kind's Decided, the registry's copy) is done here
+// too, so every decision — a press, the clock, a retired card — ends the
+// same way.
+func (s *Service) decideAndLog(ctx context.Context, g gh.Gate, d store.GateDecision, onlyIfWon bool) (gh.Gate, error) {
 	// The session's tenant, from the kernel's memory when it has it. The
 	// transaction then takes the gate's row before the session's (the
 	// other writers take the session's first): a cancel closing the
@@ -410,38 +434,19 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 	var wrote []kernel.Committed
 	err = s.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		wrote = nil
-		cur, _, err := tx.DecideGate(ctx, store.GateDecision{ID: g.ID, Decision: DecisionOf(g), Now: at})
+		cur, won, err := tx.DecideGate(ctx, d)
 		if err != nil {
 			return err
 		}
-		if cur.Committed {
-			out = cur
-			return nil
-		}
-		if ol := s.outside(cur.Kind); ol != nil {
-			// Logged, and acted on, with the decision: nothing is queued.
-			cs, err := ol.CommitDecisionTx(ctx, tx, cur)
-			if err != nil {
-				return err
-			}
-			if err := tx.MarkGateCommitted(ctx, cur.ID); err != nil {
-				return err
-			}
-			cur.Committed, out, wrote = true, cur, cs
-			return nil
-		}
-		c, err := s.cfg.Kernel.EdgeCommitTx(ctx, tx, kernel.EdgeInput{Tenant: tenant, SessionID: cur.SessionID, Event: gh.GateDecidedEvent(cur)})
-		if err != nil {
-			return err
-		}
-		if err := tx.MarkGateCommitted(ctx, cur.ID); err != nil {
-			return err
-		}
-		cur.Committed = true
 		out = cur
-		if !c.Duplicate {
-			wrote = []kernel.Committed{c}
+		if cur.Committed || (onlyIfWon && !won) || cur.State == gh.GatePending {
+			return nil
 		}
+		wrote, err = s.logTx(ctx, tx, tenant, cur)
+		if err != nil {
+			return err
+		}
+		out.Committed = true
 		return nil
 	})
 	if err != nil {
@@ -450,24 +455,52 @@ func (s *Service) commit(ctx context.Context, g gh.Gate) (gh.Gate, error) {
 	if wrote != nil {
 		// With the event: a stream in this process sends it unread.
 		s.cfg.Kernel.Publish(out.SessionID, wrote)
-	}
-	if ol := s.outside(out.Kind); ol != nil && wrote != nil {
-		ol.Decided(ctx, out)
+		if k, _ := s.kind(out.Kind); k != nil {
+			k.Decided(ctx, out)
+		}
 	}
 	return out, nil
 }
 
-// OutsideLog logs the decision of a gate opened outside a run and carries
-// it out (Config.Outside; packages incidents and gateway/uploads
+// logTx logs g's decision, made in tx, and marks it logged: a run's gate
+// with gate.decided in an edge commit, which queues the run to resume; a
+// gate outside a run by its kind (Kind.CommitDecisionTx), which also does
+// what the decision does there and queues nothing. It returns what it
+// committed new (nil for a decision logged before).
+func (s *Service) logTx(ctx context.Context, tx store.Tx, tenant string, g gh.Gate) ([]kernel.Committed, error) {
+	k, err := s.kind(g.Kind)
+	if err != nil {
+		return nil, err
+	}
+	var wrote []kernel.Committed
+	if k != nil {
+		if wrote, err = k.CommitDecisionTx(ctx, tx, g); err != nil {
+			return nil, err
+		}
+	} else {
+		c, err := s.cfg.Kernel.EdgeCommitTx(ctx, tx, kernel.EdgeInput{Tenant: tenant, SessionID: g.SessionID, Event: gh.GateDecidedEvent(g)})
+		if err != nil {
+			return nil, err
+		}
+		if !c.Duplicate {
+			wrote = []kernel.Committed{c}
+		}
+	}
+	return wrote, tx.MarkGateCommitted(ctx, g.ID)
+}
+
+// Kind logs and carries out the decisions of one kind of gate opened
+// outside a run (Register; packages incidents and gateway/uploads
 // implement it).
-type OutsideLog interface {
-	// CommitDecisionTx commits gate.decided for g, decided in tx, and
-	// what the decision does there (Close ends the run); what it
-	// committed is published after the commit.
+type Kind interface {
+	// CommitDecisionTx commits gate.decided for g, decided in tx
+	// (gh.GateDecidedEvent), and what the decision does there (Close
+	// ends the run); what it committed is published after the commit.
+	// A decision logged before returns nothing.
 	CommitDecisionTx(ctx context.Context, tx store.Tx, g gh.Gate) ([]kernel.Committed, error)
 	// Decided is told, after the commit, of a decision this process
-	// logged: what runs outside the transaction (a diagnosis) starts
-	// here.
+	// logged: what runs outside the transaction (a diagnosis, adding a
+	// file) starts here.
 	Decided(ctx context.Context, g gh.Gate)
 }
 
@@ -562,10 +595,10 @@ type Seeder interface {
 	Seed(ctx context.Context, g gh.Gate) error
 }
 
-// Opened tells the registry a gate was opened (committed). It never fails
+// seed tells the registry a gate was opened (committed). It never fails
 // the caller: a gate that could not be seeded now is seeded on its first
 // press.
-func (s *Service) Opened(ctx context.Context, g gh.Gate) {
+func (s *Service) seed(ctx context.Context, g gh.Gate) {
 	if sd, ok := s.cfg.Registry.(Seeder); ok {
 		if err := sd.Seed(ctx, g); err != nil {
 			s.cfg.Logger.Warn("gate not seeded in the registry; its first press will", "gate", g.ID, "err", err)

@@ -18,7 +18,7 @@ const (
 	NoticeDiagnosis = "incident_diagnosis"
 )
 
-// CommitDecisionTx implements gates.OutsideLog: it commits gate.decided
+// CommitDecisionTx implements gates.Kind: it commits gate.decided
 // for g (decided in tx) from outside the run — no run is queued, nothing
 // counts as input — and does what the decision calls for in the same
 // transaction: Close ends the run, Diagnose opens the next card. It
@@ -54,7 +54,7 @@ func (s *Service) CommitDecisionTx(ctx context.Context, tx store.Tx, g gh.Gate) 
 	return append(cs, more...), err
 }
 
-// Decided implements gates.OutsideLog: a Diagnose decided by this
+// Decided implements gates.Kind: a Diagnose decided by this
 // process starts its diagnosis, which runs outside the transaction and
 // the run.
 func (s *Service) Decided(ctx context.Context, g gh.Gate) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/internal/sweeper"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
@@ -39,9 +40,9 @@ type Config struct {
 	Diagnose func(ctx context.Context, prompt string) (string, error)
 	// DiagnoseTimeout bounds one diagnosis. Defaults to 2m.
 	DiagnoseTimeout time.Duration
-	// Opened is told of each card opened (the gates service seeds its
-	// registry with it). Optional.
-	Opened func(ctx context.Context, g gh.Gate)
+	// Gates opens and decides the cards (the gate's one home); the
+	// service registers itself with it for gh.GateKindIncident. Required.
+	Gates *gates.Service
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now defaults to time.Now.
@@ -82,13 +83,16 @@ type Service struct {
 	diagnoses sync.WaitGroup
 }
 
-// New returns a service; Start runs its sweeper.
+// New returns a service, registered with cfg.Gates as the kind of
+// incident cards; Start runs its sweeper.
 func New(cfg Config) *Service {
-	if cfg.Kernel == nil || cfg.Store == nil {
-		panic("incidents: New needs a Kernel and a Store")
+	if cfg.Kernel == nil || cfg.Store == nil || cfg.Gates == nil {
+		panic("incidents: New needs a Kernel, a Store and Gates")
 	}
 	cfg = cfg.withDefaults()
-	return &Service{cfg: cfg, st: cfg.Store, k: cfg.Kernel}
+	s := &Service{cfg: cfg, st: cfg.Store, k: cfg.Kernel}
+	cfg.Gates.Register(gh.GateKindIncident, s)
+	return s
 }
 
 // card is what an incident's gate records about its run (its Arguments).
@@ -175,16 +179,14 @@ func (s *Service) open(ctx context.Context, r gh.Run, c card) (gh.Gate, bool, er
 	if err != nil || len(wrote) == 0 {
 		return g, false, err
 	}
-	s.k.Publish(g.SessionID, wrote)
-	if s.cfg.Opened != nil {
-		s.cfg.Opened(ctx, g)
-	}
+	s.cfg.Gates.Opened(ctx, g, wrote)
 	s.cfg.Logger.Warn("a turn is stuck: incident opened", "session", r.SessionID, "run", r.ID, "step", r.Step, "since", r.StepStarted, "incident", g.ID)
 	return g, true, nil
 }
 
-// openTx commits card c of r in tx: its gate.opened event and its gate
-// row. A card already committed is left as it is (nothing written).
+// openTx opens card c of r in tx through the gates service: its
+// gate.opened event and its gate row. A card already committed is left
+// as it is (nothing written).
 func (s *Service) openTx(ctx context.Context, tx store.Tx, r gh.Run, c card) (gh.Gate, []kernel.Committed, error) {
 	now := s.now()
 	args, _ := json.Marshal(c)
@@ -203,16 +205,8 @@ func (s *Service) openTx(ctx context.Context, tx store.Tx, r gh.Run, c card) (gh
 		Question: text, Options: []string{gh.IncidentClose, gh.IncidentDiagnose},
 		State: gh.GatePending, ExpiresAt: now.Add(s.cfg.CardTTL), Created: now,
 	}
-	payload, _ := json.Marshal(gh.GateOpened{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Arguments: args,
-		Kind: g.Kind, Question: text, Options: g.Options, ExpiresAt: g.ExpiresAt, Requesters: requesters})
-	cs, err := s.k.OutsideCommitTx(ctx, tx, r.SessionID, gh.NewEvent{Kind: gh.KindGateOpened, Payload: payload, Key: openedKey(c)})
-	if err != nil || cs[0].Duplicate {
-		return g, nil, err
-	}
-	if _, err := tx.InsertGate(ctx, g); err != nil {
-		return g, nil, err
-	}
-	return g, cs, nil
+	cs, err := s.cfg.Gates.OpenOutsideTx(ctx, tx, gates.Opening{Gate: g, Card: gh.GateOpened{Requesters: requesters}, Key: openedKey(c)})
+	return g, cs, err
 }
 
 // requestersOf finds who the stuck turn answers: the senders of the

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/kernel"
-	"github.com/gatehouse/gatehouse/store"
 )
 
 // sweepBatch bounds the runs and cards one sweep looks at.
@@ -102,25 +100,10 @@ func (s *Service) movedOn(ctx context.Context, g gh.Gate) (string, error) {
 }
 
 // retire closes g's card without a press: decided expired by the
-// gateway, with why, logged in the same transaction.
+// gateway, with why, logged by CommitDecisionTx in the same transaction
+// (gates.Service.Retire). A card pressed meanwhile stays as pressed.
 func (s *Service) retire(ctx context.Context, g gh.Gate, reason string) error {
-	var wrote []kernel.Committed
-	var decided gh.Gate
-	err := s.k.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		cur, won, err := tx.DecideGate(ctx, store.GateDecision{ID: g.ID, Now: s.now(),
-			Decision: gh.Decision{State: gh.GateExpired, By: "gateway", Surface: "gateway", Reason: reason}})
-		if err != nil || !won {
-			return err // pressed meanwhile: the press's commit logs it
-		}
-		if wrote, err = s.CommitDecisionTx(ctx, tx, cur); err != nil {
-			return err
-		}
-		decided = cur
-		return tx.MarkGateCommitted(ctx, cur.ID)
-	})
-	if err == nil && len(wrote) > 0 {
-		s.k.Publish(decided.SessionID, wrote)
-	}
+	_, _, err := s.cfg.Gates.Retire(ctx, g, reason)
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -83,6 +84,10 @@ type Kernel struct {
 	cfg     Config
 	feed    feed
 	tenants *tenants
+
+	// gates closes a cancelled turn's gates (UseGateCloser).
+	gmu   sync.RWMutex
+	gates GateCloser
 }
 
 // New returns a kernel over st.

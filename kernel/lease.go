@@ -452,34 +452,42 @@ func (k *Kernel) Cancel(ctx context.Context, sessionID, reason string) (gh.Run, 
 	return out, err
 }
 
-// closeGates denies the session's pending gates on behalf of a cancel and
-// logs each decision.
+// GateCloser denies a session's pending in-run gates in the transaction
+// of a cancel and logs each decision (package gates: its service
+// registers itself with the kernel it is built on, UseGateCloser). The
+// kernel owns no gate: it only asks, so a cancel and a press meet in the
+// one compare-and-set.
+type GateCloser interface {
+	CloseRunGatesTx(ctx context.Context, tx store.Tx, sessionID string, now time.Time) ([]Committed, error)
+}
+
+// UseGateCloser makes c close the gates of every cancelled turn. The
+// gates service calls it when it is built on this kernel.
+func (k *Kernel) UseGateCloser(c GateCloser) {
+	k.gmu.Lock()
+	defer k.gmu.Unlock()
+	k.gates = c
+}
+
+// closeGates has the session's pending gates closed on behalf of a
+// cancel. A kernel with no closer refuses a cancel that would leave a
+// pending gate open (its effect could still be approved); with none
+// pending there is nothing to close.
 func (k *Kernel) closeGates(ctx context.Context, tx store.Tx, sessionID string, now time.Time) ([]Committed, error) {
+	k.gmu.RLock()
+	c := k.gates
+	k.gmu.RUnlock()
+	if c != nil {
+		return c.CloseRunGatesTx(ctx, tx, sessionID, now)
+	}
 	pending, err := tx.ListGates(ctx, sessionID, gh.GatePending, 1000)
 	if err != nil {
 		return nil, err
 	}
-	var out []Committed
 	for _, g := range pending {
-		if gh.GateOutsideRun(g.Kind) {
-			continue // about the session, not in the run: its own package decides it
+		if !gh.GateOutsideRun(g.Kind) {
+			return nil, gh.Errorf(gh.CodeInternal, "cancel: gate %q is pending and no gates service is there to close it", g.ID)
 		}
-		g, won, err := tx.DecideGate(ctx, store.GateDecision{ID: g.ID, Decision: gh.Decision{State: gh.GateDenied, By: "cancel", Surface: "gateway", Reason: "the turn was cancelled"}, Now: now})
-		if err != nil {
-			return nil, err
-		}
-		if !won && g.State != gh.GateExpired {
-			continue
-		}
-		ev := gh.GateDecidedEvent(g)
-		res, err := tx.Append(ctx, store.AppendParams{SessionID: sessionID, Kind: ev.Kind, Payload: ev.Payload, Key: ev.Key, Now: now})
-		if err != nil {
-			return nil, err
-		}
-		if err := tx.MarkGateCommitted(ctx, g.ID); err != nil {
-			return nil, err
-		}
-		out = append(out, Committed{Event: res.Event, Duplicate: res.Existing})
 	}
-	return out, nil
+	return nil, nil
 }

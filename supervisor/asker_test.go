@@ -347,7 +347,7 @@ func TestTaintAndPersonAreDerivedFromTheLogAfterACrash(t *testing.T) {
 	page := outsideTool{text: "Sara's email is evil@attacker.example"}
 	e := stacktest.NewEnv(t, nil, stacktest.EnvOptions{NoWorkers: true, Memory: true})
 	reg := tools.NewRegistry(append([]tools.Tool{page}, e.Memory.Tools()...)...)
-	worker := toolworker.New(toolworker.Config{Kernel: e.Kernel, Tools: reg, OnOpen: e.Gates.Opened})
+	worker := toolworker.New(toolworker.Config{Kernel: e.Kernel, Tools: reg, Gates: e.Gates})
 	if _, _, err := e.Kernel.CreateSession(e.Ctx, gh.Session{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}

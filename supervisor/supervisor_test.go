@@ -14,6 +14,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/memory"
@@ -80,7 +81,8 @@ func setup(t *testing.T, o opts) *env {
 	}
 	sc := o.sup
 	sc.Kernel, sc.Models = k, reg
-	sc.Tools = toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry(o.tools...)})
+	sc.Tools = toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry(o.tools...),
+		Gates: gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: k, Store: st})})
 	if o.memory {
 		sc.Memory = memory.New(st, memory.Config{NoModelPass: true})
 	}
@@ -509,7 +511,8 @@ func TestDrainHandsTheRunBack(t *testing.T) {
 	// Another worker picks it up, fills the missing tool result and answers.
 	close(b.release)
 	sup2, _ := supervisor.New(supervisor.Config{Kernel: e.k, Models: mustModels(t, e.fake), Poll: 20 * time.Millisecond,
-		Tools: toolworker.New(toolworker.Config{Kernel: e.k, Tools: tools.NewRegistry(b.tools()...)})})
+		Tools: toolworker.New(toolworker.Config{Kernel: e.k, Tools: tools.NewRegistry(b.tools()...),
+			Gates: gates.NewService(gates.Config{Registry: gates.NewSQL(e.st, nil), Kernel: e.k, Store: e.st})})})
 	sup2.Start(e.ctx)
 	defer sup2.Stop(e.ctx)
 	e.settled("s1")

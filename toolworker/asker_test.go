@@ -40,7 +40,7 @@ func setupMemory(t *testing.T) *memEnv {
 	}}
 	page := toolworker.FuncTool{ToolName: "fetch"}
 	reg := tools.NewRegistry(append([]tools.Tool{e.send(), whoami, externalTool{page}}, e.m.Tools()...)...)
-	e.w = toolworker.New(toolworker.Config{Kernel: e.k, Tools: reg, ApprovalTimeout: time.Minute,
+	e.w = toolworker.New(toolworker.Config{Kernel: e.k, Gates: sqlGates(st, e.k), Tools: reg, ApprovalTimeout: time.Minute,
 		Policies:  map[string]toolworker.Policy{"send": toolworker.EmailPolicy{Contacts: e.m.Contacts}},
 		Workspace: func(string) string { return e.ws.Load().(string) }})
 	return e

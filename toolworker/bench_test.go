@@ -29,7 +29,7 @@ func BenchmarkApprovedStep(b *testing.B) {
 	st := &storetest.CountingStore{Store: raw}
 	k := kernel.New(st, kernel.Config{})
 	var sends atomic.Int64
-	w := toolworker.New(toolworker.Config{Kernel: k, Tools: tools.NewRegistry(toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger,
+	w := toolworker.New(toolworker.Config{Kernel: k, Gates: sqlGates(st, k), Tools: tools.NewRegistry(toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger,
 		Fn: func(context.Context, tools.Call) (string, error) { sends.Add(1); return "ok", nil }})})
 	var commits int64
 	for i := range b.N {

@@ -207,7 +207,7 @@ func runBatchOnce(t *testing.T, cfg toolworker.Config, calls ...gh.ToolCall) (*k
 	}
 	t.Cleanup(func() { st.Close() })
 	k := kernel.New(st, kernel.Config{})
-	cfg.Kernel = k
+	cfg.Kernel, cfg.Gates = k, sqlGates(st, k)
 	w := toolworker.New(cfg)
 	if _, _, err := k.CreateSession(ctx, gh.Session{ID: "s1"}); err != nil {
 		t.Fatal(err)

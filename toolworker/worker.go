@@ -14,8 +14,8 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/effectjournal"
+	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/kernel"
-	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/tools"
 )
 
@@ -43,9 +43,11 @@ type Config struct {
 	// Workspace returns the session's current workspace directory.
 	// Defaults to "" (workspace tools then refuse).
 	Workspace func(sessionID string) string
-	// OnOpen is told of every gate opened, after it is committed (the gate
-	// registry seeds its copy). Defaults to nil.
-	OnOpen func(ctx context.Context, g gh.Gate)
+	// Gates opens the worker's gates (a call's approval, a policy's
+	// question) and decides them; it is the one home of the gate. Required
+	// as soon as a call needs a card: without it such a call fails
+	// (CodeInternal) and nothing runs.
+	Gates *gates.Service
 	// EffectTimeout bounds an approved effect once it started; it runs to
 	// the end even through a drain. Defaults to 2m.
 	EffectTimeout time.Duration
@@ -541,9 +543,9 @@ func (w *Worker) latestGate(ctx context.Context, l gh.Lease, callID string) (int
 	return n, opened, &d, nil
 }
 
-// openGate commits gate.opened, with the fields its card shows and the
-// people who may decide it (requesters), and the gate row in one
-// transaction.
+// openGate opens the call's n-th gate through the gates service: the row,
+// and gate.opened with the fields its card shows and the people who may
+// decide it (requesters), in the attempt's fenced commit.
 func (w *Worker) openGate(ctx context.Context, l gh.Lease, c gh.ToolCall, n int, kind string, args json.RawMessage, workspace string, v Verdict, fields []gh.CardField, requesters []string) error {
 	now := w.cfg.Now().UTC()
 	g := gh.Gate{
@@ -551,43 +553,15 @@ func (w *Worker) openGate(ctx context.Context, l gh.Lease, c gh.ToolCall, n int,
 		Arguments: args, ArgsHash: argsHash(args), Kind: kind, Question: v.Question, Options: v.Options,
 		State: gh.GatePending, ExpiresAt: now.Add(w.cfg.ApprovalTimeout), Created: now,
 	}
-	opened := gh.GateOpened{
-		GateID: g.ID, ToolCallID: c.ID, Tool: c.Name, Arguments: args, ArgsHash: g.ArgsHash, Kind: kind,
-		Question: v.Question, Options: v.Options, ExpiresAt: g.ExpiresAt, Workspace: workspace, Fields: fields,
-		Requesters: requesters,
-	}
+	// The row's fields go to the card from g (gh.GateOpenedEvent).
+	opened := gh.GateOpened{Workspace: workspace, Fields: fields, Requesters: requesters}
 	if kind == gh.GateKindApproval {
 		opened.GrantBound, opened.GrantLabel = w.grantOffer(c.Name, args)
 	}
-	payload, _ := json.Marshal(opened)
-	event := gh.NewEvent{Kind: gh.KindGateOpened, Payload: payload, Key: gateKey(c.ID, n)}
-	insert := func(ctx context.Context, tx store.Tx) error {
-		_, err := tx.InsertGate(ctx, g)
-		return err
+	if w.cfg.Gates == nil {
+		return gh.Errorf(gh.CodeInternal, "%s needs a card and the tool worker has no gates service", c.Name)
 	}
-	opens := func(ctx context.Context) {
-		if w.cfg.OnOpen != nil {
-			w.cfg.OnOpen(ctx, g)
-		}
-	}
-	if v := kernel.ViewOf(ctx, l); v != nil {
-		// The attempt settles awaiting the decision next: the gate, its
-		// row and the card's seed commit with that settle (or with the
-		// batch's next commit), not in a transaction of their own.
-		v.Stage(event, insert, opens)
-		return nil
-	}
-	err := w.k.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		if _, err := w.k.CommitTx(ctx, tx, l, event); err != nil {
-			return err
-		}
-		return insert(ctx, tx)
-	})
-	if err == nil {
-		w.k.Notify(l.SessionID)
-		opens(ctx)
-	}
-	return err
+	return w.cfg.Gates.OpenInRun(ctx, l, gates.Opening{Gate: g, Card: opened, Key: gateKey(c.ID, n)})
 }
 
 // argsHash is the hash an approval is bound to: of the arguments' JSON

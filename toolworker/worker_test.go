@@ -10,6 +10,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/sqlite"
@@ -43,6 +44,12 @@ func (e *env) send() tools.Tool {
 		}}
 }
 
+// sqlGates is the gates service of the embedded default, on st and k:
+// the worker opens its gates through it.
+func sqlGates(st store.Store, k *kernel.Kernel) *gates.Service {
+	return gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: k, Store: st})
+}
+
 func setup(t *testing.T, contacts map[string]string, extra ...tools.Tool) *env {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "g.db")})
@@ -55,7 +62,7 @@ func setup(t *testing.T, contacts map[string]string, extra ...tools.Tool) *env {
 	reg := tools.NewRegistry(append([]tools.Tool{e.send(),
 		toolworker.FuncTool{ToolName: "page", Fn: func(ctx context.Context, c tools.Call) (string, error) { return "", nil }},
 	}, extra...)...)
-	e.w = toolworker.New(toolworker.Config{Kernel: e.k, Tools: reg, ApprovalTimeout: time.Minute,
+	e.w = toolworker.New(toolworker.Config{Kernel: e.k, Gates: sqlGates(st, e.k), Tools: reg, ApprovalTimeout: time.Minute,
 		Policies:  map[string]toolworker.Policy{"send": toolworker.EmailPolicy{Contacts: func(context.Context, string) map[string]string { return contacts }}},
 		Workspace: func(string) string { return e.ws.Load().(string) }})
 	return e
@@ -225,7 +232,7 @@ func TestStartedReceiptMeansOutcomeUnknown(t *testing.T) {
 	// The first run never comes back from the effect (its process would
 	// die here): it hangs until its time is up, so nothing after the
 	// started receipt is committed.
-	hanging := toolworker.New(toolworker.Config{Kernel: e.k, EffectTimeout: 50 * time.Millisecond, Tools: tools.NewRegistry(toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger,
+	hanging := toolworker.New(toolworker.Config{Kernel: e.k, Gates: sqlGates(e.st, e.k), EffectTimeout: 50 * time.Millisecond, Tools: tools.NewRegistry(toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger,
 		Fn: func(ctx context.Context, c tools.Call) (string, error) { <-ctx.Done(); return "", ctx.Err() }})})
 	if _, err := hanging.RunBatch(e.ctx, l, toolworker.Asker{}, []gh.ToolCall{call("c1", "send", `{"to":"a@example.com"}`)}); err == nil {
 		t.Fatal("a hung effect reported success")

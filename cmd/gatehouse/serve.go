@@ -94,16 +94,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.Timezone != "" {
 		loc, _ = time.LoadLocation(cfg.Timezone)
 	}
-	// The gates service first: the kinds of gates opened outside a run
-	// (stuck turns' cards, shared-library cards) are built with its
-	// Opened, which seeds its registry, and register with it after.
+	// The gates service first: the gate's one home. The kinds of gates
+	// opened outside a run (stuck turns' cards, shared-library cards) are
+	// built with it and register with it; the tool worker opens its
+	// gates through it.
 	gateSvc, rdb, err := newGates(cfg, st, k, log)
 	if err != nil {
 		return err
 	}
 	inc := incidents.New(incidents.Config{Kernel: k, Store: st, StuckAfter: cfg.StuckAfter, Diagnose: supervisor.Diagnoser(reg), Logger: log,
-		Opened: gateSvc.Opened})
-	gateSvc.Register(gh.GateKindIncident, inc)
+		Gates: gateSvc})
 	// The knowledge library (know.lib), its folder watcher and endpoints.
 	know, err := newKnowledge(cfg, st, log)
 	if err != nil {
@@ -112,15 +112,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// Files sent in a chat with /library (gateway/uploads): the gateway,
 	// built below, fetches the files and is handed to it then
 	// (UseFetcher).
-	upl := uploads.New(uploads.Config{Kernel: k, Store: st, Library: know.lib, Logger: log, Opened: gateSvc.Opened})
-	gateSvc.Register(gh.GateKindLibrary, upl)
+	upl := uploads.New(uploads.Config{Kernel: k, Store: st, Library: know.lib, Logger: log, Gates: gateSvc})
 	// The rule pass runs after every turn; the model pass is queued as a
 	// job and run in the background — only when there is a model to run it.
 	hasModel := len(reg.Selection()) > 0
 	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: !hasModel, Floor: cfg.MemoryFloor, Batch: cfg.MemoryBatch,
 		EmbeddingsURL: cfg.EmbeddingsURL, EmbeddingsModel: cfg.EmbeddingsModel, EmbeddingsAPIKey: cfg.EmbeddingsAPIKey})
 	tour := newTourWiring(cfg, reg)
-	worker, closeTools, isolation, err := newToolWorker(ctx, cfg, k, mem, know.lib, gateSvc.Opened, log, tour)
+	worker, closeTools, isolation, err := newToolWorker(ctx, cfg, k, mem, know.lib, gateSvc, log, tour)
 	if err != nil {
 		return err
 	}

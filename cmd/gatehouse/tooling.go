@@ -12,7 +12,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gates/redisgates"
 	"github.com/gatehouse/gatehouse/httpapi"
@@ -37,7 +36,7 @@ type mcpFile struct {
 // newToolWorker builds the tools this install offers and the worker that
 // runs them. The returned close ends MCP sessions; the isolation is how
 // shell_exec and each MCP server run, for GET /v1/info.
-func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memory.Memory, lib *knowledge.Library, onOpen func(context.Context, gh.Gate), log *slog.Logger, tour *tourWiring) (*toolworker.Worker, func(), *httpapi.IsolationInfo, error) {
+func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memory.Memory, lib *knowledge.Library, gateSvc *gates.Service, log *slog.Logger, tour *tourWiring) (*toolworker.Worker, func(), *httpapi.IsolationInfo, error) {
 	root := cfg.Workspace
 	if root == "" {
 		root = filepath.Join(cfg.DataDir, "workspace")
@@ -135,7 +134,7 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 	book, _ := parseContacts(cfg.Contacts)
 	contacts := personContacts(mem, book)
 	w := toolworker.New(toolworker.Config{
-		Kernel: k, Tools: reg, ApprovalTimeout: cfg.ApprovalTimeout, GrantTTL: cfg.GrantTTL, ApprovalsNeeded: cfg.ApproverRules().Needed, Logger: log, OnOpen: onOpen,
+		Kernel: k, Tools: reg, ApprovalTimeout: cfg.ApprovalTimeout, GrantTTL: cfg.GrantTTL, ApprovalsNeeded: cfg.ApproverRules().Needed, Logger: log, Gates: gateSvc,
 		CardLimit: cardLimit(cfg, log),
 		Contacts:  contacts, Policies: tour.policies(contacts),
 		Workspace: func(string) string { return root },

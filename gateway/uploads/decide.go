@@ -13,7 +13,7 @@ import (
 	"github.com/gatehouse/gatehouse/store"
 )
 
-// CommitDecisionTx implements gates.OutsideLog: it commits gate.decided
+// CommitDecisionTx implements gates.Kind: it commits gate.decided
 // for g (decided in tx) from outside any run and, for a denial or an
 // expiry, tells the chat the file was not added. An approval's add runs
 // after the commit (Decided): it downloads the file, which no
@@ -37,7 +37,7 @@ func (s *Service) CommitDecisionTx(ctx context.Context, tx store.Tx, g gh.Gate) 
 	return cs, nil
 }
 
-// Decided implements gates.OutsideLog: an approval decided by this
+// Decided implements gates.Kind: an approval decided by this
 // process adds the file, in the background, and tells the chat.
 func (s *Service) Decided(ctx context.Context, g gh.Gate) {
 	if g.State != gh.GateApproved {

@@ -23,7 +23,7 @@
 //     operator's approval on the web UI or the API: the card records it
 //     (gh.LibraryNeedsOperator), and the add refuses, telling the chat
 //     why, when the approval came from anywhere else.
-//   - The card's decision is logged by this package (gates.OutsideLog),
+//   - The card's decision is logged by this package (gates.Kind, registered by New),
 //     outside any run. An approval fetches the file again, adds it only
 //     if its bytes are the ones checked (what was approved is what is
 //     added), and tells the chat the outcome as a notice; a denial or

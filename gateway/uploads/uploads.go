@@ -14,6 +14,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/cards"
+	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/sweeper"
 	"github.com/gatehouse/gatehouse/kernel"
@@ -45,9 +46,9 @@ type Config struct {
 	// when there is none. Bound late: the adapters are built after the
 	// gates service this package logs decisions for.
 	Fetcher func(platform string) (chat.FileFetcher, bool)
-	// Opened is told of each card opened (the gates service seeds its
-	// registry with it). Optional.
-	Opened func(ctx context.Context, g gh.Gate)
+	// Gates opens and decides the cards (the gate's one home); the
+	// service registers itself with it for gh.GateKindLibrary. Required.
+	Gates *gates.Service
 	// CardTTL is how long a shared-collection card waits for an
 	// approver. Defaults to 24h.
 	CardTTL time.Duration
@@ -97,7 +98,14 @@ type Service struct {
 }
 
 // New returns a Service.
-func New(cfg Config) *Service { return &Service{cfg: cfg.withDefaults()} }
+func New(cfg Config) *Service {
+	if cfg.Kernel == nil || cfg.Store == nil || cfg.Gates == nil {
+		panic("uploads: New needs a Kernel, a Store and Gates")
+	}
+	s := &Service{cfg: cfg.withDefaults()}
+	cfg.Gates.Register(gh.GateKindLibrary, s)
+	return s
+}
 
 // Request is one /library command.
 type Request struct {
@@ -263,12 +271,7 @@ func (s *Service) askShared(ctx context.Context, fetcher chat.FileFetcher, r Req
 	if err != nil {
 		return "", err
 	}
-	if cs != nil {
-		s.cfg.Kernel.Publish(r.SessionID, cs)
-		if s.cfg.Opened != nil {
-			s.cfg.Opened(ctx, g)
-		}
-	}
+	s.cfg.Gates.Opened(ctx, g, cs)
 	return fmt.Sprintf("📨 Asked an approver to add %s to the shared library (%s). You will hear here when it is decided.", c.Name, passages(c.Passages)), nil
 }
 
@@ -295,8 +298,9 @@ type card struct {
 	ReplacesOperator bool      `json:"replacesOperator,omitempty"`
 }
 
-// openTx opens the card in tx: gate.opened from outside any run, and the
-// gate's row. A repeat (the command delivered again) opens nothing.
+// openTx opens the card in tx through the gates service: gate.opened from
+// outside any run, and the gate's row. A repeat (the command delivered
+// again) opens nothing.
 func (s *Service) openTx(ctx context.Context, tx store.Tx, sessionID, id string, c card) (gh.Gate, []kernel.Committed, error) {
 	now := s.cfg.Now().UTC().Truncate(time.Microsecond)
 	args, err := json.Marshal(c)
@@ -305,28 +309,10 @@ func (s *Service) openTx(ctx context.Context, tx store.Tx, sessionID, id string,
 	}
 	g := gh.Gate{ID: id, SessionID: sessionID, ToolCallID: "library:" + id, Tool: Tool, Arguments: args, Kind: gh.GateKindLibrary,
 		State: gh.GatePending, ExpiresAt: now.Add(s.cfg.CardTTL), Created: now}
-	fields := cardFields(c)
 	// No requesters: the one who asked does not approve their own file
 	// for everyone; an approver does.
-	payload, err := json.Marshal(gh.GateOpened{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Arguments: args, Kind: g.Kind,
-		Fields: fields, ExpiresAt: g.ExpiresAt})
-	if err != nil {
-		return g, nil, gh.Wrap(gh.CodeInternal, err, "encode a library card")
-	}
-	key := "library-opened:" + id
-	// Opened before (its expiry, taken from the clock, would differ now):
-	// the card stands.
-	if _, found, err := tx.EventByKey(ctx, sessionID, key); err != nil || found {
-		return g, nil, err
-	}
-	cs, err := s.cfg.Kernel.OutsideCommitTx(ctx, tx, sessionID, gh.NewEvent{Kind: gh.KindGateOpened, Payload: payload, Key: key})
-	if err != nil || cs[0].Duplicate {
-		return g, nil, err
-	}
-	if _, err := tx.InsertGate(ctx, g); err != nil {
-		return g, nil, err
-	}
-	return g, cs, nil
+	cs, err := s.cfg.Gates.OpenOutsideTx(ctx, tx, gates.Opening{Gate: g, Card: gh.GateOpened{Fields: cardFields(c)}, Key: "library-opened:" + id})
+	return g, cs, err
 }
 
 // gateID is the card's id: the same command and file open the same card.

@@ -9,6 +9,7 @@ import (
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
+	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/gateway/uploads"
@@ -265,7 +266,9 @@ func TestAnApprovalLeftUnaddedIsAddedBySweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	sweeper := func(after time.Duration) *uploads.Service {
-		return uploads.New(uploads.Config{Kernel: e.Kernel, Store: e.Store, Library: e.Knowledge, Fetcher: e.Gateway.Fetcher,
+		// Another replica: its own gates service over the same store.
+		g := gates.NewService(gates.Config{Registry: gates.NewSQL(e.Store, nil), Kernel: e.Kernel, Store: e.Store})
+		return uploads.New(uploads.Config{Kernel: e.Kernel, Store: e.Store, Library: e.Knowledge, Fetcher: e.Gateway.Fetcher, Gates: g,
 			Now: func() time.Time { return time.Now().Add(after) }})
 	}
 	if n, err := sweeper(0).SweepOnce(e.Ctx); err != nil || n != 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/storetest"
@@ -739,6 +740,9 @@ func testCancel(t *testing.T, h Harness) {
 
 func testCancelClosesGates(t *testing.T, h Harness) {
 	f := newFixture(t, h, kernel.Config{})
+	// Without a gates service a cancel cannot leave a pending gate open:
+	// it refuses (below); the service closes them (kernel.GateCloser).
+	bare := kernel.New(f.st, kernel.Config{})
 	f.session("s1")
 	f.input("s1", "", "email Sara")
 	l := f.claim("w")
@@ -756,6 +760,13 @@ func testCancelClosesGates(t *testing.T, h Harness) {
 	if _, err := f.k.Finish(f.ctx, l, kernel.Settle{Outcome: gh.OutcomeAwaitingApproval}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := bare.Cancel(f.ctx, "s1", "stop"); !gh.IsCode(err, gh.CodeInternal) {
+		t.Fatalf("a cancel with no gates service to close g1: %v", err)
+	}
+	if g, _ := f.st.GetGate(f.ctx, "g1"); g.State != gh.GatePending {
+		t.Fatalf("the refused cancel decided the gate: %+v", g)
+	}
+	gates.NewService(gates.Config{Registry: gates.NewSQL(f.st, nil), Kernel: f.k, Store: f.st})
 	if _, err := f.k.Cancel(f.ctx, "s1", "stop"); err != nil {
 		t.Fatal(err)
 	}

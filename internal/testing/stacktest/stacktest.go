@@ -193,25 +193,22 @@ func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 	if sweep <= 0 {
 		sweep = 50 * time.Millisecond
 	}
-	outside := map[string]gates.OutsideLog{}
+	// The gates service first: the kinds register with it.
+	e.Gates = gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: e.Kernel, Store: st, Sweep: sweep, Logger: log})
 	if e.Knowledge != nil {
-		e.Uploads = uploads.New(uploads.Config{Kernel: e.Kernel, Store: st, Library: e.Knowledge, Logger: log,
-			Opened: func(ctx context.Context, g gh.Gate) { e.Gates.Opened(ctx, g) },
+		e.Uploads = uploads.New(uploads.Config{Kernel: e.Kernel, Store: st, Library: e.Knowledge, Logger: log, Gates: e.Gates,
 			Fetcher: func(platform string) (chat.FileFetcher, bool) {
 				if e.Gateway == nil {
 					return nil, false
 				}
 				return e.Gateway.Fetcher(platform)
 			}})
-		outside[gh.GateKindLibrary] = e.Uploads
 		t.Cleanup(func() { e.stop("uploads", e.Uploads.Stop) })
 	}
 	if o.StuckAfter > 0 {
 		e.Incidents = incidents.New(incidents.Config{Kernel: e.Kernel, Store: st, StuckAfter: o.StuckAfter, Sweep: 50 * time.Millisecond,
-			Diagnose: supervisor.Diagnoser(reg), Logger: log, Opened: func(ctx context.Context, g gh.Gate) { e.Gates.Opened(ctx, g) }})
-		outside[gh.GateKindIncident] = e.Incidents
+			Diagnose: supervisor.Diagnoser(reg), Logger: log, Gates: e.Gates})
 	}
-	e.Gates = gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: e.Kernel, Store: st, Sweep: sweep, Outside: outside, Logger: log})
 	if e.Incidents != nil {
 		if err := e.Incidents.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -280,7 +277,7 @@ func (e *Env) startWorkers(reg *models.Registry, o EnvOptions, log *slog.Logger)
 	if e.Knowledge != nil {
 		lib, ts = e.Knowledge, append(append([]tools.Tool(nil), ts...), knowledgetool.New(e.Knowledge))
 	}
-	worker := toolworker.New(toolworker.Config{Kernel: e.Kernel, Tools: tools.NewRegistry(ts...), Contacts: contacts, ApprovalTimeout: time.Hour, OnOpen: e.Gates.Opened, Logger: log})
+	worker := toolworker.New(toolworker.Config{Kernel: e.Kernel, Tools: tools.NewRegistry(ts...), Contacts: contacts, ApprovalTimeout: time.Hour, Gates: e.Gates, Logger: log})
 	poll := o.Poll
 	if poll == 0 {
 		poll = 20 * time.Millisecond
