@@ -148,13 +148,15 @@ func (k *Kernel) Commit(ctx context.Context, l gh.Lease, events ...gh.NewEvent) 
 // producing it land together, and a turn costs no extra commit for them.
 func (k *Kernel) CommitWithCalls(ctx context.Context, l gh.Lease, calls []gh.LedgerRow, events ...gh.NewEvent) ([]Committed, error) {
 	var out []Committed
-	err := k.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	// Through an outage while the lease lasts: the events' keys make a
+	// retry of a commit that did land return what it committed.
+	err := k.outageTx(ctx, l, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		if out, err = k.CommitTx(ctx, tx, l, events...); err != nil {
 			return err
 		}
 		return k.addCalls(ctx, tx, calls)
-	})
+	}, nil)
 	if err == nil {
 		k.publish(l.SessionID, out)
 	}

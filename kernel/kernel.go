@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
@@ -48,6 +49,9 @@ type Config struct {
 	// Observer, when set, sees the events of each commit of this process
 	// (observe.go). Defaults to none.
 	Observer Observer
+	// Logger receives what the kernel says once per attempt (a database
+	// outage a fenced commit rides out). Defaults to slog.Default().
+	Logger *slog.Logger
 }
 
 func (c Config) withDefaults() Config {
@@ -75,6 +79,9 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 	return c
 }
 
@@ -84,6 +91,10 @@ type Kernel struct {
 	cfg     Config
 	feed    feed
 	tenants *tenants
+
+	// leases knows when each attempt's lease ends as last renewed here
+	// (outage.go).
+	leases leaseClock
 
 	// gates closes a cancelled turn's gates (UseGateCloser).
 	gmu   sync.RWMutex

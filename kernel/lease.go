@@ -193,6 +193,9 @@ func (k *Kernel) RenewStep(ctx context.Context, l gh.Lease, step Step) (gh.Lease
 		l.ExpiresAt, l.CancelRequested = run.LeaseExpiresAt, run.CancelRequested
 		return nil
 	})
+	if err == nil {
+		k.leases.renewed(l)
+	}
 	return l, err
 }
 
@@ -200,7 +203,8 @@ func (k *Kernel) RenewStep(ctx context.Context, l gh.Lease, step Step) (gh.Lease
 // before it shows anything to a model: whatever happens next, a successor
 // knows which input this attempt never saw.
 func (k *Kernel) RecordRead(ctx context.Context, l gh.Lease, seq int64) error {
-	return k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	// Through an outage while the lease lasts: a watermark only rises.
+	return k.outageTx(ctx, l, func(ctx context.Context, tx store.Tx) error {
 		now := k.now()
 		_, run, err := k.fence(ctx, tx, l, now)
 		if err != nil {
@@ -213,7 +217,7 @@ func (k *Kernel) RecordRead(ctx context.Context, l gh.Lease, seq int64) error {
 			}
 		}
 		return tx.SetReadWatermark(ctx, l.SessionID, seq, now)
-	})
+	}, nil)
 }
 
 // Settle is how an attempt ends.
@@ -281,7 +285,19 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 		// What the attempt staged commits with its settle.
 		ctx = WithView(ctx, s.View)
 	}
-	err := k.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	// Through an outage while the lease lasts (the answer it carries is
+	// saved on the new primary); a retry the fence refuses after a lost
+	// COMMIT is resolved by the settle's first key: found, the settle
+	// landed.
+	var landed func(ctx context.Context) (bool, error)
+	if len(s.Events) > 0 && s.Events[0].Key != "" {
+		landed = func(ctx context.Context) (bool, error) {
+			var err error
+			out, err = k.settledBefore(ctx, l, s.Events[0].Key)
+			return out.State != "", err
+		}
+	}
+	err := k.outageTx(ctx, l, func(ctx context.Context, tx store.Tx) error {
 		out, committed = Settled{}, nil
 		now := k.now()
 		if len(s.Events) > 0 {
@@ -376,13 +392,38 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 			tx.Wake()
 		}
 		return nil
-	})
+	}, landed)
 	if err == nil {
+		k.leases.forget(l)
 		// The run's state changed: a client waiting for the end of the
-		// turn hears it, with the settle's events (run.finished).
-		k.publish(l.SessionID, committed)
+		// turn hears it, with the settle's events (run.finished). A
+		// settle found landed after an outage has none in hand: its
+		// subscribers read.
+		if committed != nil {
+			k.publish(l.SessionID, committed)
+		} else {
+			k.Notify(l.SessionID)
+		}
 	}
 	return out, err
+}
+
+// settledBefore reports how l's run settled when the settle keyed key is
+// in the log (a COMMIT whose answer an outage lost), or the zero Settled
+// when it is not.
+func (k *Kernel) settledBefore(ctx context.Context, l gh.Lease, key string) (Settled, error) {
+	if _, ok, err := k.st.EventByKey(ctx, l.SessionID, key); err != nil || !ok {
+		return Settled{}, err
+	}
+	run, err := k.st.GetRun(ctx, l.RunID)
+	if err != nil {
+		return Settled{}, err
+	}
+	out := Settled{State: run.State}
+	if latest, ok, err := k.st.LatestRun(ctx, l.SessionID); err == nil && ok && latest.State == gh.RunQueued {
+		out.Requeued, out.RunID = true, latest.ID
+	}
+	return out, nil
 }
 
 // Release gives a claimed run back without counting the attempt: the

@@ -295,8 +295,8 @@ func (k *Kernel) Flush(ctx context.Context, l gh.Lease) error {
 	if v == nil || !v.hasStaged() {
 		return nil
 	}
-	return k.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	return k.outageTx(ctx, l, func(ctx context.Context, tx store.Tx) error {
 		_, err := k.flush(ctx, tx, l, k.now(), nil)
 		return err
-	})
+	}, nil)
 }

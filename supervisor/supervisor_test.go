@@ -747,9 +747,12 @@ func (t refusingTx) AppendAll(ctx context.Context, ps []store.AppendParams) ([]s
 func TestRefusedAnswerIsSpooledAndCommittedOnce(t *testing.T) {
 	spool := t.TempDir()
 	rs := &refusingStore{}
-	rs.refuse.Store(1)
+	// The store refuses the answer for longer than the attempt's lease:
+	// the attempt retries its settle while the lease lasts (kernel), then
+	// keeps the answer in the spool for the next attempt.
+	rs.refuse.Store(1 << 30)
 	e := setup(t, opts{wrap: func(st store.Store) store.Store { rs.Store = st; return rs }, sup: supervisor.Config{SpoolDir: spool},
-		kernel: kernel.Config{RetryBackoff: 1500 * time.Millisecond}})
+		kernel: kernel.Config{RetryBackoff: 1500 * time.Millisecond, LeaseTTL: 2 * time.Second}})
 	e.fake.Push(modeltest.Reply{Text: "the one answer"})
 	e.fake.SetDefault(modeltest.Reply{Text: "a second, paid-for answer"})
 	e.input("s1", "hello", "")
@@ -758,6 +761,7 @@ func TestRefusedAnswerIsSpooledAndCommittedOnce(t *testing.T) {
 		files, _ := os.ReadDir(spool)
 		return len(files) == 1
 	})
+	rs.refuse.Store(0)
 	run := e.settled("s1")
 	as := assistants(t, e.events("s1"))
 	if run.State != gh.RunDone || len(as) != 1 || as[0].Text != "the one answer" {
@@ -768,6 +772,33 @@ func TestRefusedAnswerIsSpooledAndCommittedOnce(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(spool); len(left) != 0 {
 		t.Fatalf("spool not emptied: %v", left)
+	}
+}
+
+// A refusal shorter than the lease (a failover's gap) costs nothing: the
+// settle is retried and the answer saved by the attempt that has it, with
+// no spool, no second model call and no failed attempt.
+func TestBrieflyRefusedAnswerIsSavedByTheRetry(t *testing.T) {
+	spool := t.TempDir()
+	rs := &refusingStore{}
+	rs.refuse.Store(3)
+	e := setup(t, opts{wrap: func(st store.Store) store.Store { rs.Store = st; return rs }, sup: supervisor.Config{SpoolDir: spool}})
+	e.fake.Push(modeltest.Reply{Text: "the one answer"})
+	e.fake.SetDefault(modeltest.Reply{Text: "a second, paid-for answer"})
+	e.input("s1", "hello", "")
+	run := e.settled("s1")
+	as := assistants(t, e.events("s1"))
+	if run.State != gh.RunDone || run.Attempts != 1 || len(as) != 1 || as[0].Text != "the one answer" {
+		t.Fatalf("run %+v answers %+v", run, as)
+	}
+	if n := len(e.fake.Requests()); n != 1 {
+		t.Fatalf("the model was asked %d times", n)
+	}
+	if rs.refuse.Load() >= 0 {
+		t.Fatalf("the store refused %d times fewer than set: the test did not refuse", rs.refuse.Load()+1)
+	}
+	if files, _ := os.ReadDir(spool); len(files) != 0 {
+		t.Fatalf("the answer was spooled: %v", files)
 	}
 }
 

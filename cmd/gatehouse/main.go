@@ -128,12 +128,13 @@ func openStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, 
 	return sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(cfg.DataDir, "gatehouse.db"), Synchronous: cfg.SQLiteSynchronous})
 }
 
-func kernelConfig(cfg Config) kernel.Config {
+func kernelConfig(cfg Config, log *slog.Logger) kernel.Config {
 	return kernel.Config{
 		LeaseTTL:        cfg.LeaseTTL,
 		MaxAttempts:     cfg.MaxAttempts,
 		MaxPayloadBytes: cfg.MaxPayloadBytes,
 		RetryBackoff:    cfg.RetryBackoff,
 		SessionCache:    cfg.SessionCache,
+		Logger:          log,
 	}
 }

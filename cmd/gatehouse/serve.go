@@ -84,7 +84,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// /metrics's registry; om is nil with GATEHOUSE_METRICS=off.
 	promReg, om := metrics.Registry(cfg.Metrics == "on", metrics.Config{Queue: st, Gates: st, Logger: log,
 		Incidents: func(ctx context.Context) (int, error) { return incidents.OpenCount(ctx, st) }})
-	k := kernel.New(st, om.Kernel(kernelConfig(cfg)))
+	k := kernel.New(st, om.Kernel(kernelConfig(cfg, log)))
 
 	reg, err := newModels(cfg, om.Ledger(supervisor.Ledger(k, log)))
 	if err != nil {

@@ -58,6 +58,7 @@ type Store struct {
 	cfg     Config
 	wake    store.Broadcast
 	relay   *pgrelay.Relay
+	outage  outageLog
 	stop    context.CancelFunc
 	stopped chan struct{}
 }
@@ -85,6 +86,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, gh.Wrap(gh.CodeInvalid, err, "postgres: bad database URL")
 	}
 	pc.MaxConns = cfg.MaxConns
+	tuneForFailover(pc, cfg.URL)
 	if cfg.Tracer != nil {
 		pc.ConnConfig.Tracer = cfg.Tracer
 	}
@@ -107,7 +109,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	self := notifyToken()
 	events := cfg.Channel + "_ev"
 	s := &Store{executor: executor{q: pool, channel: cfg.Channel, events: events, self: self}, pool: pool, cfg: cfg,
-		relay: pgrelay.New(pool, self, cfg.Logger), stop: cancel, stopped: make(chan struct{})}
+		relay: pgrelay.New(pool, self, cfg.Logger), outage: outageLog{log: cfg.Logger}, stop: cancel, stopped: make(chan struct{})}
 	var loops sync.WaitGroup
 	loops.Go(func() { s.relay.Run(lctx) })
 	loops.Go(func() {
@@ -151,9 +153,27 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Ping implements store.Store.
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.pool.Ping(ctx); err != nil {
+	// A write check, not a ping: a standby answers a ping, and a replica
+	// whose connections reach only a standby cannot take a turn.
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.outage.failed(err)
+		}
 		return gh.Wrap(gh.CodeUnavailable, err, "postgres: ping")
 	}
+	defer conn.Release()
+	var readOnly bool
+	if err := conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&readOnly); err != nil {
+		s.lost(conn, gh.Wrap(gh.CodeUnavailable, err, "postgres: ping"))
+		return gh.Wrap(gh.CodeUnavailable, err, "postgres: ping")
+	}
+	if readOnly {
+		err := gh.Errorf(gh.CodeUnavailable, "postgres: the server is a standby (in recovery): no writes until a primary answers")
+		s.drop(conn, err)
+		return err
+	}
+	s.outage.ok(conn)
 	return nil
 }
 
@@ -192,6 +212,9 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 func (s *Store) inTxOnce(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) (bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
+		if ctx.Err() == nil {
+			s.outage.failed(err)
+		}
 		return false, dbErr(err, "begin")
 	}
 	defer conn.Release()
@@ -199,6 +222,7 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(ctx context.Context, tx st
 	t := &tx{executor: executor{q: c, channel: s.cfg.Channel, self: s.self}, conn: c}
 	if err := fn(ctx, t); err != nil {
 		c.Rollback()
+		s.lost(conn, err)
 		return false, err
 	}
 	if t.wake && !t.notified {
@@ -211,9 +235,28 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(ctx context.Context, tx st
 	}
 	if err := c.Commit(ctx); err != nil {
 		c.Rollback()
+		s.lost(conn, err)
 		return false, dbErr(err, "commit")
 	}
+	s.outage.ok(conn)
 	return t.wake, nil
+}
+
+// lost closes conn when err says its server is gone or can no longer
+// write (lostServer), so the pool forgets it, and logs the outage once.
+func (s *Store) lost(conn *pgxpool.Conn, err error) {
+	if lostServer(err) {
+		s.drop(conn, err)
+	}
+}
+
+// drop closes conn, whose server cannot take this store's writes, and
+// notes the outage.
+func (s *Store) drop(conn *pgxpool.Conn, err error) {
+	s.outage.failed(err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = conn.Conn().Close(ctx)
 }
 
 func retryable(err error) bool {

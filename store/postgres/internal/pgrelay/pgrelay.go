@@ -69,6 +69,7 @@ type Relay struct {
 type op struct {
 	session string
 	follow  bool
+	refresh bool
 	done    chan error
 }
 
@@ -143,6 +144,10 @@ func (r *Relay) Run(ctx context.Context) {
 			return
 		case o := <-r.ops:
 			var err error
+			if o.refresh {
+				r.refresh(ctx)
+				continue
+			}
 			if o.follow {
 				_, err = r.pool.Exec(ctx, `INSERT INTO stream_followers (session_id, replica, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
 					ON CONFLICT (session_id, replica) DO UPDATE SET expires_at = EXCLUDED.expires_at`, o.session, r.self, TTL.Seconds())
@@ -201,8 +206,15 @@ func (r *Relay) Deliver(payload string) {
 }
 
 // Lost tells every followed session's streams that commits may have been
-// missed (the listener reconnected): they read.
+// missed (the listener reconnected): they read. It also writes this
+// replica's rows again at once: after a failover the new primary may
+// lack the latest of them (asynchronous replication), and other replicas
+// notify this one only for the sessions its rows name.
 func (r *Relay) Lost() {
+	select {
+	case r.ops <- op{refresh: true}:
+	default: // the periodic refresh writes them
+	}
 	r.mu.Lock()
 	h := r.handler
 	sessions := make([]string, 0, len(r.follows))
