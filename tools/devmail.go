@@ -185,7 +185,7 @@ func (t *EmailSend) deliverToDevMailbox(call Call, to []*netmail.Address, a emai
 	msg.SetDate()
 	msg.SetBodyString(mail.TypeTextPlain, a.Body)
 	if call.IdempotencyKey != "" {
-		msg.SetMessageIDWithValue(messageIDLocalPart(call.IdempotencyKey) + "@gatehouse")
+		msg.SetMessageIDWithValue(messageID(call.IdempotencyKey, t.cfg.InstallID, "tour@gatehouse.invalid"))
 	} else {
 		msg.SetMessageID()
 	}

@@ -44,6 +44,14 @@ type EmailConfig struct {
 	// TLSConfig is used for STARTTLS and implicit TLS. Defaults to verifying
 	// the server's certificate against the system roots for the URL's host.
 	TLSConfig *tls.Config
+	// InstallID names this install in every Message-ID, with the domain
+	// of From after the @: two installs (or a fresh data directory) that
+	// send in sessions of the same id never give the same Message-ID, so a
+	// mail service that deduplicates on it drops nothing of ours. cmd
+	// keeps a random one in the store, so every replica on one database
+	// uses the same. Empty: the Message-ID is the idempotency key alone,
+	// at "gatehouse" (as before installs had an id).
+	InstallID string
 	// Tour sends the built-in tour's calls to a dev mailbox (see TourMail:
 	// only calls the tour made, and those never over SMTP). Defaults to
 	// nil: a tour call is refused.
@@ -226,8 +234,9 @@ func (t *EmailSend) Run(ctx context.Context, call Call) (Result, error) {
 	msg.SetBodyString(mail.TypeTextPlain, a.Body)
 	if call.IdempotencyKey != "" {
 		// The receipt id in the Message-ID: a receiving system that sees the
-		// same id twice can drop the copy.
-		msg.SetMessageIDWithValue(messageIDLocalPart(call.IdempotencyKey) + "@gatehouse")
+		// same id twice can drop the copy — a retry of this call, never
+		// another install's mail.
+		msg.SetMessageIDWithValue(messageID(call.IdempotencyKey, t.cfg.InstallID, t.from.Address))
 	} else {
 		msg.SetMessageID()
 	}
@@ -310,6 +319,21 @@ func (t *EmailSend) client() (*mail.Client, error) {
 		opts = append(opts, mail.WithSMTPAuth(s.auth), mail.WithUsername(s.user), mail.WithPassword(s.pwd))
 	}
 	return mail.NewClient(s.host, opts...)
+}
+
+// messageID is the Message-ID (without its angle brackets) of the call
+// with idempotency key key: the key, then the install's id, at the
+// sender's domain. The same call on the same install always gives the
+// same one; another install, or another call, never does.
+func messageID(key, install, from string) string {
+	domain := "gatehouse"
+	if install == "" {
+		return messageIDLocalPart(key) + "@" + domain
+	}
+	if _, d, ok := strings.Cut(from, "@"); ok && d != "" && !strings.ContainsAny(d, "<>[] \t\"") {
+		domain = d
+	}
+	return messageIDLocalPart(key) + "." + messageIDLocalPart(install) + "@" + domain
 }
 
 // messageIDLocalPart turns an idempotency key into the part of a Message-ID

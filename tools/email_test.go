@@ -412,3 +412,40 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	pool.AddCert(leaf)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
+
+// Two installs sending in sessions of the same id (a second gateway, a
+// fresh data directory) give distinct Message-IDs at the sender's domain,
+// so a mail service that deduplicates on it drops neither; a retry of the
+// same call on one install gives the same one, so it can drop the copy.
+func TestEmailSendMessageIDIsUniquePerInstall(t *testing.T) {
+	be := &smtpRecorder{}
+	addr := startSMTP(t, be, nil)
+	send := func(install string) string {
+		t.Helper()
+		tool := tools.NewEmailSend(tools.EmailConfig{SMTPURL: "smtp://" + addr + "?tls=none", From: "Gatehouse <bot@mail.example.com>", InstallID: install})
+		n := len(be.deliveries())
+		res, err := tool.Run(context.Background(), tools.Call{ToolCall: gh.ToolCall{ID: "call_1", Arguments: toolstest.Args(t, map[string]string{"to": "a@example.com", "subject": "s", "body": "b"})}, IdempotencyKey: "rcpt_sess-1_call_1"})
+		if err != nil || res.IsError {
+			t.Fatalf("Run: %v %+v", err, res)
+		}
+		got := be.deliveries()
+		if len(got) != n+1 {
+			t.Fatalf("%d deliveries, want %d", len(got), n+1)
+		}
+		return got[n].MessageID
+	}
+	first, second, retry := send("inst1a2b3c"), send("inst9z8y7x"), send("inst1a2b3c")
+	if first == second {
+		t.Fatalf("two installs gave one Message-ID %q", first)
+	}
+	if retry != first {
+		t.Fatalf("a retry on the same install gave %q, the first send %q", retry, first)
+	}
+	if first != "<rcpt_sess-1_call_1.inst1a2b3c@mail.example.com>" {
+		t.Errorf("Message-ID %q, want the key and the install id at the sender's domain", first)
+	}
+	id, err := (&netmail.AddressParser{}).Parse(strings.Trim(second, "<>"))
+	if err != nil || !strings.HasSuffix(id.Address, "@mail.example.com") {
+		t.Errorf("Message-ID %q is not a valid msg-id at the sender's domain: %v", second, err)
+	}
+}

@@ -119,7 +119,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	mem := memory.New(st, memory.Config{Logger: log, NoModelPass: !hasModel, Floor: cfg.MemoryFloor, Batch: cfg.MemoryBatch,
 		EmbeddingsURL: cfg.EmbeddingsURL, EmbeddingsModel: cfg.EmbeddingsModel, EmbeddingsAPIKey: cfg.EmbeddingsAPIKey})
 	tour := newTourWiring(cfg, reg)
-	worker, closeTools, isolation, err := newToolWorker(ctx, cfg, k, mem, know.lib, gateSvc, log, tour)
+	installID, err := resolveInstallID(ctx, st)
+	if err != nil {
+		return err
+	}
+	worker, closeTools, isolation, err := newToolWorker(ctx, cfg, installID, k, mem, know.lib, gateSvc, log, tour)
 	if err != nil {
 		return err
 	}

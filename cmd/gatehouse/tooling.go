@@ -36,7 +36,7 @@ type mcpFile struct {
 // newToolWorker builds the tools this install offers and the worker that
 // runs them. The returned close ends MCP sessions; the isolation is how
 // shell_exec and each MCP server run, for GET /v1/info.
-func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memory.Memory, lib *knowledge.Library, gateSvc *gates.Service, log *slog.Logger, tour *tourWiring) (*toolworker.Worker, func(), *httpapi.IsolationInfo, error) {
+func newToolWorker(ctx context.Context, cfg Config, installID string, k *kernel.Kernel, mem *memory.Memory, lib *knowledge.Library, gateSvc *gates.Service, log *slog.Logger, tour *tourWiring) (*toolworker.Worker, func(), *httpapi.IsolationInfo, error) {
 	root := cfg.Workspace
 	if root == "" {
 		root = filepath.Join(cfg.DataDir, "workspace")
@@ -50,7 +50,7 @@ func newToolWorker(ctx context.Context, cfg Config, k *kernel.Kernel, mem *memor
 		return nil, nil, nil, fmt.Errorf("workspace %s: %w", root, err)
 	}
 	builtins := builtin.Tools(builtin.Config{
-		Email: tools.EmailConfig{SMTPURL: cfg.SMTPURL, From: cfg.EmailFrom, Tour: tour.mail},
+		Email: tools.EmailConfig{SMTPURL: cfg.SMTPURL, From: cfg.EmailFrom, InstallID: installID, Tour: tour.mail},
 		Shell: shell.Config{
 			Mode: shell.Mode(cfg.Shell), Bubblewrap: cfg.ShellBubblewrap, Network: cfg.ShellNetwork,
 			Timeout: cfg.ShellTimeout, MaxProcesses: cfg.ShellMaxProcesses,
