@@ -12,12 +12,21 @@ import (
 // AdapterStatus is what the admin sees of one platform.
 type AdapterStatus struct {
 	Platform string `json:"platform"`
-	// State is this replica's view: connected (holds the lease and its
-	// connection runs), standby (another replica holds it), retrying,
+	// State is this replica's view: connected (holds the lease and the
+	// last round trip to the platform succeeded), standby (another
+	// replica holds it: not an outage), retrying (holds it but the
+	// platform failed, or the lease cannot be had; LastError says why),
 	// stopped.
 	State     string    `json:"state"`
 	Since     time.Time `json:"since"`
 	LastError string    `json:"lastError,omitempty"`
+	// TokenRefused: the platform refused the token; retries are slowed
+	// to one every 30s–10m until it is fixed.
+	TokenRefused bool `json:"tokenRefused,omitempty"`
+	// LastOK and LastFailed are when a round trip to the platform last
+	// succeeded and failed while this replica held it.
+	LastOK     *time.Time `json:"lastOk,omitempty"`
+	LastFailed *time.Time `json:"lastFailed,omitempty"`
 	// LeaseOwner is the replica holding the platform's connection.
 	LeaseOwner string `json:"leaseOwner,omitempty"`
 	Webhook    bool   `json:"webhook"`
@@ -47,7 +56,8 @@ func (g *Gateway) Status(ctx context.Context) ([]AdapterStatus, error) {
 		g.mu.Lock()
 		st := *g.states[p]
 		g.mu.Unlock()
-		s := AdapterStatus{Platform: p, State: st.state, Since: st.since, LastError: st.lastError, Webhook: g.hooks[p] != nil, Pairing: g.cfg.Pairing}
+		s := AdapterStatus{Platform: p, State: st.state, Since: st.since, LastError: st.lastError, TokenRefused: st.tokenRefused,
+			LastOK: timeOrNil(st.lastOK), LastFailed: timeOrNil(st.lastFailed), Webhook: g.hooks[p] != nil, Pairing: g.cfg.Pairing}
 		for _, person := range people {
 			if person.Platform == p {
 				s.People++
@@ -82,6 +92,10 @@ func (g *Gateway) Status(ctx context.Context) ([]AdapterStatus, error) {
 			if s.Hint == "" && last.Outcome == chat.ReceiveDropped {
 				s.Hint = "The last message was dropped (" + last.Reason + "). " + dropHint(last.Reason, p)
 			}
+		}
+		if s.TokenRefused {
+			// Before every other hint: nothing else works until it is fixed.
+			s.Hint = "The platform refused the token: check " + strings.ToUpper(p) + "_BOT_TOKEN (a revoked or mistyped token, or one for another bot) and restart. Retries are slowed to one every 30s–10m until then."
 		}
 		var err error
 		if s.Pending, err = g.st.CountOutbox(ctx, p, store.OutboxPending); err != nil {
@@ -127,4 +141,11 @@ func (g *Gateway) Outbox(ctx context.Context, f store.OutboxFilter) ([]store.Out
 		f.Limit = 100
 	}
 	return g.st.ListOutbox(ctx, f)
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

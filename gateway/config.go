@@ -86,6 +86,11 @@ type Config struct {
 	// without a signal (commits made on another replica are not signalled
 	// here). Defaults to 1s.
 	Poll time.Duration
+	// ProbeInterval is how long a platform this replica holds may stay
+	// silent (no poll, socket event or send either way) before the
+	// gateway asks it a cheap authenticated call (chat.Prober), so its
+	// state stays evidence. Defaults to 30s.
+	ProbeInterval time.Duration
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -119,6 +124,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Poll <= 0 {
 		c.Poll = time.Second
+	}
+	if c.ProbeInterval <= 0 {
+		c.ProbeInterval = 30 * time.Second
 	}
 	if c.Now == nil {
 		c.Now = time.Now

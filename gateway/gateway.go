@@ -43,6 +43,18 @@ type adapterState struct {
 	state     string
 	lastError string
 	since     time.Time
+
+	// holding: this replica holds the lease and runs the connection;
+	// then the state comes from the evidence below. Otherwise it is
+	// outside (standby, stopped, or retrying the lease with outsideErr).
+	holding    bool
+	outside    string
+	outsideErr error
+	// The evidence: when a round trip last succeeded and failed, and how.
+	lastOK, lastFailed time.Time
+	lastErr            error
+	tokenRefused       bool
+	loggedErr          string // the last failure logged at warn
 }
 
 // Adapter states.
@@ -81,7 +93,7 @@ func New(cfg Config) *Gateway {
 	}
 	g.out = outbox.New(outbox.Config{Kernel: cfg.Kernel, Store: cfg.Store, Platforms: g.Platforms(), PublicURL: cfg.PublicURL,
 		ApprovalChat: g.cfg.ApprovalChat, Owner: cfg.Owner, MaxAttempts: cfg.MaxAttempts, SendTimeout: cfg.SendTimeout,
-		Poll: cfg.Poll, Now: cfg.Now, Logger: cfg.Logger, Metrics: cfg.Metrics})
+		Poll: cfg.Poll, Now: cfg.Now, Logger: cfg.Logger, Metrics: cfg.Metrics, SendOutcome: g.sendOutcome})
 	for p, ids := range cfg.Allowed {
 		set := map[string]bool{}
 		for _, id := range ids {
@@ -147,26 +159,6 @@ func (g *Gateway) Platforms() []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func (g *Gateway) setState(platform, state, lastError string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s := g.states[platform]
-	if s == nil {
-		return
-	}
-	if s.state != state {
-		s.state, s.since = state, g.cfg.Now()
-	}
-	connected := 0.0
-	if state == StateConnected {
-		connected = 1
-	}
-	g.metrics.connected.WithLabelValues(platform).Set(connected)
-	if lastError != "" || state == StateConnected {
-		s.lastError = lastError
-	}
 }
 
 // Allowed reports whether the platform's allow-list (Config.Allowed) lets

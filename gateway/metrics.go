@@ -14,6 +14,7 @@ type metrics struct {
 	received  *prometheus.CounterVec
 	receiveS  *prometheus.HistogramVec
 	connected *prometheus.GaugeVec
+	state     *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -25,11 +26,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Time from an update's arrival to its commit (the platform is acknowledged after).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)},
 			[]string{"platform"}),
 		connected: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gatehouse_platform_connected",
-			Help: "1 while this replica holds the platform's lease and runs its connection."},
+			Help: "1 while this replica holds the platform's lease and the last round trip to the platform succeeded."},
 			[]string{"platform"}),
+		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gatehouse_platform_state",
+			Help: "1 for the platform's current state on this replica (stopped, standby, connected, retrying), 0 for the others."},
+			[]string{"platform", "state"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.received, m.receiveS, m.connected)
+		reg.MustRegister(m.received, m.receiveS, m.connected, m.state)
 	}
 	return m
 }

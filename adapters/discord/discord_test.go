@@ -23,6 +23,7 @@ import (
 // recSink records what the adapter hands on. receive, press and
 // command, when set, decide the answers.
 type recSink struct {
+	adaptertest.HealthLog
 	mu       sync.Mutex
 	inbound  []gh.Inbound
 	presses  []gh.Press

@@ -23,6 +23,7 @@ import (
 // recorder is a Sink that remembers what it was given and answers as the
 // test says.
 type recorder struct {
+	adaptertest.HealthLog
 	mu       sync.Mutex
 	failures int // Receive calls still to fail
 	// before runs inside Receive, after the update is on in and before

@@ -28,6 +28,7 @@ import (
 // can be made to fail (failReceive, failPress, failCommand) or Receive to
 // wait (hold).
 type sink struct {
+	adaptertest.HealthLog
 	mu           sync.Mutex
 	inbound      []gh.Inbound
 	presses      []gh.Press

@@ -71,7 +71,50 @@ type Sink interface {
 	// logged in the receive log, never handed on to the agent. An error
 	// means a retry can help.
 	Command(ctx context.Context, name string, in gh.Inbound) (CommandReply, error)
+	// Health reports what one round trip to the platform showed: nil
+	// after one succeeded (the auth check, a poll that answered, a
+	// socket's hello or heartbeat ack), the error after one failed. The
+	// platform's state (/v1/adapters, /admin, the metrics) comes from
+	// this evidence: connected only after a round trip succeeded, never
+	// merely because Connect runs. Wrap a refused token with
+	// [TokenRefused] so the state says so and the retries slow down.
+	// It is cheap and does no I/O: call it after every round trip.
+	Health(ctx context.Context, platform string, err error)
 }
+
+// Prober is an Adapter with a cheap authenticated call (Telegram getMe,
+// Slack auth.test, Discord GET /users/@me). The gateway calls it before
+// Connect — a refused token is then known before any connection is
+// tried — and now and then while it holds the platform and has heard
+// nothing, so a quiet platform or one in webhook mode still shows its
+// state. A refused token is returned wrapped with [TokenRefused].
+type Prober interface {
+	Probe(ctx context.Context) error
+}
+
+// WebhookProber is an Adapter in webhook mode that can ask the platform
+// whether it still delivers to us (Telegram getWebhookInfo): nil when the
+// webhook is registered at our URL and its last delivery did not fail.
+// The Test's receiving step uses it.
+type WebhookProber interface {
+	ProbeWebhook(ctx context.Context) error
+}
+
+// ErrTokenRefused is what [TokenRefused] errors match with errors.Is.
+var ErrTokenRefused = errors.New("the platform refused the token")
+
+// TokenRefused marks err as the platform refusing our credentials
+// (Telegram 401, Slack invalid_auth/not_authed, Discord 401 or close
+// code 4004): no retry helps until the operator fixes the token.
+func TokenRefused(err error) error {
+	if err == nil || errors.Is(err, ErrTokenRefused) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrTokenRefused, err)
+}
+
+// IsTokenRefused reports whether err says the token was refused.
+func IsTokenRefused(err error) bool { return errors.Is(err, ErrTokenRefused) }
 
 // Commands the gateway answers.
 const (

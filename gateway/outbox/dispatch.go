@@ -364,9 +364,13 @@ func (d *dispatcher) bury(ctx context.Context, r store.OutboxEntry, reason strin
 }
 
 func (d *dispatcher) sendOne(ctx context.Context, m chat.Outgoing) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.ob.cfg.SendTimeout)
+	sctx, cancel := context.WithTimeout(ctx, d.ob.cfg.SendTimeout)
 	defer cancel()
-	return d.a.Send(ctx, m)
+	id, err := d.a.Send(sctx, m)
+	if f := d.ob.cfg.SendOutcome; f != nil && ctx.Err() == nil {
+		f(ctx, d.a.Platform(), err)
+	}
+	return id, err
 }
 
 func (d *dispatcher) waitPace(ctx context.Context, addr gh.Address) error {

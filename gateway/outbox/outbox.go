@@ -56,6 +56,10 @@ type Config struct {
 	// (gatehouse_outbox_sends_total). Defaults to nil: counted, not
 	// exported.
 	Metrics prometheus.Registerer
+	// SendOutcome, when set, hears every send's outcome (nil or the
+	// error): the gateway takes it as evidence of the platform's health.
+	// Defaults to nil.
+	SendOutcome func(ctx context.Context, platform string, err error)
 }
 
 func (c Config) withDefaults() Config {
