@@ -3,6 +3,7 @@ package redisgates_test
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,6 +73,13 @@ func TestRedisSentinelFailover(t *testing.T) {
 	svcA, regA := sentinelReplica(t, ha.URL(), p, stA)
 	svcB, _ := sentinelReplica(t, ha.URL(), p, stB)
 	ctx := context.Background()
+	// The Sentinels want their password: the URL's userinfo is what lets
+	// the replicas in.
+	anon := goredis.NewSentinelClient(&goredis.Options{Addr: ha.SentinelAddrs()[0], MaxRetries: -1})
+	if _, err := anon.GetMasterAddrByName(ctx, "gatehouse").Result(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Fatalf("a Sentinel asked without its password: %v; want NOAUTH", err)
+	}
+	anon.Close()
 
 	const perPhase = 80
 	all := gatestest.BenchGates(t, stA, time.Now(), "f-", 3*perPhase)
@@ -185,6 +193,18 @@ func TestRedisSentinelFailover(t *testing.T) {
 	for _, g := range phases["after"] {
 		if st, err := direct.HGet(ctx, regA.Key(g.ID), "state").Result(); err != nil || st == string(gh.GatePending) {
 			t.Fatalf("gate %s on the new master %s: %q %v; want its decision", g.ID, newMaster, st, err)
+		}
+	}
+
+	// A late press of a gate decided before the kill, through the new
+	// master (whose copy of its hash may have missed the last writes: the
+	// replication is asynchronous), hears the decision SQL has.
+	carol := gh.Decision{State: gh.GateDenied, By: "carol", Surface: "slack"}
+	for _, g := range phases["before"] {
+		got, won, err := svcB.Decide(ctx, g.ID, carol)
+		sg, gerr := stA.GetGate(ctx, g.ID)
+		if err != nil || gerr != nil || won || !gates.SameDecision(got, sg) {
+			t.Fatalf("carol's late press of %s: %+v won=%v %v; SQL has %+v %v", g.ID, got, won, err, sg, gerr)
 		}
 	}
 
