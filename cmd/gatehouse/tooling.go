@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +14,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gates"
 	"github.com/gatehouse/gatehouse/gates/redisgates"
 	"github.com/gatehouse/gatehouse/httpapi"
@@ -181,14 +184,54 @@ func newGates(cfg Config, st store.Store, k *kernel.Kernel, log *slog.Logger) (*
 	reg := gates.NewSQL(st, nil)
 	var rdb *goredis.Client
 	if cfg.RedisURL != "" {
-		opts, err := goredis.ParseURL(cfg.RedisURL)
+		plain, failover, err := redisOptions(cfg.RedisURL)
 		if err != nil {
-			return nil, nil, fmt.Errorf("GATEHOUSE_REDIS_URL: %w", err)
+			return nil, nil, err
 		}
-		rdb = goredis.NewClient(opts)
+		if failover != nil {
+			// The client asks the Sentinels for the master at every dial
+			// and drops its connections on +switch-master, so a failover
+			// costs presses only the gap (503 unavailable), no restart.
+			rdb = goredis.NewFailoverClient(failover)
+		} else {
+			rdb = goredis.NewClient(plain)
+		}
 		reg = redisgates.New(rdb, st, redisgates.Config{})
 	}
 	return gates.NewService(gates.Config{Registry: reg, Kernel: k, Store: st, Needed: cfg.ApproverRules().Needed, Logger: log}), rdb, nil
+}
+
+// redisOptions parses GATEHOUSE_REDIS_URL. A URL with a master_name
+// parameter names Sentinels, in go-redis's failover form
+// (redis://[user:pass@]sentinel:port[/db]?master_name=NAME&addr=host:port…,
+// the userinfo being the Sentinels' credentials and password= the
+// master's): failover is set. Else it is one server and plain is set.
+func redisOptions(raw string) (plain *goredis.Options, failover *goredis.FailoverOptions, err error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error quotes the whole URL, password and all: keep only why.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, nil, gh.Wrap(gh.CodeInvalid, err, "GATEHOUSE_REDIS_URL is not a URL")
+	}
+	if !u.Query().Has("master_name") {
+		plain, err = goredis.ParseURL(raw)
+		if err != nil {
+			return nil, nil, gh.Wrap(gh.CodeInvalid, err, "GATEHOUSE_REDIS_URL")
+		}
+		return plain, nil, nil
+	}
+	failover, err = goredis.ParseFailoverURL(raw)
+	if err != nil {
+		return nil, nil, gh.Wrap(gh.CodeInvalid, err, "GATEHOUSE_REDIS_URL (Sentinel form)")
+	}
+	if failover.MasterName == "" {
+		// go-redis would ask the Sentinels for a master named "".
+		return nil, nil, gh.Errorf(gh.CodeInvalid, "GATEHOUSE_REDIS_URL (Sentinel form): master_name is empty")
+	}
+	return nil, failover, nil
 }
 
 // credentialName matches the names of environment entries that hold
