@@ -533,7 +533,7 @@ var settings = append([]Setting{
 		c.PublicURL = v
 		return nil
 	})},
-	{"GATEHOUSE_REDIS_URL", "redis_url", "", "redis://… puts approval claims in Redis for many replicas; empty uses the database", inURL(fn(func(c *Config, v string) error {
+	{"GATEHOUSE_REDIS_URL", "redis_url", "", "redis://… puts approval claims in Redis for many replicas (redis://sentinel:26379?master_name=NAME&addr=…: behind Sentinel); empty uses the database", inURL(fn(func(c *Config, v string) error {
 		if v != "" && !strings.HasPrefix(v, "redis://") && !strings.HasPrefix(v, "rediss://") && !strings.HasPrefix(v, "unix://") {
 			return fmt.Errorf("want a redis:// URL, got %q", v)
 		}
