@@ -99,6 +99,11 @@ func Start(t testing.TB) *Formation {
 		"pgautofailover.health_check_period = 1000", "pgautofailover.health_check_timeout = 1000",
 		"pgautofailover.health_check_max_retries = 1", "pgautofailover.health_check_retry_delay = 500",
 		"pgautofailover.node_considered_unhealthy_timeout = 3000", "pgautofailover.startup_grace_period = 5000",
+		// How long the monitor waits for a lost primary to notice it was
+		// demoted before promoting the standby (default 30s). The old
+		// primary's keeper is dead here; in production keep it above the
+		// keeper's network_partition_timeout.
+		"pgautofailover.primary_demote_timeout = 2000",
 	} {
 		if err := f.monitorExec(ctx, "alter system set "+set); err != nil {
 			t.Fatalf("monitor: %s: %v", set, err)
@@ -107,6 +112,10 @@ func Start(t testing.TB) *Formation {
 	if err := f.monitorExec(ctx, "select pg_reload_conf()"); err != nil {
 		t.Fatal(err)
 	}
+	testenv.EventuallyWithin(t, 30*time.Second, "the monitor's tuned timeouts in force", func() bool {
+		var v string
+		return query1(ctx, "postgres://postgres@127.0.0.1:"+f.monitorPort+"/pg_auto_failover?sslmode=disable", "show pgautofailover.primary_demote_timeout", &v) == nil && (v == "2000" || v == "2s")
+	})
 	monitorURL := "postgres://autoctl_node@127.0.0.1:" + f.monitorPort + "/pg_auto_failover?sslmode=disable"
 	for i := 1; i <= 2; i++ {
 		name := "n" + strconv.Itoa(i)
@@ -199,7 +208,8 @@ func (f *Formation) WaitNewPrimary(t testing.TB, old *Node, within time.Duration
 	return got, time.Since(f.killedAt)
 }
 
-// states maps node names to the state each reported to the monitor.
+// states maps node names to the state each reported to the monitor and
+// was assigned ("a->b" while the two differ).
 func (f *Formation) states(ctx context.Context) (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -208,7 +218,10 @@ func (f *Formation) states(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	defer c.Close(context.Background())
-	rows, err := c.Query(ctx, "select nodename, reportedstate from pgautofailover.node")
+	// A dead node's reported state is the last it reported (a killed
+	// primary stays "primary"): a node counts in a state only once the
+	// monitor assigned it too.
+	rows, err := c.Query(ctx, "select nodename, case when reportedstate = goalstate then reportedstate::text else reportedstate::text || '->' || goalstate::text end from pgautofailover.node")
 	if err != nil {
 		return nil, err
 	}
