@@ -18,4 +18,9 @@
 // The child runs in a process group of its own, so a terminal's Ctrl-C
 // reaches it once, through the guard; on Linux it gets SIGTERM if the
 // guard dies.
+//
+// As a container's PID 1, or a child subreaper, the guard inherits every
+// process whose parent died — what a killed gateway's shell tools and MCP
+// stdio servers become — and reaps them on SIGCHLD (Linux), leaving its
+// own child to exec.Cmd.Wait so that the child's exit status is kept.
 package guard

@@ -123,6 +123,8 @@ type Guard struct {
 	log     *slog.Logger
 	reload  chan struct{}
 	signals chan os.Signal
+	// reaper is nil unless the guard inherits orphans (PID 1, subreaper).
+	reaper *reaper
 	// start and probe are the child and its /livez; tests replace them.
 	start func() (process, error)
 	probe func(ctx context.Context, pid int) (liveness, error)
@@ -134,7 +136,8 @@ func New(cfg Config) (*Guard, error) {
 		return nil, gh.Errorf(gh.CodeInvalid, "guard: Path and LivezURL are required")
 	}
 	cfg = cfg.withDefaults()
-	g := &Guard{cfg: cfg, log: cfg.Logger, reload: make(chan struct{}, 1), signals: make(chan os.Signal, 4)}
+	g := &Guard{cfg: cfg, log: cfg.Logger, reload: make(chan struct{}, 1), signals: make(chan os.Signal, 4),
+		reaper: newReaper(cfg.Logger)}
 	g.start = g.startChild
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	g.probe = func(ctx context.Context, pid int) (liveness, error) {
@@ -189,6 +192,13 @@ func (g *Guard) Run(ctx context.Context) (int, error) {
 			return 1, err
 		}
 		defer os.Remove(g.cfg.PIDFile)
+	}
+	if g.reaper != nil {
+		g.log.Info("guard: reaping orphaned processes (PID 1 or a child subreaper)")
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { g.reaper.run(rctx); close(done) }()
+		defer func() { stop(); <-done }()
 	}
 	backoff := g.cfg.Backoff
 	for {
@@ -454,9 +464,12 @@ func (p *osProcess) Signal(sig os.Signal) error { return p.cmd.Process.Signal(si
 func (p *osProcess) Done() <-chan struct{}      { return p.done }
 
 // ExitCode is the status, or 128+n for a child ended by signal n (as
-// shells report it).
+// shells report it); -1 when Wait failed and the status is unknown.
 func (p *osProcess) ExitCode() int {
 	st := p.cmd.ProcessState
+	if st == nil {
+		return -1
+	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
@@ -467,12 +480,15 @@ func (g *Guard) startChild() (process, error) {
 	cmd := exec.Command(g.cfg.Path, g.cfg.Args...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = g.cfg.Env, g.cfg.Stdout, g.cfg.Stderr
 	cmd.SysProcAttr = childAttr()
-	if err := cmd.Start(); err != nil {
+	if err := g.reaper.start(cmd); err != nil {
 		return nil, err
 	}
 	p := &osProcess{cmd: cmd, done: make(chan struct{})}
 	go func() {
-		_ = cmd.Wait()
+		if err := cmd.Wait(); cmd.ProcessState == nil {
+			g.log.Error("guard: waiting for the child failed; its status is unknown", "pid", cmd.Process.Pid, "err", err)
+		}
+		g.reaper.waited(cmd.Process.Pid)
 		close(p.done)
 	}()
 	return p, nil
