@@ -15,6 +15,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/internal/backoff"
 )
 
 // Chat commands. A message whose text starts with a bot_command entity
@@ -203,7 +204,7 @@ func (a *Adapter) sendCommandReply(ctx context.Context, in gh.Inbound, reply cha
 // refusal of the request itself (400) cannot change by asking again: it
 // is logged and registration given up; commands still work when typed.
 func (a *Adapter) registerCommands(ctx context.Context) {
-	wait := backoff{}
+	wait := registerPolicy.New()
 	for ctx.Err() == nil {
 		_, err := a.bot.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: commands})
 		if err == nil {
@@ -218,11 +219,11 @@ func (a *Adapter) registerCommands(ctx context.Context) {
 			return
 		}
 		a.log.Error("telegram: setMyCommands failed", "err", err)
+		d := wait.Next()
 		var tooMany *bot.TooManyRequestsError
 		if errors.As(err, &tooMany) {
-			wait.sleep(ctx, time.Duration(tooMany.RetryAfter)*time.Second)
-			continue
+			d = max(d, time.Duration(tooMany.RetryAfter)*time.Second)
 		}
-		wait.sleep(ctx, 0)
+		backoff.Sleep(ctx, d)
 	}
 }

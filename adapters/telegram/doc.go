@@ -25,6 +25,14 @@
 //     library's own WebhookHandler is not used: it answers 200 even to a
 //     wrong secret and before the update is handled.
 //
+// Status from evidence: every getUpdates goes to the sink's Health (nil
+// when Telegram answered, the error when not, a 401 as chat.TokenRefused),
+// and so does the setWebhook at start. A poll that comes back early and
+// empty (a server that does not hold polls) is followed by a pause that
+// grows to 5 s, a failed one by 0.5–15 s, a refused token by 30 s–10 min
+// (inbound.go). [Adapter.Probe] asks getMe; [Adapter.ProbeWebhook] asks
+// getWebhookInfo whether Telegram still delivers to us.
+//
 // Button presses are callback queries: the button data is parsed with
 // chat.ParseButtonData, the press goes to the sink, and the query is
 // answered at once with the press result's text. A button that is not ours

@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/internal/backoff"
 )
 
 // Handler serves Telegram's webhook in webhook mode, and is nil in
@@ -59,31 +61,85 @@ func (a *Adapter) Handler(sink chat.Sink) http.Handler {
 	})
 }
 
+// The adapter's retry loops' floors and ceilings (docs/operations.md
+// names them).
+var (
+	// emptyPollPolicy spaces polls that came back early and empty. Real
+	// Telegram holds a poll until an update comes or the timeout runs
+	// out; an emulator, a self-hosted Bot API server under some
+	// conditions or a proxy that cuts long polls answers [] at once, and
+	// without a pause the loop would spin (thousands of calls a second).
+	emptyPollPolicy = backoff.Policy{Floor: 250 * time.Millisecond, Ceiling: 5 * time.Second}
+	// pollErrorPolicy spaces polls after a failed one (the network, a
+	// 5xx, a 409 from a second poller), and retries of updates the sink
+	// did not take.
+	pollErrorPolicy = backoff.Policy{Floor: 500 * time.Millisecond, Ceiling: 15 * time.Second}
+	// refusedPolicy spaces polls once Telegram refused the token: no
+	// retry helps until an operator fixes it. No jitter, so that the
+	// floor is a promise: never more than one poll in 30 s.
+	refusedPolicy = backoff.Policy{Floor: 30 * time.Second, Ceiling: 10 * time.Minute, Jitter: -1}
+	// registerPolicy spaces retries of the calls Connect makes once
+	// (setWebhook, setMyCommands).
+	registerPolicy = backoff.Policy{Floor: 250 * time.Millisecond, Ceiling: 30 * time.Second}
+)
+
 // poll long-polls getUpdates until ctx ends. The offset names the first
 // update not yet handled; Telegram forgets everything below the offset of
 // a call, so it moves only past updates the sink took, in order.
+//
+// Every call's outcome goes to sink.Health: nil when Telegram answered
+// with updates (or none), the error when it did not, a refused token
+// marked so. That is the platform's state in /v1/adapters.
 func (a *Adapter) poll(ctx context.Context, sink chat.Sink) {
 	var offset int64
-	wait := backoff{}
+	empty, failing, refused, stuck := emptyPollPolicy.New(), pollErrorPolicy.New(), refusedPolicy.New(), pollErrorPolicy.New()
 	defer func() {
 		if offset != 0 {
 			a.confirm(offset)
 		}
 	}()
+	// held is how long a poll must have been held for its emptiness to
+	// be Telegram's (nothing came) rather than a server that does not
+	// hold polls.
+	held := a.cfg.PollTimeout / 2
+	var lastCause string
 	for ctx.Err() == nil {
+		start := time.Now()
 		raws, err := a.getUpdates(ctx, offset, a.cfg.PollTimeout)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			a.log.Error("telegram: getUpdates failed", "err", err)
+			err = classify(err)
+			sink.Health(ctx, gh.PlatformTelegram, err)
+			var d time.Duration
+			if chat.IsTokenRefused(err) {
+				d = refused.Next()
+			} else {
+				refused.Reset()
+				d = failing.Next()
+			}
 			var ae *apiError
 			if errors.As(err, &ae) {
-				wait.sleep(ctx, ae.RetryAfter)
-				continue
+				d = max(d, ae.RetryAfter)
 			}
-			wait.sleep(ctx, 0)
+			// The first failure of a kind is an error; its repeats are
+			// in the platform's state, and would only flood the log.
+			if cause := err.Error(); cause != lastCause {
+				lastCause = cause
+				a.log.Error("telegram: getUpdates failed", "err", err, "retry_in", d, "token_refused", chat.IsTokenRefused(err))
+			} else {
+				a.log.Debug("telegram: getUpdates failed again", "err", err, "retry_in", d)
+			}
+			backoff.Sleep(ctx, d)
 			continue
+		}
+		sink.Health(ctx, gh.PlatformTelegram, nil)
+		failing.Reset()
+		refused.Reset()
+		if lastCause != "" {
+			a.log.Info("telegram: getUpdates answers again")
+			lastCause = ""
 		}
 		failed, before := false, offset
 		for _, raw := range raws {
@@ -108,10 +164,15 @@ func (a *Adapter) poll(ctx context.Context, sink chat.Sink) {
 		// (which Telegram does not send), is fetched again after a pause
 		// rather than in a tight loop.
 		if failed || (len(raws) > 0 && offset == before) {
-			wait.sleep(ctx, 0)
+			backoff.Sleep(ctx, stuck.Next())
 			continue
 		}
-		wait.reset()
+		stuck.Reset()
+		if len(raws) == 0 && time.Since(start) < held {
+			backoff.Sleep(ctx, empty.Next())
+			continue
+		}
+		empty.Reset()
 	}
 }
 
@@ -205,25 +266,4 @@ func (e *apiError) Error() string {
 		s += " (another instance is polling with this token, or a webhook is set: remove it or configure a webhook secret)"
 	}
 	return s
-}
-
-// backoff waits longer after each failure: 100 ms doubling to 5 s.
-type backoff struct{ d time.Duration }
-
-func (b *backoff) reset() { b.d = 0 }
-
-// sleep waits the next step, or atLeast when the server asked for more
-// (a 429's retry_after), or until ctx ends.
-func (b *backoff) sleep(ctx context.Context, atLeast time.Duration) {
-	if b.d == 0 {
-		b.d = 100 * time.Millisecond
-	} else {
-		b.d = min(2*b.d, 5*time.Second)
-	}
-	t := time.NewTimer(max(b.d, atLeast))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

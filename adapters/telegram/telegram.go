@@ -17,6 +17,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/internal/backoff"
 )
 
 // Config configures an [Adapter].
@@ -180,7 +181,7 @@ func (a *Adapter) Connect(ctx context.Context, sink chat.Sink) error {
 	defer registering.Wait()
 	if a.webhookMode() {
 		if a.cfg.WebhookURL != "" {
-			a.registerWebhook(ctx)
+			a.registerWebhook(ctx, sink)
 		}
 		<-ctx.Done()
 		return nil
@@ -189,23 +190,31 @@ func (a *Adapter) Connect(ctx context.Context, sink chat.Sink) error {
 	return nil
 }
 
-// registerWebhook calls setWebhook until it succeeds or ctx ends.
-func (a *Adapter) registerWebhook(ctx context.Context) {
-	wait := backoff{}
+// registerWebhook calls setWebhook until it succeeds or ctx ends. Each
+// call's outcome is a round trip sink.Health hears of.
+func (a *Adapter) registerWebhook(ctx context.Context, sink chat.Sink) {
+	wait := registerPolicy.New()
 	for ctx.Err() == nil {
 		_, err := a.bot.SetWebhook(ctx, &bot.SetWebhookParams{
 			URL:            a.cfg.WebhookURL,
 			SecretToken:    a.cfg.WebhookSecret,
 			AllowedUpdates: allowedUpdates,
 		})
-		if err == nil {
-			return
-		}
 		if ctx.Err() != nil {
 			return
 		}
-		a.log.Error("telegram: setWebhook failed", "err", err)
-		wait.sleep(ctx, 0)
+		if err == nil {
+			sink.Health(ctx, gh.PlatformTelegram, nil)
+			return
+		}
+		err = classify(fmt.Errorf("telegram: setWebhook: %w", err))
+		sink.Health(ctx, gh.PlatformTelegram, err)
+		d := wait.Next()
+		if chat.IsTokenRefused(err) {
+			d = max(d, refusedPolicy.Max(wait.Failures()))
+		}
+		a.log.Error("telegram: setWebhook failed", "err", err, "retry_in", d)
+		backoff.Sleep(ctx, d)
 	}
 }
 

@@ -1,8 +1,11 @@
 package telegramtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"slices"
 	"strconv"
@@ -195,6 +198,13 @@ func cloneButtons(rows [][]TelegramButton) [][]TelegramButton {
 
 func (f *TelegramFake) serve(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/file/bot") {
+		f.mu.Lock()
+		failing := f.failing
+		f.mu.Unlock()
+		if failing != 0 {
+			f.fail(w, "file", failing)
+			return
+		}
 		f.files.ServeHTTP(w, r)
 		return
 	}
@@ -205,12 +215,24 @@ func (f *TelegramFake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token, method := rest[:slash], rest[slash+1:]
-	if token != f.Token {
+	f.mu.Lock()
+	f.calls[strings.ToLower(method)]++
+	failing, revoked := f.failing, f.revoked
+	f.mu.Unlock()
+	if failing != 0 {
+		f.fail(w, method, failing)
+		return
+	}
+	if token != f.Token || revoked {
 		f.reply(w, method, nil, &tgErr{code: http.StatusUnauthorized, desc: "Unauthorized"})
 		return
 	}
 	if r.Method != http.MethodPost && r.Method != http.MethodGet {
 		f.reply(w, method, nil, &tgErr{code: http.StatusMethodNotAllowed, desc: "Method Not Allowed"})
+		return
+	}
+	if e := checkJSON(r); e != nil {
+		f.reply(w, method, nil, e)
 		return
 	}
 	p, err := readTelegramParams(r)
@@ -263,10 +285,29 @@ func (f *TelegramFake) serve(w http.ResponseWriter, r *http.Request) {
 	f.reply(w, method, res, e)
 }
 
+// tgAnswer is the Bot API's envelope, its fields in Telegram's order:
+// a refused token is answered exactly
+// {"ok":false,"error_code":401,"description":"Unauthorized"}.
+type tgAnswer struct {
+	OK          bool           `json:"ok"`
+	Result      any            `json:"result,omitempty"`
+	ErrorCode   int            `json:"error_code,omitempty"`
+	Description string         `json:"description,omitempty"`
+	Parameters  map[string]any `json:"parameters,omitempty"`
+}
+
 func (f *TelegramFake) reply(w http.ResponseWriter, method string, res any, e *tgErr) {
 	w.Header().Set("Content-Type", "application/json")
 	if e == nil {
-		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": res})
+		// A result may be false or 0; only an error leaves it out.
+		body, err := json.Marshal(struct {
+			OK     bool `json:"ok"`
+			Result any  `json:"result"`
+		}{true, res})
+		if err != nil {
+			f.t.Errorf("telegram fake: %s: result: %v", method, err)
+		}
+		_, _ = w.Write(body)
 		return
 	}
 	if line := fmt.Sprintf("%s: %d %s", method, e.code, e.desc); e.code == http.StatusTooManyRequests {
@@ -274,12 +315,57 @@ func (f *TelegramFake) reply(w http.ResponseWriter, method string, res any, e *t
 	} else {
 		f.refusals.Refusef("%s", line)
 	}
-	body := map[string]any{"ok": false, "error_code": e.code, "description": e.desc}
+	a := tgAnswer{ErrorCode: e.code, Description: e.desc}
 	if e.retryAfter > 0 {
-		body["parameters"] = map[string]any{"retry_after": e.retryAfter}
+		a.Parameters = map[string]any{"retry_after": e.retryAfter}
 	}
+	body, _ := json.Marshal(a)
 	w.WriteHeader(e.code)
-	_ = json.NewEncoder(w).Encode(body)
+	_, _ = w.Write(body)
+}
+
+// fail answers a call while FailAll is on: no answer at all, or the
+// HTML page a proxy in front of the Bot API serves. Neither is a
+// refusal the bot could have avoided, so Errors does not list them.
+func (f *TelegramFake) fail(w http.ResponseWriter, method string, status int) {
+	if status == FailConnection {
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			f.t.Errorf("telegram fake: %s: cannot close the connection", method)
+			return
+		}
+		conn, _, err := hj.Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+		return
+	}
+	text := fmt.Sprintf("%d %s", status, http.StatusText(status))
+	w.Header().Set("Content-Type", "text/html")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, "<html>\r\n<head><title>%s</title></head>\r\n<body>\r\n<center><h1>%s</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n", text, text)
+}
+
+// checkJSON refuses a JSON body that is not a JSON object as Telegram
+// does, and leaves the body to be read again.
+func checkJSON(r *http.Request) *tgErr {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct != "application/json" {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 10<<20))
+	if err != nil {
+		return badRequest("can't parse JSON object")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		return badRequest("can't parse JSON object")
+	}
+	return nil
 }
 
 // tgParams are a call's parameters, each as text: a JSON body's strings

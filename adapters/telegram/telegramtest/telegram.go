@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,7 +57,16 @@ type TelegramOptions struct {
 	// webhook update that was not acknowledged. Defaults to 50ms (Telegram
 	// waits longer; tests should not).
 	RedeliverDelay time.Duration
+	// EmptyPollsAtOnce makes getUpdates answer [] at once when nothing is
+	// waiting instead of holding the poll for its timeout, as a Bot API
+	// emulator, a self-hosted Bot API server under some conditions or a
+	// proxy that cuts long polls does. SetEmptyPollsAtOnce toggles it.
+	EmptyPollsAtOnce bool
 }
+
+// FailConnection, given to FailAll, makes the fake close every
+// connection without an answer, as a server that went away does.
+const FailConnection = -1
 
 // TelegramRates are Telegram's sending limits as the fake enforces them.
 // A send is refused when it comes sooner than 90% of PerChat after the
@@ -112,7 +122,9 @@ type TelegramButton struct {
 // editMessageReplyMarkup, answerCallbackQuery, setWebhook,
 // deleteWebhook, getWebhookInfo, setMyCommands, getMyCommands,
 // deleteMyCommands) and refuses, with Telegram's status and description,
-// what Telegram refuses: a wrong token, an unknown method, an unknown
+// what Telegram refuses: a wrong token (401 Unauthorized, also for the
+// right one after RevokeToken), a JSON body that does not parse (400
+// "can't parse JSON object"), an unknown method, an unknown
 // chat, topic or message, empty or too long text, HTML that does not
 // parse, a bad inline keyboard, callback data over 64 bytes, an edit that
 // changes nothing, a callback query answered twice or too late, two
@@ -129,6 +141,11 @@ type TelegramButton struct {
 // supergroup, "forum" a supergroup with topics, "channel" a channel; any
 // other handle is the private chat with the user of that name (its id is
 // that user's id, as on Telegram). Chats exist from their first update on.
+//
+// It can also misbehave as servers in front of a bot do: answer empty
+// polls at once (EmptyPollsAtOnce), fail every call (FailAll), lose the
+// webhook (DeleteWebhook, SetWebhook to another URL). Calls counts what
+// the bot asked, so a test can bound a retry loop.
 //
 // Relaxations, all documented: a webhook URL may be plain http on
 // loopback (Telegram wants HTTPS on ports 443, 80, 88 or 8443); only
@@ -172,6 +189,19 @@ type TelegramFake struct {
 	commandCalls int
 	// files are the documents users sent.
 	files *tgfiles.Store
+	// calls counts requests by method (lower case), refused ones too.
+	calls map[string]int
+	// failing is FailAll's status: 0 none, FailConnection, or an HTTP
+	// status answered with a proxy's HTML page.
+	failing int
+	// emptyAtOnce is EmptyPollsAtOnce as it is now.
+	emptyAtOnce bool
+	// revoked refuses Token, as after /revoke in @BotFather.
+	revoked bool
+	// hookErrDate and hookErrMsg are getWebhookInfo's last_error_date
+	// and last_error_message: the last delivery that failed.
+	hookErrDate int64
+	hookErrMsg  string
 }
 
 type tgUser struct {
@@ -262,22 +292,24 @@ func NewTelegram(t adaptertest.TB, opts TelegramOptions) *TelegramFake {
 		opts.Rates.PerSecond = 30
 	}
 	f := &TelegramFake{
-		Token:      TelegramToken,
-		files:      tgfiles.New(TelegramToken),
-		t:          t,
-		opts:       opts,
-		closed:     make(chan struct{}),
-		users:      map[string]*tgUser{},
-		nextUser:   1000,
-		chats:      map[string]*tgChat{},
-		chatsByID:  map[int64]*tgChat{},
-		nextGroup:  1000000000000,
-		updateByID: map[int64]*tgUpdate{},
-		nextUpdate: 700000000,
-		queries:    map[string]*tgQuery{},
-		nextQuery:  4815162342000000000,
-		changed:    make(chan struct{}),
-		commands:   map[string][]TelegramCommand{},
+		Token:       TelegramToken,
+		files:       tgfiles.New(TelegramToken),
+		t:           t,
+		opts:        opts,
+		closed:      make(chan struct{}),
+		users:       map[string]*tgUser{},
+		nextUser:    1000,
+		chats:       map[string]*tgChat{},
+		chatsByID:   map[int64]*tgChat{},
+		nextGroup:   1000000000000,
+		updateByID:  map[int64]*tgUpdate{},
+		nextUpdate:  700000000,
+		queries:     map[string]*tgQuery{},
+		nextQuery:   4815162342000000000,
+		changed:     make(chan struct{}),
+		commands:    map[string][]TelegramCommand{},
+		calls:       map[string]int{},
+		emptyAtOnce: opts.EmptyPollsAtOnce,
 	}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL
@@ -650,4 +682,57 @@ func (f *TelegramFake) SetWebhook(url, secret string) {
 	defer f.mu.Unlock()
 	f.hookURL, f.hookSecret = url, secret
 	f.notify()
+}
+
+// DeleteWebhook removes the webhook as a deleteWebhook call from outside
+// does (another program with the token, an operator with curl): updates
+// wait for getUpdates or a new webhook.
+func (f *TelegramFake) DeleteWebhook() { f.SetWebhook("", "") }
+
+// WebhookURL is the webhook Telegram delivers to now, "" when none.
+func (f *TelegramFake) WebhookURL() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hookURL
+}
+
+// FailAll makes every later call fail until FailAll(0): with status (a
+// 5xx) answered by a proxy's HTML page, as nginx in front of the Bot API
+// answers when the API is down, or with FailConnection closed without an
+// answer. A poll already held is answered as usual. Calls still counts
+// them.
+func (f *TelegramFake) FailAll(status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failing = status
+}
+
+// SetEmptyPollsAtOnce turns EmptyPollsAtOnce on or off; a poll already
+// held is answered at once when it is turned on.
+func (f *TelegramFake) SetEmptyPollsAtOnce(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.emptyAtOnce = on
+	f.notify()
+}
+
+// RevokeToken makes the fake refuse Token from now on with Telegram's 401,
+// as after /revoke in @BotFather; RestoreToken accepts it again.
+func (f *TelegramFake) RevokeToken() { f.setRevoked(true) }
+
+// RestoreToken undoes RevokeToken.
+func (f *TelegramFake) RestoreToken() { f.setRevoked(false) }
+
+func (f *TelegramFake) setRevoked(v bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revoked = v
+}
+
+// Calls is how many requests for method (any case: "getUpdates") the
+// fake has had, answered, refused or failed.
+func (f *TelegramFake) Calls(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[strings.ToLower(method)]
 }

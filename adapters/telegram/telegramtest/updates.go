@@ -3,6 +3,7 @@ package telegramtest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -134,7 +135,7 @@ func (f *TelegramFake) getUpdates(r *http.Request, p tgParams) (any, *tgErr) {
 	for {
 		f.confirm(offset)
 		ups := f.pending(offset, int(limit))
-		if len(ups) > 0 || timeout <= 0 {
+		if len(ups) > 0 || timeout <= 0 || f.emptyAtOnce {
 			out := make([]json.RawMessage, 0, len(ups))
 			for _, u := range ups {
 				u.delivered = true
@@ -236,6 +237,8 @@ func (f *TelegramFake) dropPending() {
 	f.advance()
 }
 
+// webhookInfo is getWebhookInfo's result: the fields Telegram always
+// sends, and those it sends when they have a value.
 func (f *TelegramFake) webhookInfo() any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -245,7 +248,28 @@ func (f *TelegramFake) webhookInfo() any {
 			n++
 		}
 	}
-	return map[string]any{"url": f.hookURL, "has_custom_certificate": false, "pending_update_count": n}
+	info := map[string]any{"url": f.hookURL, "has_custom_certificate": false, "pending_update_count": n}
+	if f.hookURL != "" {
+		info["max_connections"] = 40
+		info["ip_address"] = "127.0.0.1"
+		if f.allowed != nil {
+			info["allowed_updates"] = f.allowed
+		}
+	}
+	if f.hookErrDate != 0 {
+		info["last_error_date"] = f.hookErrDate
+		info["last_error_message"] = f.hookErrMsg
+	}
+	return info
+}
+
+// deliveryError is last_error_message for a delivery that got status
+// (0: no answer), in Telegram's words.
+func deliveryError(status int) string {
+	if status == 0 {
+		return "Connection refused"
+	}
+	return fmt.Sprintf("Wrong response from the webhook: %d %s", status, http.StatusText(status))
 }
 
 // deliverWebhooks posts updates, oldest first, to the webhook while one
@@ -296,6 +320,8 @@ func (f *TelegramFake) deliverWebhooks(ctx context.Context) {
 		if ok {
 			next.confirmed = true
 			f.advance()
+		} else {
+			f.hookErrDate, f.hookErrMsg = time.Now().Unix(), deliveryError(status)
 		}
 		f.mu.Unlock()
 		if !ok {
