@@ -87,6 +87,16 @@ type SlackFake struct {
 	commandTriggers []string
 	// files are the bytes of the files users shared, by file id.
 	files map[string][]byte
+	// failing are the HTTP statuses Web API methods answer at once (the
+	// key "" is every method and the socket); dropSockets closes every
+	// socket right after its hello (outage.go).
+	failing     map[string]int
+	dropSockets bool
+	// calls are when each Web API method was called, sockets when each
+	// socket handshake arrived: what a reconnect loop's pace is read
+	// from.
+	calls   map[string][]time.Time
+	sockets []time.Time
 }
 
 // SlackOption configures a SlackFake.
@@ -276,6 +286,8 @@ func NewSlack(t adaptertest.TB, opts ...SlackOption) *SlackFake {
 		lastPost:      map[string]time.Time{},
 		postQueues:    map[string]*slackPostQueue{},
 		files:         map[string][]byte{},
+		failing:       map[string]int{},
+		calls:         map[string][]time.Time{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", f.serveAPI)
