@@ -27,7 +27,11 @@ import (
 // that posts signed requests to an adapter's handler. It refuses what Slack
 // refuses (a wrong token, an unknown channel, a message without text, bad
 // Block Kit, an update of a message that does not exist, an envelope
-// acknowledged twice) and lists each refusal in Errors.
+// acknowledged twice) and lists each refusal in Errors. It can also be
+// down (outage.go): every call failing at once (FailCalls), one method
+// failing (FailMethod), every socket closing after its hello
+// (DropSockets); Calls and SocketDials say when each attempt came, so
+// a reconnect loop's pace can be counted.
 //
 // Users and chats are named by handles. A chat handle starting with "dm"
 // is a direct message (D…, channel_type im), one starting with "mpim" or
