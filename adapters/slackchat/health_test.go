@@ -135,9 +135,13 @@ func attemptsAllowed(p backoff.Policy, w time.Duration) int {
 
 // Against a Slack that fails at once, every reconnect waits its turn:
 // slack-go on its own retries apps.connections.open after 100 ms, 200 ms
-// … and reopens a socket that closed with no pause at all. Counted at
-// the fake over a window from the first attempt, the attempts are never
-// more than the adapter's policy allows.
+// … (up to 5 minutes apart), and reopens a socket that closed with no
+// pause at all. Counted at the fake over a window from the first
+// attempt, the attempts are never more than the policy allows: the
+// adapter's own (Config.Reconnect's default) for a socket that closes
+// and for auth.test, the gateway's (the same 1s–1m; 30s–10m for a
+// refused token) once Connect has handed a failed connections.open to
+// it.
 func TestReconnectsAgainstAnInstantlyFailingSlackKeepThePolicy(t *testing.T) {
 	const window = 3 * time.Second
 	for _, tc := range []struct {
@@ -147,16 +151,12 @@ func TestReconnectsAgainstAnInstantlyFailingSlackKeepThePolicy(t *testing.T) {
 		fail     func(*slacktest.SlackFake)
 		attempts func(*slacktest.SlackFake) []time.Time
 		policy   backoff.Policy
-		// cause is in the failures reported to Health.
+		// gateway: the loop is the gateway's, through a whole stack.
+		gateway bool
+		// cause is in the failure reported.
 		cause   string
 		refused bool
 	}{
-		{
-			name:     "connections.open answers 503",
-			fail:     func(f *slacktest.SlackFake) { f.FailMethod("apps.connections.open", 503) },
-			attempts: func(f *slacktest.SlackFake) []time.Time { return f.Calls("apps.connections.open") },
-			cause:    "503",
-		},
 		{
 			name:     "the socket closes after its hello",
 			fail:     func(f *slacktest.SlackFake) { f.DropSockets(true) },
@@ -170,33 +170,58 @@ func TestReconnectsAgainstAnInstantlyFailingSlackKeepThePolicy(t *testing.T) {
 			cause:    "503",
 		},
 		{
+			name:     "connections.open answers 503",
+			fail:     func(f *slacktest.SlackFake) { f.FailMethod("apps.connections.open", 503) },
+			attempts: func(f *slacktest.SlackFake) []time.Time { return f.Calls("apps.connections.open") },
+			gateway:  true,
+			cause:    "503",
+		},
+		{
 			name:     "connections.open refuses the app token with 401",
 			fail:     func(f *slacktest.SlackFake) { f.FailMethod("apps.connections.open", 401) },
 			attempts: func(f *slacktest.SlackFake) []time.Time { return f.Calls("apps.connections.open") },
 			policy:   slackchat.RefusedReconnect,
+			gateway:  true,
 			cause:    "401",
 			refused:  true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := slacktest.NewSlack(t)
-			tc.fail(f)
-			// The adapter's own default policy: what production runs.
-			a, err := slackchat.New(f.SocketConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := newRecorder()
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- a.Connect(ctx, rec) }()
-			defer func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("connect: %v", err)
+			var f *slacktest.SlackFake
+			var failure func() error
+			if tc.gateway {
+				var e *stacktest.Env
+				e, f = slackStatusEnv(t, func(f *slacktest.SlackFake, _ *slackchat.Config) { tc.fail(f) })
+				failure = func() error {
+					if s := slackStatus(e); s.State == gateway.StateRetrying && s.LastError != "" {
+						if s.TokenRefused {
+							return chat.TokenRefused(errors.New(s.LastError))
+						}
+						return errors.New(s.LastError)
+					}
+					return nil
 				}
-			}()
+			} else {
+				f = slacktest.NewSlack(t)
+				tc.fail(f)
+				// The adapter's own default policy: what production runs.
+				a, err := slackchat.New(f.SocketConfig())
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec := newRecorder()
+				adaptertest.Connect(t, a, rec, 10*time.Second)
+				failure = func() error {
+					var last error
+					for _, r := range rec.Reports() {
+						if r.Err != nil {
+							last = r.Err
+						}
+					}
+					return last
+				}
+			}
 			stacktest.Eventually(t, "the first attempt", func() bool { return len(tc.attempts(f)) > 0 })
 			t0 := tc.attempts(f)[0]
 			if !tc.refused {
@@ -210,21 +235,18 @@ func TestReconnectsAgainstAnInstantlyFailingSlackKeepThePolicy(t *testing.T) {
 					in++
 				}
 			}
-			t.Logf("%d attempts within %s, allowed %d", in, window, attemptsAllowed(tc.policy, window))
-			if max := attemptsAllowed(tc.policy, window); in > max {
+			max := attemptsAllowed(tc.policy, window)
+			t.Logf("%d attempts within %s of the first; the policy allows %d", in, window, max)
+			if in > max {
 				t.Errorf("%d attempts within %s of the first; the policy allows %d (%v)", in, window, max, tc.attempts(f))
 			}
-			var failure error
-			for _, r := range rec.Reports() {
-				if r.Err != nil {
-					failure = r.Err
-				}
+			var err error
+			stacktest.Eventually(t, "the failure reported", func() bool { err = failure(); return err != nil })
+			if !strings.Contains(err.Error(), tc.cause) {
+				t.Errorf("the failure reported is %v, want one saying %q", err, tc.cause)
 			}
-			if failure == nil || !strings.Contains(failure.Error(), tc.cause) {
-				t.Errorf("the failure reported to Health is %v, want one saying %q", failure, tc.cause)
-			}
-			if tc.refused != chat.IsTokenRefused(failure) {
-				t.Errorf("token refused: %v, want %v (%v)", chat.IsTokenRefused(failure), tc.refused, failure)
+			if tc.refused != chat.IsTokenRefused(err) {
+				t.Errorf("token refused: %v, want %v (%v)", chat.IsTokenRefused(err), tc.refused, err)
 			}
 		})
 	}

@@ -27,11 +27,11 @@ import (
 //
 // It reports every round trip of the socket to sink.Health: nil on hello
 // and on each delivery, the error when apps.connections.open or the
-// socket fails, and when an open socket closed. Lost connections are
-// reopened by slack-go, each apps.connections.open paced by
-// Config.Reconnect (openPacer). It returns an error when auth.test is
-// refused or slack-go gives up (apps.connections.open refusing the app
-// token, or answering 404): the gateway reconnects with its own backoff.
+// socket fails, and when an open socket closed. A socket that closed is
+// reopened by slack-go at once, so every apps.connections.open after a
+// Connect's first waits Config.Reconnect's next step (openPacer). It
+// returns the error when auth.test is refused or apps.connections.open
+// or the dial fails: the gateway reconnects with its own backoff.
 func (a *Adapter) Connect(ctx context.Context, sink chat.Sink) error {
 	if a.mode != modeSocket {
 		<-ctx.Done()
@@ -62,6 +62,23 @@ func (a *Adapter) Connect(ctx context.Context, sink chat.Sink) error {
 	for {
 		select {
 		case evt := <-client.Events:
+			if evt.Type == socketmode.EventTypeConnectionError && ctx.Err() == nil {
+				// apps.connections.open or the dial failed. slack-go
+				// would retry by itself, 100 ms doubling to 5 minutes:
+				// hand the retry to the gateway instead, whose backoff
+				// has a 1m ceiling (30s–10m for a refused token) and
+				// probes auth.test between tries.
+				err := connectionError(evt)
+				sink.Health(ctx, gh.PlatformSlack, err)
+				cancel()
+				for {
+					select {
+					case <-client.Events:
+					case <-done:
+						return err
+					}
+				}
+			}
 			a.handleSocketEvent(ctx, client, sink, botUserID, evt)
 		case err := <-done:
 			if ctx.Err() != nil {
@@ -166,6 +183,14 @@ func openRefused(resp *http.Response) bool {
 	return json.Unmarshal(body, &r) == nil && !r.OK && refusedToken[r.Error]
 }
 
+// connectionError is the failure a ConnectionError event carries.
+func connectionError(evt socketmode.Event) error {
+	if c, ok := evt.Data.(*slackgo.ConnectionErrorEvent); ok && c.ErrorObj != nil {
+		return classify(fmt.Errorf("slack: socket mode: %w", c.ErrorObj))
+	}
+	return errors.New("slack: socket mode: connection failed")
+}
+
 // errSocketClosed is the socket's round trip failing: the connection
 // ended (Slack refreshing it says so too: its reconnect is a short gap).
 var errSocketClosed = errors.New("slack: the Socket Mode connection closed; reconnecting")
@@ -205,16 +230,6 @@ func (a *Adapter) handleSocketEvent(ctx context.Context, client *socketmode.Clie
 		if c, ok := evt.Data.(*slackgo.ConnectingEvent); ok && c.ConnectionCount > 0 && c.Attempt == 1 && ctx.Err() == nil {
 			sink.Health(ctx, gh.PlatformSlack, errSocketClosed)
 		}
-	case socketmode.EventTypeConnectionError:
-		if ctx.Err() != nil {
-			return
-		}
-		err := errors.New("slack: socket mode: connection failed")
-		if c, ok := evt.Data.(*slackgo.ConnectionErrorEvent); ok && c.ErrorObj != nil {
-			err = classify(fmt.Errorf("slack: socket mode: %w", c.ErrorObj))
-		}
-		sink.Health(ctx, gh.PlatformSlack, err)
-		a.log.Warn("socket mode connection failed", "err", err)
 	case socketmode.EventTypeEventsAPI, socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
 		// A delivery is the socket answering.
 		sink.Health(ctx, gh.PlatformSlack, nil)
