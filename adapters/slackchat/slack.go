@@ -15,6 +15,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/internal/backoff"
 )
 
 // Config configures an [Adapter].
@@ -30,12 +31,23 @@ type Config struct {
 	// empty, the adapter runs in Events API mode: Handler serves Slack's
 	// HTTP requests and Connect only waits for its context to end.
 	SigningSecret string
-	// APIURL is where Slack's Web API lives: "https://slack.com", with or
-	// without a trailing "/api" or "/" (slack-go's own form,
-	// "https://slack.com/api/", is the same endpoint). Defaults to
-	// "https://slack.com"; New refuses anything else (baseurl.go). Tests
+	// APIURL is where Slack's Web API lives. Slack's own host in any form
+	// ("slack.com", "https://slack.com", "https://slack.com/",
+	// "https://slack.com/api/") is "https://slack.com/api/"; on any other
+	// host a URL whose path is "/api/" or "/" is slack-go's APIURL as
+	// given (slack-go's slacktest.GetAPIURL() works unchanged), and no
+	// path or "/api" means ".../api/". Defaults to "https://slack.com";
+	// New refuses anything else (baseurl.go has the whole table). Tests
 	// aim it at a fake.
 	APIURL string
+	// Reconnect spaces the Socket Mode connection's attempts within one
+	// Connect: every apps.connections.open after the first (a socket that
+	// closed, at once or after hours; a connections.open that failed)
+	// waits the policy's next step, and so does an auth.test retried
+	// before the socket opens. A refused token waits 30s–10m instead.
+	// The zero value is backoff's defaults: 1s floor, 1m ceiling, 0.2
+	// jitter. Tests may shorten it.
+	Reconnect backoff.Policy
 	// HTTPClient makes the Web API calls. Defaults to a client with a
 	// 30 s timeout.
 	HTTPClient *http.Client
@@ -60,8 +72,10 @@ type Adapter struct {
 	cfg  Config
 	mode mode
 	api  *slackgo.Client
-	log  *slog.Logger
-	now  func() time.Time
+	// endpoint is the Web API endpoint, for the socket's own client.
+	endpoint string
+	log      *slog.Logger
+	now      func() time.Time
 
 	// idMu guards the bot's own user id, learnt from auth.test, by which
 	// our own messages are recognised when Slack echoes them back.
@@ -97,7 +111,7 @@ func New(cfg Config) (*Adapter, error) {
 		cfg.Now = time.Now
 	}
 	// slack-go joins the method name straight onto the endpoint, which
-	// apiEndpoint ends in "/api/".
+	// apiEndpoint ends in "/".
 	opts := []slackgo.Option{
 		slackgo.OptionAPIURL(endpoint),
 		slackgo.OptionHTTPClient(cfg.HTTPClient),
@@ -108,11 +122,12 @@ func New(cfg Config) (*Adapter, error) {
 		opts = append(opts, slackgo.OptionAppLevelToken(cfg.AppToken))
 	}
 	return &Adapter{
-		cfg:  cfg,
-		mode: m,
-		api:  slackgo.New(cfg.BotToken, opts...),
-		log:  cfg.Logger.With("platform", gh.PlatformSlack),
-		now:  cfg.Now,
+		cfg:      cfg,
+		mode:     m,
+		api:      slackgo.New(cfg.BotToken, opts...),
+		endpoint: endpoint,
+		log:      cfg.Logger.With("platform", gh.PlatformSlack),
+		now:      cfg.Now,
 	}, nil
 }
 

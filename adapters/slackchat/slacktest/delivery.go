@@ -193,6 +193,11 @@ func (f *SlackFake) post(d *slackDelivery, target string, attempt int, reason st
 func (f *SlackFake) serveLink(w http.ResponseWriter, r *http.Request) {
 	ticket := r.URL.Query().Get("ticket")
 	f.mu.Lock()
+	f.sockets = append(f.sockets, time.Now())
+	if f.failLocked(w, "") {
+		f.mu.Unlock()
+		return
+	}
 	valid := f.tickets[ticket]
 	delete(f.tickets, ticket)
 	if !valid {
@@ -230,6 +235,13 @@ func (f *SlackFake) serveLink(w http.ResponseWriter, r *http.Request) {
 	}
 	// Deliveries start only after hello, as on Slack.
 	f.mu.Lock()
+	if f.dropSockets {
+		// A socket that fails at once: the hello, then nothing.
+		f.mu.Unlock()
+		f.wg.Add(-2)
+		_ = ws.Close()
+		return
+	}
 	f.conns = append(f.conns, c)
 	queued := f.queue
 	f.queue = nil

@@ -27,7 +27,11 @@ import (
 // that posts signed requests to an adapter's handler. It refuses what Slack
 // refuses (a wrong token, an unknown channel, a message without text, bad
 // Block Kit, an update of a message that does not exist, an envelope
-// acknowledged twice) and lists each refusal in Errors.
+// acknowledged twice) and lists each refusal in Errors. It can also be
+// down (outage.go): every call failing at once (FailCalls), one method
+// failing (FailMethod), every socket closing after its hello
+// (DropSockets); Calls and SocketDials say when each attempt came, so
+// a reconnect loop's pace can be counted.
 //
 // Users and chats are named by handles. A chat handle starting with "dm"
 // is a direct message (D…, channel_type im), one starting with "mpim" or
@@ -87,6 +91,16 @@ type SlackFake struct {
 	commandTriggers []string
 	// files are the bytes of the files users shared, by file id.
 	files map[string][]byte
+	// failing are the HTTP statuses Web API methods answer at once (the
+	// key "" is every method and the socket); dropSockets closes every
+	// socket right after its hello (outage.go).
+	failing     map[string]int
+	dropSockets bool
+	// calls are when each Web API method was called, sockets when each
+	// socket handshake arrived: what a reconnect loop's pace is read
+	// from.
+	calls   map[string][]time.Time
+	sockets []time.Time
 }
 
 // SlackOption configures a SlackFake.
@@ -276,6 +290,8 @@ func NewSlack(t adaptertest.TB, opts ...SlackOption) *SlackFake {
 		lastPost:      map[string]time.Time{},
 		postQueues:    map[string]*slackPostQueue{},
 		files:         map[string][]byte{},
+		failing:       map[string]int{},
+		calls:         map[string][]time.Time{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", f.serveAPI)

@@ -23,6 +23,10 @@ func (f *SlackFake) serveAPI(w http.ResponseWriter, r *http.Request) {
 	params, token, err := slackParams(r)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls[method] = append(f.calls[method], time.Now())
+	if f.failLocked(w, method) {
+		return
+	}
 	if err != nil {
 		f.apiErrorLocked(w, method, "invalid_form_data", err.Error())
 		return
