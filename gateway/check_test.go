@@ -174,7 +174,7 @@ type webhookAsked struct {
 	err error
 }
 
-func (w *webhookAsked) Probe(ctx context.Context) error      { return w.Adapter.(chat.Prober).Probe(ctx) }
+func (w *webhookAsked) Probe(ctx context.Context) error    { return w.Adapter.(chat.Prober).Probe(ctx) }
 func (w *webhookAsked) ProbeWebhook(context.Context) error { return w.err }
 
 func TestCheckNamesALostWebhook(t *testing.T) {
