@@ -149,3 +149,23 @@ func timeOrNil(t time.Time) *time.Time {
 	}
 	return &t
 }
+
+// PlatformState is a platform's state on this replica, read without I/O
+// (/readyz shows it).
+type PlatformState struct {
+	Platform  string
+	State     string
+	Since     time.Time
+	LastError string
+}
+
+// States reports every configured platform's state on this replica,
+// from memory: cheap enough for every readiness probe.
+func (g *Gateway) States() []PlatformState {
+	var out []PlatformState
+	for _, p := range g.Platforms() {
+		st := g.snapshot(p)
+		out = append(out, PlatformState{Platform: p, State: st.state, Since: st.since, LastError: st.lastError})
+	}
+	return out
+}

@@ -75,7 +75,8 @@ func New(cfg Config) *Gateway {
 		states: map[string]*adapterState{}, metrics: newMetrics(cfg.Metrics)}
 	for _, a := range cfg.Adapters {
 		g.adapters[a.Platform()] = a
-		g.states[a.Platform()] = &adapterState{state: StateStopped, since: cfg.Now()}
+		// outside too: evidence (a Test's probe) may come before Start.
+		g.states[a.Platform()] = &adapterState{state: StateStopped, outside: StateStopped, since: cfg.Now()}
 	}
 	g.hooks = map[string]http.Handler{}
 	for p, a := range g.adapters {

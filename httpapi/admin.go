@@ -28,6 +28,9 @@ func (s *Server) receiveLog(w http.ResponseWriter, r *http.Request) { s.admin().
 // adapters is GET /v1/adapters: adminapi.API.Adapters.
 func (s *Server) adapters(w http.ResponseWriter, r *http.Request) { s.admin().Adapters(w, r) }
 
+// checkAdapter is POST /v1/adapters/{platform}/check: adminapi.API.Check.
+func (s *Server) checkAdapter(w http.ResponseWriter, r *http.Request) { s.admin().Check(w, r) }
+
 // outbox is GET /v1/outbox: adminapi.API.Outbox.
 func (s *Server) outbox(w http.ResponseWriter, r *http.Request) { s.admin().Outbox(w, r) }
 

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/httpapi"
+	"github.com/gatehouse/gatehouse/internal/testing/testenv"
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/store/sqlite"
@@ -148,4 +150,65 @@ func openSQLite(t *testing.T) store.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// POST /v1/adapters/{platform}/check walks the Test behind the API token:
+// here the token is accepted by the fake, and nobody holds the lease (the
+// gateway is not started), which is the failing step.
+func TestAdapterCheck(t *testing.T) {
+	ts, _ := adminServer(t, nil)
+	auth := []string{"Authorization", "Bearer tok"}
+	if code, _ := call(t, "POST", ts.URL+"/v1/adapters/telegram/check", ""); code != 401 {
+		t.Fatalf("the Test without a token: %d", code)
+	}
+	code, body := call(t, "POST", ts.URL+"/v1/adapters/telegram/check", "", auth...)
+	var res gateway.CheckResult
+	if err := json.Unmarshal([]byte(body), &res); err != nil || code != 200 {
+		t.Fatalf("the Test: %d %s %v", code, body, err)
+	}
+	if res.OK || res.Failed != gateway.StepLease || len(res.Steps) != 5 || res.Steps[0].Name != gateway.StepToken || res.Steps[0].Result != gateway.CheckPass ||
+		res.Steps[1].Fix == "" {
+		t.Fatalf("the Test of a gateway that holds no lease: %s", body)
+	}
+	if code, body := call(t, "POST", ts.URL+"/v1/adapters/irc/check", "", auth...); code != 404 || !strings.Contains(body, `"not-found"`) {
+		t.Fatalf("the Test of an unknown platform: %d %s", code, body)
+	}
+	if code, _ := call(t, "GET", ts.URL+"/v1/adapters/telegram/check", "", auth...); code != 405 {
+		t.Fatalf("GET on the Test: %d", code)
+	}
+}
+
+// /readyz lists the platforms' states — a refused token here, retrying —
+// and stays ready: a chat outage must not take the replica out of a load
+// balancer.
+func TestReadyzShowsARetryingPlatformAndStaysReady(t *testing.T) {
+	st := openSQLite(t)
+	k := kernel.New(st, kernel.Config{})
+	fake := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
+	a, err := telegram.New(telegram.Config{Token: "987654321:AAWrongTokenForThisBot_0123456789abcdef", APIURL: fake.URL, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := gateway.New(gateway.Config{Kernel: k, Store: st, Adapters: []chat.Adapter{a}, Logger: slog.New(slog.DiscardHandler)})
+	if err := gw.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Stop(context.Background()) })
+	ts := httptest.NewServer(httpapi.New(httpapi.Config{Kernel: k, Store: st, Ready: []httpapi.Pinger{st}, Admin: gw, APIToken: "tok", Logger: slog.New(slog.DiscardHandler)}).Handler())
+	t.Cleanup(ts.Close)
+	var last string
+	testenv.Eventually(t, "readyz to show telegram retrying", func() bool {
+		code, body := call(t, "GET", ts.URL+"/readyz", "")
+		last = body
+		var r struct {
+			Status    string
+			Platforms []struct{ Platform, State, LastError string }
+		}
+		if code != 200 || json.Unmarshal([]byte(body), &r) != nil || r.Status != "ready" {
+			t.Fatalf("readyz: %d %s", code, body)
+		}
+		return len(r.Platforms) == 1 && r.Platforms[0].Platform == "telegram" && r.Platforms[0].State == gateway.StateRetrying &&
+			strings.Contains(r.Platforms[0].LastError, "refused the token")
+	})
+	t.Log(last)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
+	"github.com/gatehouse/gatehouse/gateway"
 	"github.com/gatehouse/gatehouse/httpapi/apiauth"
 	"github.com/gatehouse/gatehouse/httpapi/connlimit"
 	"github.com/gatehouse/gatehouse/httpapi/probes"
@@ -273,7 +274,7 @@ func New(cfg Config) *Server {
 	if cfg.APIToken != "" {
 		s.creds = apiauth.New(cfg.APIToken)
 	}
-	s.probes = probes.New(probes.Config{Ready: cfg.Ready, Workers: cfg.Workers, StaleAfter: cfg.LiveStaleAfter, Logger: cfg.Logger,
+	s.probes = probes.New(probes.Config{Ready: cfg.Ready, Workers: cfg.Workers, Platforms: platformStates(cfg.Admin), StaleAfter: cfg.LiveStaleAfter, Logger: cfg.Logger,
 		WriteError: func(w http.ResponseWriter, r *http.Request, err error) { writeError(w, r, s.log, err) }})
 	mux := http.NewServeMux()
 	s.probes.Handle(mux)
@@ -351,6 +352,7 @@ var v1Routes = []v1Route{
 	{"POST", "/v1/gates/{id}/decision", (*Server).decide},
 	{"GET", "/v1/receive-log", (*Server).receiveLog},
 	{"GET", "/v1/adapters", (*Server).adapters},
+	{"POST", "/v1/adapters/{platform}/check", (*Server).checkAdapter},
 	{"GET", "/v1/outbox", (*Server).outbox},
 	{"GET", "/v1/admin/stats", (*Server).adminStats},
 	{"GET", "/v1/incidents", (*Server).incidents},
@@ -425,6 +427,28 @@ func (s *Server) routeV1(mux *http.ServeMux) {
 			w.Header().Set("Allow", list)
 			writeError(w, r, s.log, gh.Wrap(gh.CodeInvalid, errMethodNotAllowed, "method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path, list))
 		}, p == streamPath))
+	}
+}
+
+// stateReporter is an Admin that reports its platforms' states without
+// I/O; the gateway is one.
+type stateReporter interface {
+	States() []gateway.PlatformState
+}
+
+// platformStates is what /readyz shows of the platforms: admin's states,
+// or nothing when it has none.
+func platformStates(admin Admin) func() []probes.Platform {
+	sr, ok := admin.(stateReporter)
+	if !ok {
+		return nil
+	}
+	return func() []probes.Platform {
+		var out []probes.Platform
+		for _, s := range sr.States() {
+			out = append(out, probes.Platform{Platform: s.Platform, State: s.State, Since: s.Since, LastError: s.LastError})
+		}
+		return out
 	}
 }
 

@@ -38,6 +38,7 @@ Usage:
   gatehouse pair approve CODE         let in the person a pairing code was sent to
   gatehouse pair list                 pending pairing codes and the people let in
   gatehouse pair revoke PLATFORM USER let a person out again
+  gatehouse check   PLATFORM          walk a platform's Test (telegram|discord|slack); exit 0 when every step passes
   gatehouse probe [URL]               exit 0 when URL (default: this gateway's /healthz) answers 2xx
   gatehouse token   [--url]           print the API token (--url: the web UI's login link)
   gatehouse version                   print the version
@@ -67,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		return runProbe(context.Background(), args[1:], stdout, stderr, getenv)
 	case "token":
 		return runToken(args[1:], stdout, stderr, getenv)
+	case "check":
+		return runCheck(context.Background(), args[1:], stdout, stderr, getenv)
 	case "serve", "migrate":
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)

@@ -99,6 +99,26 @@ func logLogin(log *slog.Logger, publicURL, addr, token string, generated bool) {
 		"login", loginURL(publicURL, addr, "<GATEHOUSE_API_TOKEN>"))
 }
 
+// localAPIToken is the API token the gateway configured by cfg serves:
+// GATEHOUSE_API_TOKEN, or the one kept in the store (made now if no
+// gateway has started yet). The store's warnings go to stderr.
+func localAPIToken(ctx context.Context, cfg Config, stderr io.Writer) (string, error) {
+	if cfg.APIToken != "" {
+		return cfg.APIToken, nil
+	}
+	if err := privateDir(cfg.DataDir); err != nil {
+		return "", fmt.Errorf("data directory: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	token, _, err := resolveAPIToken(ctx, cfg, st)
+	return token, err
+}
+
 // runToken serves `gatehouse token [--url] [--config FILE]`: it prints the
 // API token the gateway serves (GATEHOUSE_API_TOKEN, or the one kept in
 // the store, made now if no gateway has started yet), or with --url the
@@ -119,24 +139,10 @@ func runToken(args []string, stdout, stderr io.Writer, getenv func(string) strin
 	if !ok {
 		return code
 	}
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	token := cfg.APIToken
-	if token == "" {
-		if err := privateDir(cfg.DataDir); err != nil {
-			fmt.Fprintln(stderr, "gatehouse token: data directory:", err)
-			return 1
-		}
-		st, err := openStore(ctx, cfg, log)
-		if err != nil {
-			fmt.Fprintln(stderr, "gatehouse token:", err)
-			return 1
-		}
-		defer st.Close()
-		if token, _, err = resolveAPIToken(ctx, cfg, st); err != nil {
-			fmt.Fprintln(stderr, "gatehouse token:", err)
-			return 1
-		}
+	token, err := localAPIToken(context.Background(), cfg, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "gatehouse token:", err)
+		return 1
 	}
 	if asURL {
 		fmt.Fprintln(stdout, loginURL(cfg.PublicURL, cfg.Addr, token))

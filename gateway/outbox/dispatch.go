@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse/gatehouse/cards"
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/gateway/pacing"
+	"github.com/gatehouse/gatehouse/internal/backoff"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -30,9 +31,27 @@ const (
 	dueBatch       = 100
 	maxInflight    = 16
 	min429Wait     = time.Second
-	maxBackoff     = 5 * time.Minute
 	stuckReasonFmt = "outcome unknown: the gateway stopped while sending (parts sent before: %d); not sent again"
 )
+
+// RetryPolicy spaces one row's retries after failed sends (429s aside,
+// which wait as long as the platform asks): 2s, 4s, 8s … at most 5m, each
+// shortened by up to a fifth at random so rows that failed together do
+// not retry together (docs/operations.md).
+var RetryPolicy = backoff.Policy{Floor: 2 * time.Second, Ceiling: 5 * time.Minute}
+
+// MaxRoundWait is the ceiling of DispatchPolicy.
+const MaxRoundWait = 30 * time.Second
+
+// DispatchPolicy spaces a dispatcher's rounds while they fail — the store
+// failing a round, or the platform failing every send (a transport error,
+// a 5xx, a 404 on the method, a refused token): from poll (Config.Poll)
+// doubling to 30s. While the platform fails, one send at a time goes out
+// after each wait, so a platform that is down sees one request per wait
+// instead of one per pending row.
+func DispatchPolicy(poll time.Duration) backoff.Policy {
+	return backoff.Policy{Floor: poll, Ceiling: MaxRoundWait}
+}
 
 type dispatcher struct {
 	ob     *Outbox
@@ -43,6 +62,12 @@ type dispatcher struct {
 	sem    chan struct{}
 	wg     sync.WaitGroup
 	done   chan struct{} // a send finished
+
+	// failing counts the platform's failed sends in a row (under mu);
+	// until hold no send starts, and while it is non-zero one send at a
+	// time goes out.
+	failing *backoff.Backoff
+	hold    time.Time
 }
 
 // Dispatch sends platform a's outbox rows until ctx ends; sends in flight
@@ -51,16 +76,40 @@ type dispatcher struct {
 func (ob *Outbox) Dispatch(ctx context.Context, a chat.Adapter) {
 	l := a.Limits()
 	pace := pacing.New(pacing.Limits{PerChat: l.PerChat, GroupPerMinute: l.GroupPerMinute, PerSecond: l.PerSecond})
-	d := &dispatcher{ob: ob, a: a, pace: pace, flying: map[string]bool{}, sem: make(chan struct{}, maxInflight), done: make(chan struct{}, 1)}
+	d := &dispatcher{ob: ob, a: a, pace: pace, flying: map[string]bool{}, sem: make(chan struct{}, maxInflight), done: make(chan struct{}, 1),
+		failing: DispatchPolicy(ob.cfg.Poll).New()}
 	defer d.wg.Wait()
+	// roundFails spaces rounds that fail (the store): Poll doubling to
+	// 30s, logged once per streak, not once per round.
+	roundFails := DispatchPolicy(ob.cfg.Poll).New()
 	for {
 		next, err := d.round(ctx)
-		if err != nil && ctx.Err() == nil {
-			ob.cfg.Logger.Warn("outbox dispatch failed; retrying", "platform", a.Platform(), "err", err)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			wait := roundFails.Next()
+			if roundFails.Failures() == 1 {
+				ob.cfg.Logger.Warn("outbox dispatch failed; retrying with backoff (logged once until it works again)", "platform", a.Platform(), "err", err, "backoff", wait)
+			} else {
+				ob.cfg.Logger.Debug("outbox dispatch failed again", "platform", a.Platform(), "err", err, "backoff", wait, "failures", roundFails.Failures())
+			}
+			// Only the backoff or the end: a kick must not cut it short.
+			if !backoff.Sleep(ctx, wait) {
+				return
+			}
+			continue
+		}
+		if n := roundFails.Failures(); n > 0 {
+			ob.cfg.Logger.Info("outbox dispatch works again", "platform", a.Platform(), "failedRounds", n)
+			roundFails.Reset()
 		}
 		wait := ob.cfg.Poll
 		if next > 0 && next < wait {
 			wait = next
+		}
+		if held := d.heldFor(ob.cfg.Now()); held > wait {
+			wait = held
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -75,10 +124,86 @@ func (ob *Outbox) Dispatch(ctx context.Context, a chat.Adapter) {
 	}
 }
 
+// heldFor is how long the platform's failures still hold every send.
+func (d *dispatcher) heldFor(now time.Time) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return max(d.hold.Sub(now), 0)
+}
+
+// probing reports whether the platform failed its last send: then one
+// send at a time goes out, as a probe.
+func (d *dispatcher) probing() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.failing.Failures() > 0
+}
+
+// outcome takes a send's outcome for the whole platform: a failure holds
+// every send for the next wait of DispatchPolicy (sends that were in
+// flight together and fail together count once); anything that shows the
+// platform answering ends the hold.
+func (d *dispatcher) outcome(err error) {
+	now := d.ob.cfg.Now()
+	d.mu.Lock()
+	if !platformFailed(err) {
+		n := d.failing.Failures()
+		d.failing.Reset()
+		d.hold = time.Time{}
+		d.mu.Unlock()
+		if n > 0 {
+			d.ob.cfg.Logger.Info("platform sends go through again", "platform", d.a.Platform(), "failedSends", n)
+		}
+		return
+	}
+	if now.Before(d.hold) {
+		d.mu.Unlock()
+		return
+	}
+	wait := d.failing.Next()
+	d.hold = now.Add(wait)
+	n := d.failing.Failures()
+	d.mu.Unlock()
+	if n == 1 {
+		d.ob.cfg.Logger.Warn("platform failed a send: sends slowed to one at a time, backing off (logged once until one goes through)",
+			"platform", d.a.Platform(), "err", err, "backoff", wait)
+	} else {
+		d.ob.cfg.Logger.Debug("platform failed a send again", "platform", d.a.Platform(), "err", err, "backoff", wait, "failures", n)
+	}
+}
+
+// platformFailed reports whether a send's error says the platform (not
+// this one message) fails: a transport error, a refused token, a 401, a
+// 404 on the method, a 5xx. A refusal of the message or chat (a 400, a
+// 403, a 429, anything permanent) is the platform answering.
+func platformFailed(err error) bool {
+	if err == nil {
+		return false
+	}
+	if chat.IsTokenRefused(err) {
+		return true
+	}
+	if se, ok := chat.AsSendError(err); ok {
+		switch {
+		case se.Permanent || se.Status == 429:
+			return false
+		case se.Status == 401 || se.Status == 404 || se.Status >= 500 || se.Status == 0:
+			return true
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // round starts every send that may go now and says when the next one may.
 func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
 	ob, platform := d.ob, d.a.Platform()
 	now := ob.cfg.Now().UTC()
+	if wait := d.heldFor(now); wait > 0 {
+		return wait, nil // the platform failed: nothing starts before the hold ends
+	}
+	probing := d.probing()
 	stuck, err := ob.st.OutboxStuck(ctx, platform, now, dueBatch)
 	if err != nil {
 		return 0, err
@@ -119,6 +244,10 @@ func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
 			}
 			continue
 		}
+		if probing && d.anyFlying() {
+			// One send at a time while the platform fails.
+			return next, nil
+		}
 		select {
 		case d.sem <- struct{}{}:
 		default:
@@ -146,6 +275,7 @@ func (d *dispatcher) round(ctx context.Context) (time.Duration, error) {
 }
 
 func (d *dispatcher) isFlying(s string) bool { d.mu.Lock(); defer d.mu.Unlock(); return d.flying[s] }
+func (d *dispatcher) anyFlying() bool        { d.mu.Lock(); defer d.mu.Unlock(); return len(d.flying) > 0 }
 func (d *dispatcher) setFlying(s string, v bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -166,6 +296,7 @@ func (d *dispatcher) signal() {
 func (d *dispatcher) send(ctx context.Context, r store.OutboxEntry, addr store.AddressEntry) {
 	ob := d.ob
 	err := d.deliver(ctx, &r, addr)
+	d.outcome(err)
 	now := ob.cfg.Now().UTC()
 	r.Updated = now
 	switch se, isSend := chat.AsSendError(err); {
@@ -182,7 +313,7 @@ func (d *dispatcher) send(ctx context.Context, r store.OutboxEntry, addr store.A
 		if r.Attempts >= ob.cfg.MaxAttempts {
 			r.State = store.OutboxDead
 		} else {
-			r.State, r.AvailableAt = store.OutboxPending, now.Add(min(time.Duration(1<<r.Attempts)*time.Second, maxBackoff))
+			r.State, r.AvailableAt = store.OutboxPending, now.Add(retryWait(r.Attempts))
 		}
 	default:
 		// Refused for good, or an error after which the platform may or
@@ -199,6 +330,17 @@ func (d *dispatcher) send(ctx context.Context, r store.OutboxEntry, addr store.A
 	if ok, err := ob.st.UpdateOutbox(uctx, r); err != nil || !ok {
 		ob.cfg.Logger.Error("could not record a send's outcome", "platform", r.Platform, "session", r.SessionID, "seq", r.Seq, "ok", ok, "err", err)
 	}
+}
+
+// retryWait is the wait after a row's failures-th failed send
+// (RetryPolicy, with its jitter).
+func retryWait(failures int) time.Duration {
+	b := RetryPolicy.New()
+	var d time.Duration
+	for range failures {
+		d = b.Next()
+	}
+	return d
 }
 
 func sendResult(r store.OutboxEntry, err error) string {

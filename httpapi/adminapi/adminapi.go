@@ -20,6 +20,8 @@ type Admin interface {
 	Status(ctx context.Context) ([]gateway.AdapterStatus, error)
 	ReceiveLog(ctx context.Context, f store.ReceiveFilter) ([]store.ReceiveEntry, error)
 	Outbox(ctx context.Context, f store.OutboxFilter) ([]store.OutboxEntry, error)
+	// Check walks the Test for one platform; an unknown one is not_found.
+	Check(ctx context.Context, platform string) (gateway.CheckResult, error)
 }
 
 // Rows is what is read from the store itself: the receive log and outbox
@@ -166,6 +168,23 @@ func (a *API) Adapters(w http.ResponseWriter, r *http.Request) {
 		st = []gateway.AdapterStatus{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"adapters": st})
+}
+
+// Check is POST /v1/adapters/{platform}/check: the Test, walked now on
+// this replica. It answers 200 whether or not the steps pass (ok says);
+// an unknown platform is 404.
+func (a *API) Check(w http.ResponseWriter, r *http.Request) {
+	platform := r.PathValue("platform")
+	if a.cfg.Admin == nil {
+		a.cfg.WriteError(w, r, gh.Errorf(gh.CodeNotFound, "no chat platform is served here, so there is no %q to test. %s", platform, a.cfg.NoPlatformHint))
+		return
+	}
+	res, err := a.cfg.Admin.Check(r.Context(), platform)
+	if err != nil {
+		a.cfg.WriteError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 // Outbox is GET /v1/outbox?platform=&state=&session=&limit=.

@@ -10,7 +10,9 @@
 //     loop. The body also says how many turns run and whether claims are
 //     paused, which a reload waits on.
 //   - GET /readyz: not draining, and every Ready dependency (the store,
-//     Redis) answers a ping.
+//     Redis) answers a ping. The body lists the chat platforms' states
+//     (Platforms) without counting them: a chat outage is not a reason
+//     to take a replica out of a load balancer.
 //
 // The package knows no supervisor and no store: what it checks comes in
 // as interfaces (Workers, Pinger) from cmd.

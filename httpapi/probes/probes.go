@@ -32,6 +32,24 @@ type Workers interface {
 	Paused() bool
 }
 
+// Platform is one chat platform's state as /readyz shows it.
+type Platform struct {
+	Platform  string    `json:"platform"`
+	State     string    `json:"state"`
+	Since     time.Time `json:"since"`
+	LastError string    `json:"lastError,omitempty"`
+}
+
+// Readiness is /readyz's answer when ready.
+type Readiness struct {
+	// Status is "ready".
+	Status string `json:"status"`
+	// Platforms are the chat platforms' states on this replica. They
+	// never make the replica unready: a chat outage must not take
+	// replicas out of a load balancer that serves the API and webhooks.
+	Platforms []Platform `json:"platforms,omitempty"`
+}
+
 // Config configures the probes.
 type Config struct {
 	// Ready lists what /readyz pings (the store, Redis). Defaults to none.
@@ -39,6 +57,9 @@ type Config struct {
 	// Workers is the worker pool whose claim loop /livez checks. Defaults
 	// to nil: /livez checks the HTTP server only.
 	Workers Workers
+	// Platforms, when set, lists the chat platforms' states for /readyz
+	// to show; it must be cheap (no I/O). Defaults to nil: not shown.
+	Platforms func() []Platform
 	// StaleAfter is how old the claim loop's heartbeat may be before
 	// /livez fails. Defaults to 5 × Workers.Poll().
 	StaleAfter time.Duration
@@ -183,7 +204,8 @@ func (p *Probes) Livez(w http.ResponseWriter, r *http.Request) {
 }
 
 // Readyz answers 200 when the server is not draining and every Ready
-// dependency answers a ping.
+// dependency answers a ping, with the chat platforms' states, which do not
+// count.
 func (p *Probes) Readyz(w http.ResponseWriter, r *http.Request) {
 	if p.draining.Load() {
 		p.cfg.WriteError(w, r, gh.Errorf(gh.CodeUnavailable, "draining"))
@@ -197,7 +219,11 @@ func (p *Probes) Readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	out := Readiness{Status: "ready"}
+	if p.cfg.Platforms != nil {
+		out.Platforms = p.cfg.Platforms()
+	}
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // WriteJSON answers v as JSON with status.

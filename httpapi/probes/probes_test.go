@@ -104,3 +104,27 @@ func TestReadyzTurnsUnavailableOnDrainWhileLivezAnswers(t *testing.T) {
 		t.Fatalf("healthz draining: %d", code)
 	}
 }
+
+// A chat platform that fails shows in /readyz and leaves it ready.
+func TestReadyzShowsPlatformsWithoutCountingThem(t *testing.T) {
+	since := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	p := New(Config{Platforms: func() []Platform {
+		return []Platform{{Platform: "telegram", State: "retrying", Since: since, LastError: "the platform refused the token: 401 Unauthorized"}}
+	}})
+	code, body := ask(t, p, "/readyz")
+	if code != 200 || body["status"] != "ready" {
+		t.Fatalf("readyz with a failing platform: %d %v", code, body)
+	}
+	ps, _ := body["platforms"].([]any)
+	if len(ps) != 1 {
+		t.Fatalf("platforms: %v", body["platforms"])
+	}
+	got := ps[0].(map[string]any)
+	if got["platform"] != "telegram" || got["state"] != "retrying" || got["since"] != "2026-12-04T10:00:00Z" || got["lastError"] == "" {
+		t.Fatalf("platform: %v", got)
+	}
+	// Without platforms the field is absent.
+	if _, body := ask(t, New(Config{}), "/readyz"); body["platforms"] != nil {
+		t.Fatalf("platforms without a gateway: %v", body["platforms"])
+	}
+}

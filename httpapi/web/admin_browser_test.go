@@ -40,6 +40,17 @@ func TestBrowserAdmin(t *testing.T) {
 	until(t, ctx, "the hint to allow someone", `document.getElementById("adapters-hint").textContent.includes("TELEGRAM_ALLOWED_USERS")`)
 	until(t, ctx, "the served platform in the receive-log filter", `Array.from(document.querySelectorAll('#receive-filter select[name="platform"] option')).map(o => o.value).join() === ",telegram"`)
 	until(t, ctx, "the pending approval", `Array.from(document.querySelectorAll('[data-testid="gates-row"]')).some(r => r.textContent.includes("send"))`)
+	// The Test: the fake accepts the token; the gateway is not started,
+	// so nobody holds the lease — the failing step, with what to do.
+	do(t, ctx, "press Test on Telegram", chromedp.Click(css(`[data-testid="adapter-check"][data-platform="telegram"]`)))
+	until(t, ctx, "the Test's steps", `document.querySelector('[data-testid="check-result"]').dataset.state === "failed" &&
+		["token", "lease", "receiving", "last_message", "reply"].every(n => !!document.querySelector('[data-testid="check-step-' + n + '"]'))`)
+	until(t, ctx, "the token accepted", `document.querySelector('[data-testid="check-step-token"]').dataset.result === "pass"`)
+	until(t, ctx, "the lease step failing, with what to do", `document.querySelector('[data-testid="check-step-lease"]').dataset.result === "fail" &&
+		document.querySelector('[data-testid="check-fix-lease"]').textContent.includes("gatehouse serve") &&
+		document.querySelector('[data-testid="check-summary"]').textContent.includes("failed at lease")`)
+	until(t, ctx, "the dropped message named", `document.querySelector('[data-testid="check-step-last_message"]').textContent.includes("not_allowed") &&
+		document.querySelector('[data-testid="check-fix-last_message"]').textContent.includes("TELEGRAM_ALLOWED_USERS")`)
 	screenshot(t, ctx, "admin.png")
 	do(t, ctx, "approve from the admin page", chromedp.Click(css(`[data-testid="admin-approve"]`)))
 	until(t, ctx, "no pending approval left", `!document.querySelector('[data-testid="admin-approve"]')`)

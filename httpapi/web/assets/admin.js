@@ -70,9 +70,46 @@
       const m = a.lastMessage;
       cell(tr, m ? when(m.receivedAt) + ": " + m.outcome + (m.reason ? " (" + m.reason + ")" : "") : "none yet", m && m.outcome === "dropped" ? "dropped" : "");
       cell(tr, a.outboxPending + " pending, " + a.outboxDead + " dead");
+      const td = cell(tr, "");
+      button(td, "Test", "adapter-check", () => checkPlatform(a.platform));
+      td.lastChild.dataset.platform = a.platform;
     });
     $("adapters-hint").textContent = hints.join(" ");
     platformOptions((body.adapters || []).map((a) => a.platform));
+  }
+
+  // checkPlatform runs the Test of one platform (POST
+  // /v1/adapters/{platform}/check) and shows its steps, each with what was
+  // found and, when it fails, what to do. The result stays until the next
+  // Test: the page's refresh does not touch it.
+  async function checkPlatform(platform) {
+    const box = $("check");
+    box.hidden = false;
+    $("check-summary").textContent = "Testing " + platform + "…";
+    $("check-steps").replaceChildren();
+    box.dataset.state = "running";
+    const res = await api("/v1/adapters/" + encodeURIComponent(platform) + "/check", { method: "POST" });
+    $("check-summary").textContent = "Test of " + res.platform + " on " + res.replica + ": " +
+      (res.ok ? "every step passed" : "failed at " + res.failed);
+    for (const s of res.steps || []) {
+      const li = document.createElement("li");
+      li.dataset.testid = "check-step-" + s.name;
+      li.dataset.result = s.result;
+      li.className = "check-" + s.result;
+      const head = document.createElement("strong");
+      head.textContent = s.name + ": " + s.result;
+      li.appendChild(head);
+      li.appendChild(document.createTextNode(" — " + s.detail));
+      if (s.fix) {
+        const fix = document.createElement("p");
+        fix.className = "fix";
+        fix.dataset.testid = "check-fix-" + s.name;
+        fix.textContent = "What to do: " + s.fix;
+        li.appendChild(fix);
+      }
+      $("check-steps").appendChild(li);
+    }
+    box.dataset.state = res.ok ? "ok" : "failed";
   }
 
   // platformOptions offers the served platforms in the receive-log filter
