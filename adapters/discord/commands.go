@@ -11,6 +11,7 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/internal/backoff"
 )
 
 // Slash commands. Discord offers a user only the commands the
@@ -64,16 +65,18 @@ func (c *connection) registerCommands(r *discordgo.Ready) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			c.a.registerCommands(c.ctx, appID, c.backoff)
+			p := reconnectPolicy
+			p.Ceiling = c.a.cfg.ReconnectMaxWait
+			c.a.registerCommands(c.ctx, appID, p.New())
 		}()
 	})
 }
 
 // registerCommands overwrites the application's global commands with
 // slashCommands, retrying with backoff until it succeeds or ctx ends.
-func (a *Adapter) registerCommands(ctx context.Context, appID string, backoff func(failures int) time.Duration) {
+func (a *Adapter) registerCommands(ctx context.Context, appID string, wait *backoff.Backoff) {
 	cmds := slashCommands()
-	for failures := 0; ; {
+	for {
 		got, err := a.rest.ApplicationCommandBulkOverwrite(appID, "", cmds, discordgo.WithContext(ctx))
 		if ctx.Err() != nil {
 			return
@@ -86,12 +89,10 @@ func (a *Adapter) registerCommands(ctx context.Context, appID string, backoff fu
 			a.log.Info("discord slash commands registered", "application_id", appID, "commands", strings.Join(names, " "))
 			return
 		}
-		failures++
-		// backoff(failures+1): at least a second between attempts.
-		wait := backoff(failures + 1)
+		d := wait.Next()
 		var rl *discordgo.RateLimitError
-		if errors.As(err, &rl) && rl.RateLimit != nil && rl.TooManyRequests != nil && rl.RetryAfter > wait {
-			wait = rl.RetryAfter
+		if errors.As(err, &rl) && rl.RateLimit != nil && rl.TooManyRequests != nil && rl.RetryAfter > d {
+			d = rl.RetryAfter
 		}
 		log := a.log.Warn
 		var re *discordgo.RESTError
@@ -100,8 +101,8 @@ func (a *Adapter) registerCommands(ctx context.Context, appID string, backoff fu
 			// them: a retry helps only after a fix, so say so loudly.
 			log = a.log.Error
 		}
-		log("discord slash command registration failed; retrying", "application_id", appID, "attempt", failures, "retry_in", wait, "err", err)
-		if !sleep(ctx, wait) {
+		log("discord slash command registration failed; retrying", "application_id", appID, "attempt", wait.Failures(), "retry_in", d, "err", err)
+		if !backoff.Sleep(ctx, d) {
 			return
 		}
 	}

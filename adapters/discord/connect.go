@@ -17,17 +17,18 @@ import (
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/gateway/chat"
+	"github.com/gatehouse/gatehouse/internal/backoff"
 )
 
 // Close codes after which Discord will not take the same IDENTIFY
 // again: retrying cannot help, so Connect returns.
 var fatalCloseCodes = []int{
-	4004, // authentication failed
-	4010, // invalid shard
-	4011, // sharding required
-	4012, // invalid API version
-	4013, // invalid intents
-	4014, // disallowed intents (message content not enabled in the portal)
+	closeAuthFailed, // authentication failed (classify: a refused token)
+	4010,            // invalid shard
+	4011,            // sharding required
+	4012,            // invalid API version
+	4013,            // invalid intents
+	4014,            // disallowed intents (message content not enabled in the portal)
 }
 
 // connection is one Connect call's state.
@@ -80,8 +81,10 @@ func (a *Adapter) Connect(ctx context.Context, sink chat.Sink) error {
 			if r.User != nil {
 				c.self.Store(r.User.ID)
 			}
+			sink.Health(ctx, gh.PlatformDiscord, nil)
 			c.registerCommands(r)
 		}),
+		s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) { sink.Health(ctx, gh.PlatformDiscord, nil) }),
 		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { c.enqueue(m.Message) }),
 		s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) { c.interaction(i.Interaction) }),
 		s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
@@ -108,10 +111,32 @@ func (a *Adapter) Connect(ctx context.Context, sink chat.Sink) error {
 	return err
 }
 
+// reconnectPolicy spaces attempts to open the gateway socket after one
+// failed or dropped: from a second up to Config.ReconnectMaxWait (a
+// minute by default), with jitter, so a gateway or proxy that refuses
+// or closes sockets at once is not hammered. discordgo's own reconnect
+// loop is off (newSession); this is the only one.
+var reconnectPolicy = backoff.Policy{Floor: time.Second, Ceiling: time.Minute}
+
+// livedLong is how long a socket must have stayed up for its loss to
+// start the backoff over: a flapping gateway keeps slowing down.
+const livedLong = time.Minute
+
 // hold opens the session and reopens it when it drops, until ctx ends.
+//
+// Every attempt's outcome goes to sink.Health: READY, RESUMED and each
+// heartbeat ACK are round trips that succeeded (see the handlers in
+// Connect and watchAcks), a failed Open or a socket that closed is a
+// failure with its cause, and a refused token (close code 4004, a 401)
+// is marked so with chat.TokenRefused and ends Connect: retrying cannot
+// help until an operator fixes the token, and the gateway then spaces
+// its checks by its refused-token policy.
 func (c *connection) hold(s *discordgo.Session) error {
 	log := c.a.log
-	failures := 0
+	p := reconnectPolicy
+	p.Ceiling = c.a.cfg.ReconnectMaxWait
+	wait := p.New()
+	var lastCause string
 	for {
 		// A disconnect reported before this Open is about the old socket.
 		select {
@@ -123,50 +148,91 @@ func (c *connection) hold(s *discordgo.Session) error {
 			return nil
 		}
 		if err != nil && !errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+			err = classify(fmt.Errorf("discord: gateway connect: %w", err))
 			if fatalOpenError(err) {
-				return fmt.Errorf("discord: gateway refused the bot: %w", err)
+				err = fmt.Errorf("discord: gateway refused the bot: %w", err)
+				c.sink.Health(c.ctx, gh.PlatformDiscord, err)
+				log.Error("discord gateway refused the bot", "err", err, "token_refused", chat.IsTokenRefused(err))
+				return err
 			}
-			failures++
-			wait := c.backoff(failures)
-			log.Warn("discord gateway connect failed", "err", err, "retry_in", wait)
-			if !sleep(c.ctx, wait) {
+			c.sink.Health(c.ctx, gh.PlatformDiscord, err)
+			d := wait.Next()
+			// The first failure of a kind is a warning; its repeats are in
+			// the platform's state, and would only flood the log.
+			if cause := err.Error(); cause != lastCause {
+				lastCause = cause
+				log.Warn("discord gateway connect failed", "err", err, "retry_in", d)
+			} else {
+				log.Debug("discord gateway connect failed again", "err", err, "retry_in", d)
+			}
+			if !backoff.Sleep(c.ctx, d) {
 				return nil
 			}
 			continue
 		}
 		opened := time.Now()
+		lastCause = ""
 		log.Info("discord gateway connected", "bot_id", c.self.Load())
-		select {
-		case <-c.ctx.Done():
+		if !c.watchAcks(s) {
 			return nil
-		case <-c.disconnected:
 		}
-		// A connection that lived a while resets the backoff: the next
-		// attempt is at once, and a flapping one slows down.
-		if time.Since(opened) > time.Minute {
-			failures = 0
-		} else {
-			failures++
+		lived := time.Since(opened).Round(time.Millisecond)
+		c.sink.Health(c.ctx, gh.PlatformDiscord, fmt.Errorf("discord: gateway socket closed after %s", lived))
+		// A connection that lived a while starts the backoff over; a
+		// flapping one slows down.
+		if lived > livedLong {
+			wait.Reset()
 		}
-		wait := c.backoff(failures)
-		log.Warn("discord gateway connection lost; resuming", "retry_in", wait)
-		if !sleep(c.ctx, wait) {
+		d := wait.Next()
+		log.Warn("discord gateway connection lost; resuming", "lived", lived, "retry_in", d)
+		if !backoff.Sleep(c.ctx, d) {
 			return nil
 		}
 	}
 }
 
-// backoff is 0 for the first retry, then 1 s, 2 s, 4 s … up to
-// ReconnectMaxWait.
-func (c *connection) backoff(failures int) time.Duration {
-	if failures <= 1 {
-		return 0
+// ackPoll is how often watchAcks looks for a new heartbeat ACK: well
+// under Discord's heartbeat interval (about 41 s), so each ACK is
+// reported soon after it came.
+const ackPoll = 500 * time.Millisecond
+
+// watchAcks reports each heartbeat ACK on the open socket to
+// sink.Health as a round trip that succeeded, until the socket drops
+// (true) or ctx ends (false). discordgo notes an ACK only in
+// Session.LastHeartbeatAck (no event), so it is read; when ACKs stop
+// coming discordgo closes the socket itself after five intervals, and
+// the loss is reported by hold.
+func (c *connection) watchAcks(s *discordgo.Session) bool {
+	last := lastAck(s)
+	t := time.NewTicker(ackPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return false
+		case <-c.disconnected:
+			return true
+		case <-t.C:
+			if ack := lastAck(s); ack.After(last) {
+				last = ack
+				c.sink.Health(c.ctx, gh.PlatformDiscord, nil)
+			}
+		}
 	}
-	d := time.Second << min(failures-2, 16)
-	return min(d, c.a.cfg.ReconnectMaxWait)
+}
+
+// lastAck reads LastHeartbeatAck under the session's lock, which
+// discordgo holds when it writes it.
+func lastAck(s *discordgo.Session) time.Time {
+	s.RLock()
+	defer s.RUnlock()
+	return s.LastHeartbeatAck
 }
 
 func fatalOpenError(err error) bool {
+	if chat.IsTokenRefused(err) {
+		return true
+	}
 	var ce *websocket.CloseError
 	if errors.As(err, &ce) {
 		for _, code := range fatalCloseCodes {

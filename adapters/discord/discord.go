@@ -75,7 +75,9 @@ type Config struct {
 	// 5 s.
 	ShutdownGrace time.Duration
 	// ReconnectMaxWait caps the wait between attempts to reconnect the
-	// gateway after it failed. Defaults to 1 minute.
+	// gateway after it failed or dropped, and between retries of the
+	// slash command registration: the first wait is 1 s (less up to 20%
+	// jitter), doubling up to this ceiling. Defaults to 1 minute.
 	ReconnectMaxWait time.Duration
 	// PublicKey is the application's public key from Discord's developer
 	// portal (64 hex characters, DISCORD_PUBLIC_KEY). When set, Handler

@@ -7,6 +7,16 @@
 // allow-lists, the receive log, rate limiting and retries belong to the
 // gateway.
 //
+// # Health
+//
+// The gateway socket is the platform's evidence (chat.Sink.Health):
+// READY, RESUMED and each heartbeat ACK report a round trip that
+// succeeded, a failed connect or a socket that closed reports the cause,
+// and close code 4004 or a REST 401 is a refused token (chat.TokenRefused)
+// that ends Connect. Connect reopens a lost socket through
+// reconnectPolicy (internal/backoff: 1 s to Config.ReconnectMaxWait,
+// jitter); discordgo's own reconnect loop is off.
+//
 // # Inbound
 //
 // MESSAGE_CREATE becomes an Inbound whose UpdateID and MessageID are the

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
 
 	"github.com/gatehouse/gatehouse/gateway/chat"
 )
@@ -20,10 +21,23 @@ func (a *Adapter) Probe(ctx context.Context) error {
 	return nil
 }
 
-// classify marks a refused token so the gateway says so and slows down.
+// closeAuthFailed is the gateway's close code for a token it refused
+// at IDENTIFY or RESUME.
+const closeAuthFailed = 4004
+
+// classify marks a refused token (a REST 401, or the gateway socket
+// closed with 4004 Authentication failed) so the gateway says so and
+// slows down.
 func classify(err error) error {
+	if chat.IsTokenRefused(err) {
+		return err
+	}
 	var re *discordgo.RESTError
 	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized {
+		return chat.TokenRefused(err)
+	}
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) && ce.Code == closeAuthFailed {
 		return chat.TokenRefused(err)
 	}
 	return err

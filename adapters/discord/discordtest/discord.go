@@ -88,6 +88,20 @@ type DiscordFake struct {
 
 	wg  sync.WaitGroup // gateway connection goroutines
 	cdn cdn.Store      // the bytes of attachments (SayWithFile)
+
+	// calls counts REST requests by route ("GET gateway", "POST
+	// channels/:id/messages"), refused and failed ones too; sockets
+	// counts gateway websocket connection attempts.
+	calls   map[string]int
+	sockets int
+	// failing is FailAll: every REST call is answered 502 and every
+	// gateway socket refused, as when Discord (or the proxy before it)
+	// is down. failSockets is FailSockets: only the gateway socket is
+	// closed at once.
+	failing, failSockets bool
+	// revoked refuses the token, as after it was reset in the developer
+	// portal.
+	revoked bool
 }
 
 // DiscordOption configures a [DiscordFake].
@@ -298,6 +312,7 @@ func NewDiscord(t adaptertest.TB, opts ...DiscordOption) *DiscordFake {
 		interactions: map[string]*discordInteraction{},
 		conns:        map[*discordConn]struct{}{},
 		ephemeral:    map[string]*discordMsg{},
+		calls:        map[string]int{},
 	}
 	_, f.signKey, _ = ed25519.GenerateKey(rand.Reader)
 	f.limits = ratelimit.Limiter{PerBucket: cfg.perChannel, Window: cfg.window, GlobalPerSecond: cfg.globalPerSecond}
@@ -750,3 +765,94 @@ func DiscordFactory(t adaptertest.TB) (chat.Adapter, adaptertest.Fake) {
 // the test ends, so a goroutine logging late cannot panic the test: it is
 // adaptertest.LogWriter, under the name Discord's tests know.
 func NewDiscordLogWriter(t adaptertest.TB) io.Writer { return adaptertest.LogWriter(t) }
+
+// ---- misbehaving ----
+
+// FailAll makes every later request fail until FailAll(false), as when
+// Discord or a proxy in front of it is down: REST calls are answered
+// 502 Bad Gateway at once, gateway websocket upgrades are refused with a
+// 502, and the sockets open now are cut without a close frame (their
+// sessions stay resumable). Calls and Sockets still count them. A
+// failure is not a refusal the bot could have avoided, so Errors does
+// not list it.
+func (f *DiscordFake) FailAll(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failing = on
+	if on {
+		f.cutSockets()
+	}
+}
+
+// FailSockets makes every later gateway socket close at once after the
+// upgrade, before HELLO, while REST keeps answering, until
+// FailSockets(false): a gateway behind a proxy that drops websockets.
+// The sockets open now are cut.
+func (f *DiscordFake) FailSockets(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failSockets = on
+	if on {
+		f.cutSockets()
+	}
+}
+
+// cutSockets closes every gateway socket without a close frame. f.mu
+// held.
+func (f *DiscordFake) cutSockets() {
+	for c := range f.conns {
+		_ = c.WS.UnderlyingConn().Close()
+	}
+}
+
+// RevokeToken makes the fake refuse Token from now on, as after the
+// token was reset in the developer portal: REST calls get Discord's 401
+// and IDENTIFY or RESUME gets close code 4004 (Authentication failed).
+// The sockets open now are closed with 4004 too. RestoreToken accepts it
+// again.
+func (f *DiscordFake) RevokeToken() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revoked = true
+	for c := range f.conns {
+		c.CloseWith(4004, "Authentication failed.")
+	}
+}
+
+// RestoreToken undoes RevokeToken.
+func (f *DiscordFake) RestoreToken() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revoked = false
+}
+
+// tokenOK reports whether auth carries the bot token and it is not
+// revoked. f.mu held.
+func (f *DiscordFake) tokenOK(token string) bool {
+	return !f.revoked && (token == f.token || token == "Bot "+f.token)
+}
+
+// Calls is how many REST requests the fake has had for route, a method
+// and a path under /api/v9 with ids as ":id" ("GET gateway", "GET
+// users/@me", "POST channels/:id/messages"): answered, refused or
+// failed.
+func (f *DiscordFake) Calls(route string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[route]
+}
+
+// Sockets is how many gateway websocket connections the fake has been
+// asked for, refused and failed ones too.
+func (f *DiscordFake) Sockets() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sockets
+}
+
+// badGateway answers as a proxy in front of a Discord that is down.
+func badGateway(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/html")
+	w.WriteHeader(http.StatusBadGateway)
+	_, _ = io.WriteString(w, "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>\n")
+}

@@ -13,6 +13,14 @@ import (
 // ---- gateway ----
 
 func (f *DiscordFake) serveGateway(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.sockets++
+	failing, failSockets := f.failing, f.failSockets
+	f.mu.Unlock()
+	if failing {
+		badGateway(w)
+		return
+	}
 	ws, err := platformfake.Upgrade(w, r)
 	if err != nil {
 		return // the upgrader answered the HTTP error
@@ -20,6 +28,11 @@ func (f *DiscordFake) serveGateway(w http.ResponseWriter, r *http.Request) {
 	c := &discordConn{WSConn: platformfake.WSConn{WS: ws}}
 	f.mu.Lock()
 	if f.closed {
+		f.mu.Unlock()
+		_ = ws.Close()
+		return
+	}
+	if failSockets {
 		f.mu.Unlock()
 		_ = ws.Close()
 		return
@@ -112,7 +125,7 @@ func (f *DiscordFake) gatewayOp(c *discordConn, op int, d json.RawMessage) bool 
 		if err := json.Unmarshal(d, &id); err != nil || id.Properties == nil {
 			return fail(4002, "Error while decoding payload.", "IDENTIFY without token/properties")
 		}
-		if id.Token != f.token && id.Token != "Bot "+f.token {
+		if !f.tokenOK(id.Token) {
 			return fail(4004, "Authentication failed.", "IDENTIFY with a wrong token")
 		}
 		if id.Intents == nil {
@@ -129,7 +142,7 @@ func (f *DiscordFake) gatewayOp(c *discordConn, op int, d json.RawMessage) bool 
 		if err := json.Unmarshal(d, &rs); err != nil {
 			return fail(4002, "Error while decoding payload.", "RESUME is not JSON")
 		}
-		if rs.Token != f.token && rs.Token != "Bot "+f.token {
+		if !f.tokenOK(rs.Token) {
 			return fail(4004, "Authentication failed.", "RESUME with a wrong token")
 		}
 		s, ok := f.sessions[rs.SessionID]

@@ -36,6 +36,14 @@ func (f *DiscordFake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	parts := strings.Split(strings.Trim(rest, "/"), "/")
 	route := r.Method + " " + strings.Join(wire.RouteShape(parts), "/")
+	f.mu.Lock()
+	f.calls[route]++
+	failing, revoked := f.failing, f.revoked
+	f.mu.Unlock()
+	if failing {
+		badGateway(w)
+		return
+	}
 
 	// Interaction callbacks are authorised by their token, not the bot's.
 	if route == "POST interactions/:id/:token/callback" {
@@ -55,7 +63,7 @@ func (f *DiscordFake) serve(w http.ResponseWriter, r *http.Request) {
 		wire.JSON(w, http.StatusOK, map[string]any{"url": f.wsURL()})
 		return
 	}
-	if r.Header.Get("Authorization") != "Bot "+f.token {
+	if r.Header.Get("Authorization") != "Bot "+f.token || revoked {
 		f.unauthorized(w, r)
 		return
 	}
