@@ -23,7 +23,7 @@ var (
 	connectPolicy = backoff.Policy{Floor: time.Second, Ceiling: time.Minute}
 	// refusedPolicy spaces them once the platform refused the token: no
 	// retry helps until an operator fixes it, so do not hammer it.
-	refusedPolicy = backoff.Policy{Floor: 30 * time.Second, Ceiling: 10 * time.Minute}
+	refusedPolicy = backoff.Policy{Floor: 30 * time.Second, Ceiling: 10 * time.Minute, Jitter: -1}
 )
 
 // errNoEvidence is the state's cause before the first round trip.
