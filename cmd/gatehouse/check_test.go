@@ -88,3 +88,22 @@ func TestCheckCommandLine(t *testing.T) {
 		t.Fatalf("check --help: exit %d: %s", code, out.String())
 	}
 }
+
+// A webhook removed behind the gateway's back (another program with the
+// bot's token called deleteWebhook): `gatehouse check` names the
+// receiving step and what to do.
+func TestCheckCommandNamesALostWebhook(t *testing.T) {
+	tg := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
+	// Registered at start; nothing is delivered to it in this test.
+	p := start(t, append([]string{"TELEGRAM_WEBHOOK_SECRET=s3cret", "TELEGRAM_WEBHOOK_URL=http://127.0.0.1:1/hooks/telegram"}, telegramEnvs(tg)...)...)
+	waitUntil(t, "the webhook registered", func() bool { return tg.WebhookURL() != "" })
+	if code, out := checkRun(t, p, "telegram"); strings.Contains(out, "fail  receiving") {
+		t.Fatalf("receiving fails with the webhook in place: exit %d\n%s", code, out)
+	}
+	tg.DeleteWebhook()
+	code, out := checkRun(t, p, "telegram")
+	t.Logf("gatehouse check telegram:\n%s", out)
+	if code != 1 || !strings.Contains(out, "fail  receiving") || !strings.Contains(out, "/hooks/telegram") {
+		t.Fatalf("a lost webhook: exit %d, want 1 naming the receiving step and the hook", code)
+	}
+}
