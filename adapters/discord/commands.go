@@ -67,7 +67,19 @@ func (c *connection) registerCommands(r *discordgo.Ready) {
 			defer c.wg.Done()
 			p := reconnectPolicy
 			p.Ceiling = c.a.cfg.ReconnectMaxWait
-			c.a.registerCommands(c.ctx, appID, p.New())
+			// The registration ends with the connection: Connect waits
+			// for it, and a connection that ended (a refused token) must
+			// not be held open by its retries.
+			rctx, cancel := context.WithCancel(c.ctx)
+			defer cancel()
+			go func() {
+				select {
+				case <-c.closed:
+					cancel()
+				case <-rctx.Done():
+				}
+			}()
+			c.a.registerCommands(rctx, appID, p.New())
 		}()
 	})
 }
