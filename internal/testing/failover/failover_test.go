@@ -36,11 +36,6 @@ func TestPrimaryAndRedisMasterDieMidStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the failover test takes minutes")
 	}
-	if !testenv.RequireServices() && os.Getenv("GATEHOUSE_TEST_FAILOVER") == "" {
-		if _, err := exec.LookPath("pg_autoctl"); err != nil {
-			t.Skip("pg_autoctl not installed: failover test skipped")
-		}
-	}
 	pg := pgha.Start(t)
 	rd := redisha.Start(t, redisha.Options{})
 	mail := smtptest.Start(t)

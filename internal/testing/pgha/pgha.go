@@ -254,7 +254,9 @@ func (f *Formation) run(t testing.TB, name, port string, args ...string) *Node {
 	if f.owner != nil {
 		cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", "env"}, append(env, append([]string{"pg_autoctl"}, args...)...)...)...)
 	}
-	cmd.Env = append(os.Environ(), env...)
+	// Only what pg_autoctl needs: the test's own environment (tokens,
+	// URLs) is none of its business.
+	cmd.Env = env
 	cmd.Dir = f.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
