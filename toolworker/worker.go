@@ -109,6 +109,10 @@ func New(cfg Config) *Worker {
 // Specs lists the tools for a model request.
 func (w *Worker) Specs() []gh.ToolSpec { return w.cfg.Tools.Specs() }
 
+// Tools is the registry the worker runs from, for the tool list an
+// operator reads (GET /v1/tools).
+func (w *Worker) Tools() *tools.Registry { return w.cfg.Tools }
+
 // Committed is a tool result committed under the lease.
 type Committed struct {
 	Seq    int64
