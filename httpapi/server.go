@@ -176,6 +176,10 @@ type Config struct {
 	// shell_exec and each MCP server are isolated. Defaults to nil: not
 	// shown.
 	Isolation *IsolationInfo
+	// Tools lists the tools offered to the agent for GET /v1/tools and
+	// the admin page (cmd passes the tool worker's registry). Defaults to
+	// nil: an empty list.
+	Tools ToolLister
 }
 
 func (c Config) withDefaults() Config {
@@ -344,6 +348,7 @@ var v1Routes = []v1Route{
 	{"POST", "/v1/sessions/{id}/cancel", (*Server).cancel},
 	{"POST", "/v1/sessions/{id}/retry", (*Server).retry},
 	{"GET", "/v1/info", (*Server).info},
+	{"GET", "/v1/tools", (*Server).toolList},
 	{"GET", "/v1/usage", (*Server).usage},
 	{"GET", "/v1/memory", (*Server).listMemory},
 	{"DELETE", "/v1/memory/{id}", (*Server).forgetMemory},

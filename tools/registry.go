@@ -309,3 +309,83 @@ func article(typ string) string {
 	}
 	return "a " + typ
 }
+
+// Sourced is implemented by a tool that is not an in-process built-in, or
+// runs a program: Source names where it comes from and how it runs, for
+// the tool list an operator reads (GET /v1/tools).
+type Sourced interface {
+	// Source is the tool's server ("builtin", or the MCP server's name)
+	// and its isolation: sandbox (bubblewrap), host (unisolated, as the
+	// gateway's user), remote (an MCP server reached by URL), off or
+	// unavailable.
+	Source() (server, isolation string)
+}
+
+// Availability is implemented by a tool whose availability changes while
+// the gateway runs (an MCP server's tool, whose connection may be lost and
+// come back). Available says whether it can run right now; Runnable may
+// still let a call through that will wait for a reconnect.
+type Availability interface {
+	Available() error
+}
+
+// Approval says when a call of a tool waits for a person.
+const (
+	ApprovalNever = "never" // a safe tool: it runs at once
+	// ApprovalAfterOutsideText: a safe tool that writes memory, held for
+	// approval in a turn that has read outside text.
+	ApprovalAfterOutsideText = "after outside text"
+	ApprovalAlways           = "always" // a danger tool
+)
+
+// Listing is one tool as an operator sees it in the tool list.
+type Listing struct {
+	Name string `json:"name"`
+	// Server is "builtin" or the MCP server's name.
+	Server string `json:"server"`
+	// Tier is safe or danger.
+	Tier Tier `json:"tier"`
+	// Approval is never, always or "after outside text".
+	Approval string `json:"approval"`
+	// Isolation is none (in the gateway's process), sandbox, host,
+	// remote, off or unavailable.
+	Isolation string `json:"isolation"`
+	// Available says whether it can run now; Error says why not.
+	Available bool   `json:"available"`
+	Error     string `json:"error,omitempty"`
+}
+
+// List lists every tool, sorted by name: every tool the agent is offered.
+func (r *Registry) List() []Listing {
+	r.mu.RLock()
+	ts := make([]Tool, 0, len(r.tools))
+	for _, e := range r.tools {
+		ts = append(ts, e.tool)
+	}
+	r.mu.RUnlock()
+	out := make([]Listing, 0, len(ts))
+	for _, t := range ts {
+		l := Listing{Name: t.Name(), Server: "builtin", Tier: t.Tier(), Isolation: "none", Approval: ApprovalNever}
+		if s, ok := t.(Sourced); ok {
+			l.Server, l.Isolation = s.Source()
+		}
+		switch {
+		case t.Tier() != Safe:
+			l.Approval = ApprovalAlways
+		case func() bool { mw, ok := t.(MemoryWriter); return ok && mw.WritesMemory() }():
+			l.Approval = ApprovalAfterOutsideText
+		}
+		err := t.Runnable()
+		if a, ok := t.(Availability); ok {
+			err = a.Available()
+		}
+		if err != nil {
+			l.Error = err.Error()
+		} else {
+			l.Available = true
+		}
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b Listing) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -100,4 +101,52 @@ func TestRegistryNamesSpecsReplace(t *testing.T) {
 	if tl, ok := r.Get("b"); !ok || tl.Description() != "second" {
 		t.Fatal("a later registration did not replace the earlier")
 	}
+}
+
+// List says of every tool where it comes from, when it needs a person,
+// how it runs and whether it can run now.
+func TestRegistryList(t *testing.T) {
+	reg := tools.NewRegistry(
+		fakeListed{name: "web_fetch", tier: tools.Safe},
+		fakeListed{name: "remember", tier: tools.Safe, memory: true},
+		fakeListed{name: "email_send", tier: tools.Danger, err: errors.New("no SMTP configured")},
+		fakeListed{name: "crm__lookup", tier: tools.Safe, server: "crm", isolation: "remote", avail: errors.New("connection lost: EOF")},
+	)
+	got := reg.List()
+	want := []tools.Listing{
+		{Name: "crm__lookup", Server: "crm", Tier: tools.Safe, Approval: tools.ApprovalNever, Isolation: "remote", Error: "connection lost: EOF"},
+		{Name: "email_send", Server: "builtin", Tier: tools.Danger, Approval: tools.ApprovalAlways, Isolation: "none", Error: "no SMTP configured"},
+		{Name: "remember", Server: "builtin", Tier: tools.Safe, Approval: tools.ApprovalAfterOutsideText, Isolation: "none", Available: true},
+		{Name: "web_fetch", Server: "builtin", Tier: tools.Safe, Approval: tools.ApprovalNever, Isolation: "none", Available: true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("List:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+type fakeListed struct {
+	name              string
+	tier              tools.Tier
+	memory            bool
+	err, avail        error
+	server, isolation string
+}
+
+func (f fakeListed) Name() string            { return f.name }
+func (f fakeListed) Description() string     { return f.name }
+func (f fakeListed) Schema() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (f fakeListed) Tier() tools.Tier        { return f.tier }
+func (f fakeListed) Runnable() error         { return f.err }
+func (f fakeListed) Idempotent() bool        { return false }
+func (f fakeListed) WritesMemory() bool      { return f.memory }
+func (f fakeListed) Available() error        { return errors.Join(f.err, f.avail) }
+func (f fakeListed) Run(context.Context, tools.Call) (tools.Result, error) {
+	return tools.Result{}, nil
+}
+
+func (f fakeListed) Source() (string, string) {
+	if f.server == "" {
+		return "builtin", "none"
+	}
+	return f.server, f.isolation
 }

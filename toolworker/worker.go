@@ -109,6 +109,10 @@ func New(cfg Config) *Worker {
 // Specs lists the tools for a model request.
 func (w *Worker) Specs() []gh.ToolSpec { return w.cfg.Tools.Specs() }
 
+// Tools is the registry the worker runs from, for the tool list an
+// operator reads (GET /v1/tools).
+func (w *Worker) Tools() *tools.Registry { return w.cfg.Tools }
+
 // Committed is a tool result committed under the lease.
 type Committed struct {
 	Seq    int64
@@ -350,12 +354,16 @@ func (w *Worker) decideTier(ctx context.Context, l gh.Lease, who Asker, c gh.Too
 		if err := w.k.Flush(ctx, l); err != nil {
 			return step{}, err
 		}
+		// The duration is the tool's own run, as an approved call's is: the
+		// flush before it and the commit after it are the log's time.
+		start := time.Now()
 		res, err := t.Run(ctx, w.toolCall(l, who, c, args, workspace))
+		took := time.Since(start)
 		if err != nil && ctx.Err() != nil {
 			return step{}, context.Cause(ctx)
 		}
 		return w.commitResult(ctx, l, gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: w.content(res, err),
-			IsError: res.IsError || err != nil, External: res.External})
+			IsError: res.IsError || err != nil, External: res.External, DurationMs: took.Milliseconds()})
 	}
 	// The card shows what will run, or there is no card.
 	fields, refusal := w.cardFields(t, args)

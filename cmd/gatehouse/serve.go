@@ -166,6 +166,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		MaxHeaderBytes: cfg.HTTPMaxHeaderBytes, MaxConns: cfg.HTTPMaxConns, MaxStreams: cfg.HTTPMaxStreams, ProbeAddr: cfg.ProbeAddr,
 		FileHeadroom: 256 + cfg.DatabaseMaxConns,
 		Isolation:    isolation,
+		Tools:        worker.Tools(),
 	}
 	if gw != nil {
 		apiCfg.Admin, apiCfg.Hooks = gw, gw.Handlers()

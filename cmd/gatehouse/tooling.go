@@ -94,7 +94,9 @@ func newToolWorker(ctx context.Context, cfg Config, installID string, k *kernel.
 		// Descriptors the gateway inherited (a supervisor's pipe, a socket)
 		// are not the servers' business.
 		sandbox.SealInheritedDescriptors()
-		mcpCfg := mcp.Config{Servers: f.Servers, BaseEnv: base, Bubblewrap: cfg.ShellBubblewrap}
+		// A server that reconnects may offer new tools: they join the
+		// registry the worker runs from.
+		mcpCfg := mcp.Config{Servers: f.Servers, BaseEnv: base, Bubblewrap: cfg.ShellBubblewrap, Register: reg.Register, Logger: log}
 		for _, si := range mcp.Isolations(ctx, mcpCfg) {
 			iso.MCP = append(iso.MCP, httpapi.MCPIsolation{Name: si.Name, Isolation: si.Isolation, Network: si.Network})
 			switch si.Isolation {

@@ -2,16 +2,23 @@ package web_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	gh "github.com/gatehouse/gatehouse"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
+	"github.com/gatehouse/gatehouse/httpapi"
+	"github.com/gatehouse/gatehouse/internal/backoff"
 	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 	"github.com/gatehouse/gatehouse/tools"
+	"github.com/gatehouse/gatehouse/tools/mcp"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
 
@@ -146,4 +153,53 @@ func noBanner(t *testing.T, ctx context.Context) {
 	if msg != "" {
 		t.Fatalf("the admin page shows an error: %q", msg)
 	}
+}
+
+// The Tools section lists every tool offered — a built-in and a real MCP
+// server's on loopback — with server, tier, isolation and whether it can
+// run now; when the MCP server drops the session its row says so, with
+// the error, on the next refresh.
+func TestBrowserAdminTools(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "crm", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "lookup", Description: "Find a customer."},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "found"}}}, nil, nil
+		})
+	var gone atomic.Bool
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if gone.Load() { // a restarted server: it knows no session
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	ctx0, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	remote, err := mcp.Connect(ctx0, mcp.Config{Reconnect: backoff.Policy{Floor: time.Hour}, ReconnectWait: time.Millisecond,
+		Servers: []mcp.MCPServer{{Name: "crm", URL: hs.URL, Tier: map[string]tools.Tier{"lookup": tools.Safe}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { remote.Close() })
+	send := toolworker.FuncTool{ToolName: "send", ToolTier: tools.Danger, Desc: "send a thing",
+		Fn: func(context.Context, tools.Call) (string, error) { return "sent", nil }}
+	offered := append([]tools.Tool{send}, remote...)
+	_, url := startStack(t, nil, stacktest.EnvOptions{Tools: offered, HTTP: &httpapi.Config{Tools: tools.NewRegistry(offered...)}})
+	ctx := browser(t)
+
+	do(t, ctx, "open the admin page", chromedp.Navigate(url+"/admin"))
+	row := func(name string) string { return `document.querySelector('#tools tr[data-tool="` + name + `"]')` }
+	until(t, ctx, "the MCP tool, available", `(() => { const r = `+row("crm__lookup")+`; return !!r && r.dataset.available === "true" &&
+		Array.from(r.cells).map(c => c.textContent).join("|") === "crm__lookup|crm|safe|never|remote|yes"; })()`)
+	until(t, ctx, "the built-in, needing approval", `(() => { const r = `+row("send")+`; return !!r &&
+		Array.from(r.cells).map(c => c.textContent).join("|") === "send|builtin|needs approval|always|none|yes"; })()`)
+	noBanner(t, ctx)
+	screenshot(t, ctx, "admin-tools.png")
+
+	gone.Store(true)
+	hs.CloseClientConnections() // the event stream drops; its reconnect finds no session
+	until(t, ctx, "the MCP tool, unavailable with the error", `(() => { const r = `+row("crm__lookup")+`; return !!r && r.dataset.available === "false" &&
+		r.cells[5].textContent.startsWith("no: ") && r.cells[5].textContent.includes("session not found"); })()`)
 }

@@ -102,3 +102,31 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// Delay is the wait before the next attempt after failures attempts in a
+// row failed (0 for the first retry after a loss), never under Floor: for
+// loops that count their own failures (the MCP reconnect).
+func (p Policy) Delay(failures int) time.Duration {
+	p = p.withDefaults()
+	b := p.Max(failures + 1)
+	d := b - time.Duration(rand.Float64()*p.Jitter*float64(b))
+	return max(d, p.Floor)
+}
+
+// MinDelay is the shortest wait Delay(failures) can give.
+func (p Policy) MinDelay(failures int) time.Duration {
+	p = p.withDefaults()
+	b := p.Max(failures + 1)
+	return max(b-time.Duration(p.Jitter*float64(b)), p.Floor)
+}
+
+// MaxAttempts is the most attempts a loop that waits Delay before each can
+// make within window, counting from the loss: the bound a test holds a
+// loop to against a server that fails at once.
+func (p Policy) MaxAttempts(window time.Duration) int {
+	n := 0
+	for spent := p.MinDelay(0); spent <= window; spent += p.MinDelay(n) {
+		n++
+	}
+	return n
+}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -42,6 +44,18 @@ func runSelfServer() int {
 	sdk.AddTool(srv, &sdk.Tool{Name: "rpc_fail", Description: "Fail at the protocol level."},
 		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 			return nil, nil, errors.New("not reached: the middleware answers first")
+		})
+	// boot tells one process from the next; die ends this one, as a
+	// server that crashes.
+	booted := strconv.FormatInt(time.Now().UnixNano(), 10)
+	sdk.AddTool(srv, &sdk.Tool{Name: "boot", Description: "When this process started."},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: booted}}}, nil, nil
+		})
+	sdk.AddTool(srv, &sdk.Tool{Name: "die", Description: "Exit at once."},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			os.Exit(3)
+			return nil, nil, nil
 		})
 	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {

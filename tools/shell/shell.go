@@ -315,3 +315,18 @@ func (t *Tool) Isolation() string {
 		return "off"
 	}
 }
+
+// Source implements tools.Sourced: a built-in whose commands run in the
+// sandbox, on the host, or not at all (off; unavailable when asked for
+// isolated and the sandbox cannot be made here).
+func (t *Tool) Source() (server, isolation string) {
+	switch {
+	case t.cfg.Mode == Host:
+		return "builtin", "host"
+	case t.cfg.Mode != Isolated:
+		return "builtin", "off"
+	case t.Runnable() != nil:
+		return "builtin", "unavailable"
+	}
+	return "builtin", "sandbox"
+}

@@ -1,5 +1,5 @@
 // Gatehouse admin page: activity charts, incidents, the knowledge library,
-// platforms, people, grants, pending approvals, the receive log and dead
+// platforms, tools, people, grants, pending approvals, the receive log and dead
 // letters, read from
 // the /v1 API. No framework, no build step.
 (function () {
@@ -335,6 +335,21 @@
     });
   }
 
+  // Tools: GET /v1/tools, read each refresh so a lost MCP server shows.
+  async function loadTools() {
+    const body = await api("/v1/tools");
+    fill("tools", body.tools || [], (tr, t) => {
+      tr.dataset.tool = t.name;
+      tr.dataset.available = String(!!t.available);
+      cell(tr, t.name, "text");
+      cell(tr, t.server);
+      cell(tr, t.tier === "safe" ? "safe" : "needs approval");
+      cell(tr, t.approval);
+      cell(tr, t.isolation);
+      cell(tr, t.available ? "yes" : "no: " + (t.error || "unavailable"), t.available ? "" : "text");
+    });
+  }
+
   // Activity: GET /v1/admin/stats over the chosen window, drawn by
   // charts.js.
   const Charts = window.GatehouseCharts;
@@ -599,7 +614,7 @@
 
   async function refresh() {
     show(null);
-    const results = await Promise.allSettled([loadCard(), loadStats(), loadIncidents(), loadKnowledge(), loadAdapters(), loadGates(), loadReceive(), loadDead(), loadPeople(), loadGrants(), loadDevMail()]);
+    const results = await Promise.allSettled([loadCard(), loadStats(), loadIncidents(), loadKnowledge(), loadAdapters(), loadGates(), loadReceive(), loadDead(), loadPeople(), loadGrants(), loadTools(), loadDevMail()]);
     const failed = results.find((r) => r.status === "rejected");
     if (failed) show(failed.reason);
     // How many refreshes have finished, for whoever waits on the page.
