@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -146,29 +145,8 @@ func TestDepsFailAndComeBack(t *testing.T) {
 		if err != nil {
 			t.Fatalf("events of %s: %v", sid, err)
 		}
-		var users, answers int
-		var decisions []gh.GateDecided
-		var result *gh.ToolResult
-		for _, e := range evs {
-			switch e.Kind {
-			case gh.KindUserMessage:
-				users++
-			case gh.KindAssistantMessage:
-				var a gh.AssistantMessage
-				json.Unmarshal(e.Payload, &a)
-				if a.Text != "" && len(a.ToolCalls) == 0 {
-					answers++
-				}
-			case gh.KindGateDecided:
-				var d gh.GateDecided
-				json.Unmarshal(e.Payload, &d)
-				decisions = append(decisions, d)
-			case gh.KindToolResult:
-				var tr gh.ToolResult
-				json.Unmarshal(e.Payload, &tr)
-				result = &tr
-			}
-		}
+		l := chaos.ReadLog(evs)
+		users, answers, decisions, result := l.Users, len(l.Answers), l.Decisions, l.Result
 		if users != 1 || answers < 1 {
 			t.Errorf("%s: acknowledged input in the log %d times, answered %d times; want 1 and at least 1", sid, users, answers)
 		}

@@ -503,3 +503,45 @@ func (r *Redis) Kill(t testing.TB) {
 	<-r.done
 	r.cmd = nil
 }
+
+// Log is what a session's events say of one conversation.
+type Log struct {
+	// Users counts the user messages: an acknowledged input is there once.
+	Users int
+	// Answers are the texts of the completed answers (no tool calls).
+	Answers []string
+	// Decisions are the gate.decided events.
+	Decisions []gh.GateDecided
+	// Result is the last tool.result, nil when none.
+	Result *gh.ToolResult
+	// Finished: a run.finished is in the log.
+	Finished bool
+}
+
+// ReadLog reads a session's events into a Log.
+func ReadLog(evs []gh.Event) Log {
+	var l Log
+	for _, e := range evs {
+		switch e.Kind {
+		case gh.KindUserMessage:
+			l.Users++
+		case gh.KindAssistantMessage:
+			var a gh.AssistantMessage
+			json.Unmarshal(e.Payload, &a)
+			if a.Text != "" && len(a.ToolCalls) == 0 {
+				l.Answers = append(l.Answers, a.Text)
+			}
+		case gh.KindGateDecided:
+			var d gh.GateDecided
+			json.Unmarshal(e.Payload, &d)
+			l.Decisions = append(l.Decisions, d)
+		case gh.KindToolResult:
+			var tr gh.ToolResult
+			json.Unmarshal(e.Payload, &tr)
+			l.Result = &tr
+		case gh.KindRunFinished:
+			l.Finished = true
+		}
+	}
+	return l
+}

@@ -247,31 +247,12 @@ func TestPrimaryAndRedisMasterDieMidStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var users, answers int
-		var decisions []gh.GateDecided
-		var result *gh.ToolResult
-		for _, e := range evs {
-			switch e.Kind {
-			case gh.KindUserMessage:
-				users++
-			case gh.KindAssistantMessage:
-				var a gh.AssistantMessage
-				json.Unmarshal(e.Payload, &a)
-				if a.Text != "" && len(a.ToolCalls) == 0 {
-					answers++
-					if strings.Contains(a.Text, "can't tell whether") {
-						unknown++
-						t.Errorf("%s: %q", r.Session(), a.Text)
-					}
-				}
-			case gh.KindGateDecided:
-				var d gh.GateDecided
-				json.Unmarshal(e.Payload, &d)
-				decisions = append(decisions, d)
-			case gh.KindToolResult:
-				var tr gh.ToolResult
-				json.Unmarshal(e.Payload, &tr)
-				result = &tr
+		l := chaos.ReadLog(evs)
+		users, answers, decisions, result := l.Users, len(l.Answers), l.Decisions, l.Result
+		for _, text := range l.Answers {
+			if strings.Contains(text, "can't tell whether") {
+				unknown++
+				t.Errorf("%s: %q", r.Session(), text)
 			}
 		}
 		if users != 1 || answers != 1 {
@@ -336,33 +317,16 @@ type plainInput struct {
 // answers it got.
 func count(t *testing.T, c *chaos.Client, sid string) (users, answers int) {
 	t.Helper()
-	var evs []gh.Event
+	var l chaos.Log
 	testenv.EventuallyWithin(t, time.Minute, sid+" answered", func() bool {
-		var err error
-		evs, err = c.Events(sid)
+		evs, err := c.Events(sid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range evs {
-			if e.Kind == gh.KindRunFinished {
-				return true
-			}
-		}
-		return false
+		l = chaos.ReadLog(evs)
+		return l.Finished
 	})
-	for _, e := range evs {
-		switch e.Kind {
-		case gh.KindUserMessage:
-			users++
-		case gh.KindAssistantMessage:
-			var a gh.AssistantMessage
-			json.Unmarshal(e.Payload, &a)
-			if a.Text != "" && len(a.ToolCalls) == 0 {
-				answers++
-			}
-		}
-	}
-	return users, answers
+	return l.Users, len(l.Answers)
 }
 
 // telegramInputs counts the user messages in the Telegram sessions and
