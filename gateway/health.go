@@ -155,7 +155,8 @@ func (g *Gateway) watch(ctx context.Context, a chat.Adapter) {
 	}
 }
 
-// policyFor is the wait after err: long for a refused token.
+// retryWait is the wait after err: from the refused-token policy for a
+// refused token, else from b (and the refused one starts over).
 func retryWait(b, refused *backoff.Backoff, err error) time.Duration {
 	if chat.IsTokenRefused(err) {
 		return refused.Next()

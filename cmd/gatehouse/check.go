@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -85,22 +84,6 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return 1
 	}
 	return 0
-}
-
-// localBaseURL is the gateway's own address as a URL, asked on loopback
-// when it listens on every address.
-func localBaseURL(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("GATEHOUSE_ADDR %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-		if ip != nil && ip.To4() == nil {
-			host = "::1"
-		}
-	}
-	return "http://" + net.JoinHostPort(host, port), nil
 }
 
 // askCheck is POST /v1/adapters/{platform}/check.

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -134,15 +133,9 @@ func livezURL(cfg Config) string {
 	if cfg.ProbeAddr != "" {
 		addr = cfg.ProbeAddr
 	}
-	host, port, err := net.SplitHostPort(addr)
+	base, err := localBaseURL(addr)
 	if err != nil {
 		return "http://" + addr + "/livez"
 	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-		if ip != nil && ip.To4() == nil {
-			host = "::1"
-		}
-	}
-	return "http://" + net.JoinHostPort(host, port) + "/livez"
+	return base + "/livez"
 }

@@ -125,6 +125,16 @@ func defaultProbeURL(getenv func(string) string) (string, error) {
 			}
 		}
 	}
+	base, err := localBaseURL(addr)
+	if err != nil {
+		return "", err
+	}
+	return base + "/healthz", nil
+}
+
+// localBaseURL is the gateway's own address as a URL, asked on loopback
+// when it listens on every address: for probe, check and the guard.
+func localBaseURL(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("GATEHOUSE_ADDR %q: %w", addr, err)
@@ -135,5 +145,5 @@ func defaultProbeURL(getenv func(string) string) (string, error) {
 			host = "::1"
 		}
 	}
-	return "http://" + net.JoinHostPort(host, port) + "/healthz", nil
+	return "http://" + net.JoinHostPort(host, port), nil
 }
