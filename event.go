@@ -39,8 +39,10 @@ type KindClass struct {
 }
 
 var kindClasses = map[Kind]KindClass{
-	KindUserMessage:      {Edge: true, Input: true},
-	KindGateDecided:      {Edge: true, Input: true},
+	KindUserMessage: {Edge: true, Input: true},
+	// A decision resumes the run its gate waits in (the kernel's
+	// resumeTx); it is not input a new turn owes an answer to.
+	KindGateDecided:      {Edge: true},
 	KindTurnRetry:        {Edge: true, Input: true},
 	KindAssistantMessage: {},
 	KindToolResult:       {},

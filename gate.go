@@ -185,7 +185,7 @@ func GateOpenedEvent(key string, g Gate, card GateOpened) NewEvent {
 // a press, the clock, a cancel closing its turn's cards, an incident
 // retired, a library card), so a retry of any of them is the same event.
 func GateDecidedEvent(g Gate) NewEvent {
-	p, _ := json.Marshal(GateDecided{GateID: g.ID, ToolCallID: g.ToolCallID, Tool: g.Tool, Decision: g.State,
+	p, _ := json.Marshal(GateDecided{GateID: g.ID, RunID: g.RunID, ToolCallID: g.ToolCallID, Tool: g.Tool, Decision: g.State,
 		By: g.DecidedBy, Surface: g.Surface, Reason: g.Reason, Answer: g.Answer})
 	return NewEvent{Kind: KindGateDecided, Payload: p, Key: "gate:" + g.ID}
 }
@@ -199,7 +199,11 @@ func GateApprovalEvent(g Gate, a GateApproval, count, needed int) NewEvent {
 
 // GateDecided is the payload of gate.decided, keyed "gate:<id>".
 type GateDecided struct {
-	GateID     string    `json:"gateId"`
+	GateID string `json:"gateId"`
+	// RunID is the run the gate's turn waits in: the decision resumes
+	// that run (0 in events from before it was recorded, and for gates
+	// outside a run).
+	RunID      int64     `json:"runId,omitempty"`
 	ToolCallID string    `json:"toolCallId"`
 	Tool       string    `json:"tool"`
 	Decision   GateState `json:"decision"`

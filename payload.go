@@ -124,9 +124,14 @@ const (
 // generationId (u<promptSeq>-a<ordinal>), so a retried attempt cannot
 // append a second answer for the same generation.
 type AssistantMessage struct {
-	GenerationID string     `json:"generationId"`
-	Text         string     `json:"text,omitempty"`
-	ToolCalls    []ToolCall `json:"toolCalls,omitempty"`
+	GenerationID string `json:"generationId"`
+	// RunID is the run whose attempt committed the message: a turn is
+	// one run's, so a run resumed after a decision goes on with the
+	// messages carrying its id, and an aside answered while its card
+	// waited is another run's (0 in events from before it was recorded).
+	RunID     int64      `json:"runId,omitempty"`
+	Text      string     `json:"text,omitempty"`
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
 	// InputSeqs lists the user.message seqs the request presented: an
 	// input is answered exactly when a completed assistant message lists it.
 	InputSeqs  []int64 `json:"inputSeqs"`

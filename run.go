@@ -8,7 +8,8 @@ import (
 // DefaultTenant is the tenant of sessions created without one.
 const DefaultTenant = "default"
 
-// Session is one conversation: one log, at most one active run.
+// Session is one conversation: one log, at most one run queued or running
+// (its session lock), and any number of runs awaiting approval.
 type Session struct {
 	ID      string    `json:"id"`
 	Tenant  string    `json:"tenant"`
@@ -30,8 +31,10 @@ type Session struct {
 // RunState is where a run stands.
 type RunState string
 
-// Run states. Queued, running and awaiting_approval are active: a session has
-// at most one active run, which is its session lock.
+// Run states. Queued, running and awaiting_approval are active. A session
+// has at most one run queued or running, which is its session lock; a run
+// awaiting approval holds no lock, so a message typed under its card is
+// answered by a turn of its own while the card waits.
 const (
 	RunQueued           RunState = "queued"
 	RunRunning          RunState = "running"
@@ -41,10 +44,15 @@ const (
 	RunCancelled        RunState = "cancelled"
 )
 
-// Active reports whether s holds the session's session lock.
+// Active reports whether a run in state s is not over: queued, running or
+// awaiting approval.
 func (s RunState) Active() bool {
-	return s == RunQueued || s == RunRunning || s == RunAwaitingApproval
+	return s.Locks() || s == RunAwaitingApproval
 }
+
+// Locks reports whether a run in state s holds its session's lock: queued
+// or running (at most one per session).
+func (s RunState) Locks() bool { return s == RunQueued || s == RunRunning }
 
 // Run is the unit of work a worker claims: "this session owes processing".
 type Run struct {
@@ -71,6 +79,10 @@ type Run struct {
 	// turn.
 	Step        string    `json:"step,omitempty"`
 	StepStarted time.Time `json:"stepStartedAt,omitzero"`
+	// ResumeRequested is set on a run awaiting approval (or still running
+	// when the decision came) whose gate was decided while the session's
+	// lock was held by another run: it resumes when that run settles.
+	ResumeRequested bool `json:"resumeRequested,omitempty"`
 }
 
 // Execution is a run's resolved execution identity: which provider and

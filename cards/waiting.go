@@ -22,7 +22,8 @@ const waitingValueMax = 120
 // Waiting is the notice a person gets at once when they write while a card
 // of their session waits for a person: which card (its tool and its first
 // field, or the question), where it is, and that the message is answered
-// right after the decision, in a turn of its own. source is the surface the
+// now, in a turn of its own, while the card's turn waits for its
+// decision. source is the surface the
 // message came from (gh.UserMessage.Source): on a chat platform the card is
 // above in that chat, and an approval card can be denied there by typing
 // CancelWord. more counts the other cards pending in the session.
@@ -42,7 +43,7 @@ func Waiting(o gh.GateOpened, source string, more int) string {
 		also = fmt.Sprintf(" (and %d more)", more)
 	}
 	if o.Kind == gh.GateKindClarify {
-		return fmt.Sprintf("A question is waiting for an answer: “%s”%s. It is %s. Your message will be answered right after it is answered.",
+		return fmt.Sprintf("A question is waiting for an answer: “%s”%s. It is %s. Your message is answered now, in a turn of its own; the question's turn goes on once it is answered.",
 			Clip(Visible(oneLine(o.Question)), waitingValueMax), also, where)
 	}
 	card := Visible(o.Tool)
@@ -56,7 +57,7 @@ func Waiting(o gh.GateOpened, source string, more int) string {
 			break
 		}
 	}
-	text := fmt.Sprintf("A card is waiting for a decision: %s%s. It is %s. Your message will be answered right after the decision.", card, also, where)
+	text := fmt.Sprintf("A card is waiting for a decision: %s%s. It is %s. Your message is answered now, in a turn of its own; the card's turn goes on after the decision.", card, also, where)
 	if chat {
 		text += fmt.Sprintf(" To deny the card now, reply %q (if you may decide it).", CancelWord)
 	}

@@ -11,7 +11,7 @@ func TestWaitingNamesTheCardAndWhereItIs(t *testing.T) {
 	o := gh.GateOpened{Tool: "email_send", Kind: gh.GateKindApproval, Fields: []gh.CardField{
 		{Label: "To", Value: "sara@example.com\u202E\nbob@example.com"}, {Label: "Body", Value: "the body", FreeText: true}}}
 	chat := Waiting(o, "telegram", 0)
-	for _, want := range []string{"email_send", `To: sara@example.com\u202E; bob@example.com`, "above in this chat", "right after the decision", `reply "cancel"`} {
+	for _, want := range []string{"email_send", `To: sara@example.com\u202E; bob@example.com`, "above in this chat", "is answered now, in a turn of its own", `reply "cancel"`} {
 		if !strings.Contains(chat, want) {
 			t.Fatalf("%q lacks %q", chat, want)
 		}

@@ -109,7 +109,7 @@ func (s *Service) closeTx(ctx context.Context, tx store.Tx, g gh.Gate, c card) (
 	if err != nil {
 		return nil, err
 	}
-	events, unknown := answerOpenCalls(tail)
+	events, unknown := answerOpenCalls(tail, r.ID)
 	text := "🛑 This turn was closed by " + who + " after it made no progress."
 	if len(unknown) > 0 {
 		text += fmt.Sprintf(" I can't tell whether %s ran: it was running when the turn was closed, and it will not be run again so it cannot happen twice. Please check before asking for it again.", strings.Join(unknown, ", "))
@@ -120,13 +120,10 @@ func (s *Service) closeTx(ctx context.Context, tx store.Tx, g gh.Gate, c card) (
 	if err != nil {
 		return nil, err
 	}
-	if sess.LastInputSeq > r.ReadWatermark {
-		// Input the closed turn never read gets a turn of its own.
-		if _, err := tx.InsertRun(ctx, gh.Run{SessionID: g.SessionID, State: gh.RunQueued, MaxAttempts: r.MaxAttempts,
-			AvailableAt: now, Created: now, Updated: now}); err != nil {
-			return nil, err
-		}
-		tx.Wake()
+	// The session's lock goes on: to a run whose decision came while the
+	// stuck one held it, else to input the closed turn never read.
+	if _, _, err := s.k.SessionFreedTx(ctx, tx, g.SessionID, sess.LastInputSeq > r.ReadWatermark, now); err != nil {
+		return nil, err
 	}
 	return cs, nil
 }
@@ -136,11 +133,13 @@ func notice(code, text, gateID string) gh.NewEvent {
 	return gh.NewEvent{Kind: gh.KindNotice, Payload: p, Key: code + ":" + gateID}
 }
 
-// answerOpenCalls answers the calls of the newest assistant message in
-// tail that have no result: "outcome unknown" with a finished receipt for
-// one whose effect started (it is never run again), "not run" for the
-// rest. It returns the events and the tools whose outcome is unknown.
-func answerOpenCalls(tail []gh.Event) ([]gh.NewEvent, []string) {
+// answerOpenCalls answers the calls of the closed run's newest assistant
+// message in tail that have no result: "outcome unknown" with a finished
+// receipt for one whose effect started (it is never run again), "not
+// run" for the rest. Another run's calls — a turn waiting for its card
+// while this one ran — are left to that run. It returns the events and
+// the tools whose outcome is unknown.
+func answerOpenCalls(tail []gh.Event, runID int64) ([]gh.NewEvent, []string) {
 	var calls []gh.ToolCall
 	results := map[string]bool{}
 	receipts := map[string]effectjournal.Receipt{}
@@ -148,7 +147,7 @@ func answerOpenCalls(tail []gh.Event) ([]gh.NewEvent, []string) {
 		switch e.Kind {
 		case gh.KindAssistantMessage:
 			var a gh.AssistantMessage
-			if json.Unmarshal(e.Payload, &a) == nil && len(a.ToolCalls) > 0 {
+			if json.Unmarshal(e.Payload, &a) == nil && len(a.ToolCalls) > 0 && (a.RunID == 0 || a.RunID == runID) {
 				calls = a.ToolCalls
 			}
 		case gh.KindToolResult:

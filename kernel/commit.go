@@ -24,7 +24,8 @@ type Committed struct {
 	// Duplicate is true when the idempotency key was already committed with
 	// the same payload: Event is that first commit and nothing was written.
 	Duplicate bool
-	// RunID is the session's active run (edge commits only; 0 on a duplicate).
+	// RunID is the session's queued or running run, or for a decision
+	// the run it resumes (edge commits only; 0 on a duplicate).
 	RunID int64
 }
 
@@ -48,6 +49,19 @@ func (k *Kernel) EdgeCommit(ctx context.Context, in EdgeInput) (Committed, error
 	}
 	if err := gh.CheckEdgeSession(in.SessionID); err != nil {
 		return Committed{}, err
+	}
+	if in.Event.Kind == gh.KindGateDecided {
+		// A decision resumes its run in its own transaction (resumeTx).
+		var c Committed
+		err := k.st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			c, err = k.EdgeCommitTx(ctx, tx, in)
+			return err
+		})
+		if err == nil && !c.Duplicate {
+			k.publish(in.SessionID, []Committed{c})
+		}
+		return c, err
 	}
 	var res store.AppendResult
 	if p.CheckGates {
@@ -95,6 +109,13 @@ func (k *Kernel) EdgeCommitTx(ctx context.Context, tx store.Tx, in EdgeInput) (C
 	}
 	res, err := tx.Append(ctx, p)
 	c, err := k.edgeResult(res, p, err)
+	if err == nil && !c.Duplicate && in.Event.Kind == gh.KindGateDecided {
+		// The decision resumes the run its gate waits in, not whichever
+		// run holds the session (see resume.go).
+		if c.RunID, _, err = k.resumeTx(ctx, tx, in.SessionID, decidedRun(c.Event.Payload), p.Now); err != nil {
+			return Committed{}, err
+		}
+	}
 	if err == nil && !c.Duplicate && res.GatePending {
 		// In the input's transaction: a redelivery, a duplicate, adds
 		// no second notice.
@@ -118,7 +139,10 @@ func (k *Kernel) edgeParams(in EdgeInput) (store.AppendParams, error) {
 	}
 	return store.AppendParams{
 		SessionID: in.SessionID, Tenant: in.Tenant, Kind: in.Event.Kind, Payload: payload, Key: in.Event.Key,
-		Now: k.now(), Input: class.Input, QueueRun: true, MaxAttempts: k.cfg.MaxAttempts,
+		Now: k.now(), Input: class.Input, MaxAttempts: k.cfg.MaxAttempts,
+		// Input is answered by the session's queued or running run, or
+		// a new one; a decision resumes its own run instead (resumeTx).
+		QueueRun: in.Event.Kind != gh.KindGateDecided,
 		// A person's message while a card waits is told so (noteWaiting).
 		CheckGates: in.Event.Kind == gh.KindUserMessage,
 	}, nil

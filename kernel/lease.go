@@ -149,11 +149,8 @@ func (k *Kernel) failExhausted(ctx context.Context, tx store.Tx, run gh.Run, now
 	if err != nil {
 		return nil, err
 	}
-	if sess.LastInputSeq > max(sess.ReadWatermark, run.ReadWatermark) {
-		if _, err := tx.InsertRun(ctx, gh.Run{SessionID: run.SessionID, State: gh.RunQueued, MaxAttempts: k.cfg.MaxAttempts, AvailableAt: now, Created: now, Updated: now}); err != nil {
-			return nil, err
-		}
-		tx.Wake()
+	if _, _, err := k.SessionFreedTx(ctx, tx, run.SessionID, sess.LastInputSeq > max(sess.ReadWatermark, run.ReadWatermark), now); err != nil {
+		return nil, err
 	}
 	// Published once the caller's transaction commits.
 	return []Committed{{Event: res.Event, Duplicate: res.Existing}}, nil
@@ -248,11 +245,10 @@ type Settle struct {
 	OnDone func(ctx context.Context, tx store.Tx) error
 	// Unanswered says the attempt read input it left for a turn of its
 	// own: a turn resumed after a decision answers what it was asked,
-	// and a message typed while its card waited is answered next. A
-	// settle that ends the run (done, cancelled, failed for good) then
-	// queues the session again, as it does for input above the
-	// watermark; one awaiting approval again leaves it for the resumed
-	// turn after that decision.
+	// and a message that arrived meanwhile is answered next. A settle
+	// that leaves the session lock (done, cancelled, failed for good,
+	// awaiting approval) then queues the session again, as it does for
+	// input above the watermark.
 	Unanswered bool
 }
 
@@ -332,7 +328,9 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 		if s.Execution != nil {
 			run.Execution = s.Execution
 		}
-		requeueNew := false
+		// freed: the run leaves the session lock for a state other than
+		// queued, and the lock goes on (SessionFreedTx).
+		freed := false
 		outcome := s.Outcome
 		if run.CancelRequested {
 			outcome = gh.OutcomeCancelled
@@ -341,33 +339,32 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 		case gh.OutcomeCancelled:
 			// The cancelled turn ends; input that arrived and nobody read
 			// (a message typed after pressing stop) still gets its turn.
-			run.State = gh.RunCancelled
-			requeueNew = owed
+			run.State, freed = gh.RunCancelled, true
 		case gh.OutcomeDone:
-			run.State = gh.RunDone
-			requeueNew = owed
+			run.State, freed = gh.RunDone, true
 		case gh.OutcomeAwaitingApproval:
-			// Waiting for a person is not a failed attempt: the resumed
-			// run gets its full set of attempts.
-			run.Attempts = 0
-			run.State = gh.RunAwaitingApproval
-			if unread {
-				run.State, run.AvailableAt = gh.RunQueued, now
+			if run.ResumeRequested {
+				// A decision came while the attempt ran: it goes on.
+				queueResumed(&run, now)
+			} else {
+				// Waiting for a person holds no lock: input it left,
+				// or that arrived meanwhile, gets a turn of its own now.
+				run.Attempts = 0
+				run.State, freed = gh.RunAwaitingApproval, true
 			}
 		case gh.OutcomeFailed:
 			if run.Attempts < run.MaxAttempts && !s.NoRetry {
 				run.State = gh.RunQueued
 				run.AvailableAt = now.Add(time.Duration(run.Attempts) * k.cfg.RetryBackoff)
 			} else {
-				run.State = gh.RunFailed
-				requeueNew = owed
+				run.State, freed = gh.RunFailed, true
 			}
 		}
-		// Sent with the commit, unless a new run follows in this
-		// transaction: only one run of a session may be active, so this
-		// one must have ended first.
+		// Sent with the commit, unless the lock goes on in this
+		// transaction: only one run of a session may be queued or
+		// running, so this one must have left first.
 		update := tx.UpdateRunAtCommit
-		if requeueNew {
+		if freed {
 			update = tx.UpdateRun
 		}
 		if err := update(ctx, run); err != nil {
@@ -383,13 +380,14 @@ func (k *Kernel) Finish(ctx context.Context, l gh.Lease, s Settle) (Settled, err
 			out.Requeued, out.RunID = true, run.ID
 			tx.Wake()
 		}
-		if requeueNew {
-			next, err := tx.InsertRun(ctx, gh.Run{SessionID: l.SessionID, State: gh.RunQueued, MaxAttempts: k.cfg.MaxAttempts, AvailableAt: now, Created: now, Updated: now})
+		if freed {
+			next, ok, err := k.SessionFreedTx(ctx, tx, l.SessionID, owed, now)
 			if err != nil {
 				return err
 			}
-			out.Requeued, out.RunID = true, next.ID
-			tx.Wake()
+			if ok {
+				out.Requeued, out.RunID = true, next.ID
+			}
 		}
 		return nil
 	}, landed)
@@ -444,11 +442,13 @@ func (k *Kernel) Release(ctx context.Context, l gh.Lease) error {
 	return err
 }
 
-// Cancel asks the session's active run to stop. A queued or waiting run is
-// cancelled at once; a running one is flagged, its worker learns it at the
-// next renewal and settles it as cancelled. Approval cards of the session
-// still pending are closed (denied by "cancel"): a press afterwards cannot
-// run the cancelled turn's effect.
+// Cancel asks the session's runs to stop: the one queued or running and
+// every one awaiting approval. A queued or waiting run is cancelled at
+// once; a running one is flagged, its worker learns it at the next
+// renewal and settles it as cancelled. Approval cards of the session
+// still pending are closed (denied by "cancel"): a press afterwards
+// cannot run a cancelled turn's effect. The run returned is the one that
+// held the session, else the newest waiting one.
 func (k *Kernel) Cancel(ctx context.Context, sessionID, reason string) (gh.Run, error) {
 	var out gh.Run
 	var closed []Committed
@@ -461,22 +461,32 @@ func (k *Kernel) Cancel(ctx context.Context, sessionID, reason string) (gh.Run, 
 		if err != nil {
 			return err
 		}
-		if !ok {
+		waiting, err := tx.LockWaitingRuns(ctx, sessionID, false)
+		if err != nil {
+			return err
+		}
+		runs := waiting
+		if ok {
+			runs = append(runs, run)
+		}
+		if len(runs) == 0 {
 			return gh.Errorf(gh.CodeConflict, "session %q has no active run to cancel", sessionID)
 		}
 		now := k.now()
 		if reason == "" {
 			reason = "cancelled"
 		}
-		run.Reason, run.Updated = reason, now
-		if run.State == gh.RunRunning {
-			run.CancelRequested = true
-		} else {
-			run.State = gh.RunCancelled
-		}
-		out = run
-		if err := tx.UpdateRun(ctx, run); err != nil {
-			return err
+		for _, r := range runs {
+			r.Reason, r.Updated, r.ResumeRequested = reason, now, false
+			if r.State == gh.RunRunning {
+				r.CancelRequested = true
+			} else {
+				r.State = gh.RunCancelled
+			}
+			out = r
+			if err := tx.UpdateRun(ctx, r); err != nil {
+				return err
+			}
 		}
 		closed, err = k.closeGates(ctx, tx, sessionID, now)
 		return err

@@ -21,9 +21,11 @@ type AppendParams struct {
 	Now     time.Time
 	// Input moves the session's input high-water mark to this event.
 	Input bool
-	// QueueRun makes sure the session has an active run: a queued run is
-	// inserted when there is none, and a run awaiting approval is moved back
-	// to queued. A running run is left alone (its Finish re-queues).
+	// QueueRun makes sure the session has a run queued or running: a
+	// queued run is inserted when there is none. A running run is left
+	// alone (its Finish re-queues), and so is a run awaiting approval: the
+	// input gets a turn of its own, and a decision resumes the waiting
+	// run (the kernel's, not the append's, business).
 	QueueRun bool
 	// MaxAttempts is stored on a newly queued run.
 	MaxAttempts int
@@ -144,7 +146,8 @@ type AppendResult struct {
 	// Existing is true when the key was already committed: Event is the
 	// committed one and nothing was written.
 	Existing bool
-	// RunID is the session's active run after the append (0 without QueueRun).
+	// RunID is the session's queued or running run after the append (0
+	// without QueueRun).
 	RunID int64
 	// Woke is true when the append made a run claimable that was not.
 	Woke bool
@@ -315,8 +318,13 @@ type Tx interface {
 	// fence of every leased write): an unknown session is
 	// CodeUnknownSession, an unknown run CodeNotFound.
 	LockSessionRun(ctx context.Context, sessionID string, runID int64) (gh.Session, gh.Run, error)
-	// LockActiveRun locks and returns the session's active run, if any.
+	// LockActiveRun locks and returns the session's run that is queued or
+	// running (its session lock; at most one), if any.
 	LockActiveRun(ctx context.Context, sessionID string) (gh.Run, bool, error)
+	// LockWaitingRuns locks and returns the session's runs awaiting
+	// approval, oldest first; with resumeOnly, only those whose decision
+	// came while the session was busy (gh.Run.ResumeRequested).
+	LockWaitingRuns(ctx context.Context, sessionID string, resumeOnly bool) ([]gh.Run, error)
 	// UpdateRun writes the mutable fields of r (state, attempts, owner,
 	// epoch, lease expiry, read watermark, cancel flag, reason, available
 	// time, updated time).

@@ -328,6 +328,9 @@ func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*attemptPla
 		events = events[:len(events)-1]
 	}
 	t := transcript.Decode(events, s.log)
+	// The run's own turn is the work; another run's, waiting for its
+	// card, is conversation (transcript.ForRun).
+	t.ForRun(lease.RunID)
 	p := &attemptPlan{t: t, pending: t.Unanswered(), missing: t.MissingResults(), cursor: lease.ReadWatermark,
 		view: view, prior: prior, priorKnown: priorKnown}
 	continuing := t.AwaitsAnswer()
@@ -504,7 +507,7 @@ func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *attemptPlan, ge
 	out.execution = executionOf(resp, chain, len(specs))
 	out.summary.Context = gh.ContextSize{Messages: len(msgs), Tokens: max(resp.Usage.InputTokens, transcript.EstimateTokens(msgs))}
 	a := gh.AssistantMessage{
-		GenerationID: gen, Text: resp.Text, InputSeqs: dedupe(p.inputs), StopReason: resp.StopReason,
+		GenerationID: gen, RunID: lease.RunID, Text: resp.Text, InputSeqs: dedupe(p.inputs), StopReason: resp.StopReason,
 		Usage: resp.Usage, Provider: resp.Provider, Model: resp.Model,
 		Memories: recalled, Thinking: resp.Thinking,
 	}
@@ -592,7 +595,7 @@ func (s *Supervisor) endTurn(ctx context.Context, lease gh.Lease, t *transcript.
 	if err != nil {
 		return err
 	}
-	a := gh.AssistantMessage{GenerationID: gen, Text: text, InputSeqs: dedupe(inputs), StopReason: gh.StopEndTurn, ErrorCode: code}
+	a := gh.AssistantMessage{GenerationID: gen, RunID: lease.RunID, Text: text, InputSeqs: dedupe(inputs), StopReason: gh.StopEndTurn, ErrorCode: code}
 	seq, err := s.commit(ctx, lease, gh.KindAssistantMessage, gen, a)
 	if err != nil {
 		return err
@@ -662,6 +665,9 @@ func (s *Supervisor) turnNotes(ctx context.Context, t *transcript.Transcript, in
 			}
 			notes = append(notes, models.Message{Role: models.RoleSystem, Text: b.String()})
 		}
+	}
+	if n := pendingNote(t.PendingCards(), s.cfg.Now().In(s.cfg.Location)); n != nil {
+		notes = append(notes, *n)
 	}
 	if latest != nil {
 		notes = append(notes, models.Message{Role: models.RoleSystem, Text: "The latest message to answer: " + latest.Text})
@@ -833,7 +839,7 @@ func (s *Supervisor) fail(ctx context.Context, lease gh.Lease, t *transcript.Tra
 		return out, gerr
 	}
 	a := gh.AssistantMessage{
-		GenerationID: gen, InputSeqs: dedupe(inputs), StopReason: gh.StopError,
+		GenerationID: gen, RunID: lease.RunID, InputSeqs: dedupe(inputs), StopReason: gh.StopError,
 		Text: "⚠️ The turn failed: " + msg + "\n" + hint, Error: msg, ErrorCode: code, Hint: hint,
 	}
 	if code == models.CodeNotConfigured {

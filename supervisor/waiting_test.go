@@ -16,12 +16,15 @@ import (
 )
 
 // A message typed in the web chat while a card waits is told so at once,
-// in the session's log, and answered after the decision in a turn of its
-// own: the turn resumed by the decision never sees it.
-func TestWebMessageWhileACardIsPendingWaitsForATurnOfItsOwn(t *testing.T) {
+// in the session's log, and answered at once in a turn of its own while
+// the card still waits (#30): the waiting run is not woken for it, the
+// model is told which card waits and since when, and the turn resumed by
+// the decision goes on with its own work and does not answer the message
+// again.
+func TestWebMessageWhileACardIsPendingIsAnsweredAtOnce(t *testing.T) {
 	e := stacktest.NewEnv(t, nil, stacktest.EnvOptions{HTTP: &httpapi.Config{}})
-	e.Model.Push(toolReply("post_note", `{"text":"The report is ready."}`), modeltest.Reply{Text: "Posted the note."},
-		modeltest.Reply{Text: "Tomorrow will be sunny."})
+	e.Model.Push(toolReply("post_note", `{"text":"The report is ready."}`), modeltest.Reply{Text: "Tomorrow will be sunny."},
+		modeltest.Reply{Text: "Posted the note."})
 	webSay(t, e, "w1", "post that the report is ready")
 	g := pendingGate(t, e, "w1")
 	seq := webSay(t, e, "w1", "and what is the weather tomorrow?")
@@ -32,19 +35,29 @@ func TestWebMessageWhileACardIsPendingWaitsForATurnOfItsOwn(t *testing.T) {
 	var n gh.Notice
 	json.Unmarshal(notice.Payload, &n)
 	n.Text = cards.NoticeText(n) // the kernel commits facts; surfaces word them
-	for _, want := range []string{"post_note", "The report is ready.", "above in this conversation", "right after the decision"} {
+	for _, want := range []string{"post_note", "The report is ready.", "above in this conversation", "is answered now, in a turn of its own"} {
 		if !strings.Contains(n.Text, want) || n.Code != kernel.NoticeCardPending {
 			t.Fatalf("the notice %+v does not say %q", n, want)
 		}
 	}
-	// The run woken by the message looks, finds the card still pending and
-	// waits again, without asking the model.
-	e.Eventually("the run waiting again", func() bool {
-		r, ok, _ := e.Kernel.LatestRun(e.Ctx, "w1")
-		return ok && r.State == gh.RunAwaitingApproval
-	})
-	if n := len(e.Model.Requests()); n != 1 {
-		t.Fatalf("the model was asked %d times before the decision", n)
+	e.Eventually("the message's own answer while the card waits", func() bool { return len(finalAnswers(e, "w1")) == 1 })
+	if got, _ := e.Store.GetGate(e.Ctx, g.ID); got.State != gh.GatePending {
+		t.Fatalf("the card after the aside: %s", got.State)
+	}
+	reqs := e.Model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests before the decision, want the turn and the aside", len(reqs))
+	}
+	aside := string(reqs[1].Body)
+	for _, want := range []string{"weather", "Waiting for a person's decision", "post_note", "open since", "Not run yet"} {
+		if !strings.Contains(aside, want) {
+			t.Fatalf("the aside's request does not say %q: %s", want, aside)
+		}
+	}
+	// The waiting run was never claimed for the message: one run.started
+	// of it so far, and no empty settle.
+	if starts := runStarts(e, "w1", g.RunID); starts != 1 {
+		t.Fatalf("the waiting run started %d times before its decision, want 1", starts)
 	}
 
 	body, _ := json.Marshal(map[string]string{"decision": "approve"})
@@ -58,30 +71,58 @@ func TestWebMessageWhileACardIsPendingWaitsForATurnOfItsOwn(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("decision: %d", res.StatusCode)
 	}
-	e.Eventually("the continuation and the message's own turn", settledDone(e, "w1", 2))
-	reqs := e.Model.Requests()
+	e.Eventually("the continuation", func() bool { return len(finalAnswers(e, "w1")) == 2 })
+	e.Eventually("every run settled", settledDone(e, "w1", 2))
+	reqs = e.Model.Requests()
 	if len(reqs) != 3 {
-		t.Fatalf("%d model requests, want the turn, its continuation and the message's own turn", len(reqs))
+		t.Fatalf("%d model requests, want the turn, the aside and the continuation", len(reqs))
 	}
-	if strings.Contains(string(reqs[1].Body), "weather") {
-		t.Fatal("the turn resumed by the decision was given the message typed under the card")
+	// The continuation ends with its tool's result: it goes on with its
+	// own turn, the aside told before it as earlier conversation.
+	var cont struct {
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
 	}
-	if !strings.Contains(string(reqs[2].Body), "weather") {
-		t.Fatal("the message typed under the card was never asked about")
+	json.Unmarshal(reqs[2].Body, &cont)
+	if len(cont.Messages) == 0 || cont.Messages[len(cont.Messages)-1].Role != "tool" {
+		t.Fatalf("the continuation's request does not end with the tool result: %s", reqs[2].Body)
 	}
-	// Each answer lists the inputs it answers.
-	evs, _ := e.Kernel.Events(e.Ctx, "w1", 0, 1000)
-	var answers []gh.AssistantMessage
+	if starts := runStarts(e, "w1", g.RunID); starts != 2 {
+		t.Fatalf("the waiting run started %d times, want 2 (its turn, its resume)", starts)
+	}
+	// Each answer lists the inputs it answers: the message once.
+	answers := finalAnswers(e, "w1")
+	if answers[0].Text != "Tomorrow will be sunny." || len(answers[0].InputSeqs) != 1 || answers[0].InputSeqs[0] != seq ||
+		answers[1].Text != "Posted the note." || contains(answers[1].InputSeqs, seq) {
+		t.Fatalf("answers %+v; the message is %d", answers, seq)
+	}
+}
+
+// finalAnswers are the session's answers that end a turn, in log order.
+func finalAnswers(e *stacktest.Env, session string) []gh.AssistantMessage {
+	evs, _ := e.Kernel.Events(e.Ctx, session, 0, 1000)
+	var out []gh.AssistantMessage
 	for _, ev := range evs {
 		var a gh.AssistantMessage
 		if ev.Kind == gh.KindAssistantMessage && json.Unmarshal(ev.Payload, &a) == nil && a.StopReason == gh.StopEndTurn {
-			answers = append(answers, a)
+			out = append(out, a)
 		}
 	}
-	if len(answers) != 2 || answers[0].Text != "Posted the note." || contains(answers[0].InputSeqs, seq) ||
-		answers[1].Text != "Tomorrow will be sunny." || len(answers[1].InputSeqs) != 1 || answers[1].InputSeqs[0] != seq {
-		t.Fatalf("answers %+v; the message is %d", answers, seq)
+	return out
+}
+
+// runStarts counts the run.started of run in the session's log.
+func runStarts(e *stacktest.Env, session string, run int64) int {
+	evs, _ := e.Kernel.Events(e.Ctx, session, 0, 1000)
+	n := 0
+	for _, ev := range evs {
+		var r gh.RunStarted
+		if ev.Kind == gh.KindRunStarted && json.Unmarshal(ev.Payload, &r) == nil && r.RunID == run {
+			n++
+		}
 	}
+	return n
 }
 
 func contains(seqs []int64, v int64) bool {

@@ -29,7 +29,7 @@ func TestTelegramMessageWhileACardIsPending(t *testing.T) {
 	waitUntil(t, "the notice naming the card", func() bool { return count(chatTexts(tg, "alice"), "A card is waiting for a decision") == 1 })
 	texts := chatTexts(tg, "alice")
 	notice := texts[index(texts, "A card is waiting for a decision")]
-	for _, want := range []string{"email_send", "To: ", "sara@example.com", "above in this chat", "right after the decision", `"cancel"`} {
+	for _, want := range []string{"email_send", "To: ", "sara@example.com", "above in this chat", "is answered now, in a turn of its own", `"cancel"`} {
 		if !strings.Contains(notice, want) {
 			t.Fatalf("the notice %q does not say %q", notice, want)
 		}

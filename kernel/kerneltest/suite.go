@@ -154,6 +154,9 @@ func Run(t *testing.T, h Harness) {
 		{"WaitingNoticeForInputWhileACardIsPending", testWaitingNotice},
 		{"WaitingNoticeNamesTheOldestCard", testWaitingNoticeNamesTheOldestCard},
 		{"UnansweredInputRequeuesWhenTheRunEnds", testUnansweredRequeues},
+		{"AsideWhileACardWaits", testAsideWhileACardWaits},
+		{"DecisionBeforeTheSettleGoesOn", testDecisionBeforeTheSettle},
+		{"SeveralRunsWaitEachForItsCard", testSeveralRunsWait},
 		{"LoadStartsAtCompaction", testLoadFromCompaction},
 		{"EdgeAndFencedWritersInterleave", testInterleave},
 		{"ComposedTransactionRollsBack", testTxRollback},
@@ -798,7 +801,7 @@ func testAwaitingApproval(t *testing.T, h Harness) {
 	if err != nil || s.State != gh.RunAwaitingApproval || s.Requeued {
 		t.Fatalf("settle awaiting: %+v %v", s, err)
 	}
-	// Waiting holds the session lock but nothing is claimable, however long.
+	// Waiting holds no lock and nothing is claimable, however long.
 	f.clock.Advance(time.Hour)
 	f.noClaim()
 	c, err := f.k.EdgeCommit(f.ctx, kernel.EdgeInput{SessionID: "s1", Event: gh.NewEvent{Kind: gh.KindGateDecided, Payload: json.RawMessage(`{"gateId":"g1","decision":"approve"}`), Key: "gate:g1"}})
@@ -806,7 +809,8 @@ func testAwaitingApproval(t *testing.T, h Harness) {
 		t.Fatalf("decision: %+v %v", c, err)
 	}
 	b := f.claim("w2")
-	if b.RunID != l.RunID || b.Attempt != 1 || b.TookOver || !b.PendingInput {
+	// The decision resumes its run; it is not input a turn answers.
+	if b.RunID != l.RunID || b.Attempt != 1 || b.TookOver || b.PendingInput {
 		t.Fatalf("resumed lease %+v", b)
 	}
 }

@@ -97,7 +97,7 @@ func testWaitingNotice(t *testing.T, h Harness) {
 	if !ok || len(f.waitingNotices("s1")) != 1 {
 		t.Fatalf("notices %+v, want one for seq %d", f.waitingNotices("s1"), c.Event.Seq)
 	}
-	for _, want := range []string{"email_send", "To: sara@example.com", "above in this conversation", "right after the decision"} {
+	for _, want := range []string{"email_send", "To: sara@example.com", "above in this conversation", "is answered now, in a turn of its own"} {
 		if !strings.Contains(n.Text, want) {
 			t.Fatalf("notice %q lacks %q", n.Text, want)
 		}
@@ -180,7 +180,8 @@ func testWaitingNoticeNamesTheOldestCard(t *testing.T, h Harness) {
 }
 
 // Input an attempt left for a turn of its own queues the session again
-// when the run ends, not while it awaits another decision.
+// when the run leaves the session lock: when it ends, and when it waits
+// for another decision (a waiting run holds no lock).
 func testUnansweredRequeues(t *testing.T, h Harness) {
 	f := newFixture(t, h, kernel.Config{})
 	f.session("s1")
@@ -195,8 +196,11 @@ func testUnansweredRequeues(t *testing.T, h Harness) {
 		t.Fatalf("claimed %d, want the new run %d", next.RunID, s.RunID)
 	}
 	s, err = f.k.Finish(f.ctx, next, kernel.Settle{Outcome: gh.OutcomeAwaitingApproval, Unanswered: true})
-	if err != nil || s.State != gh.RunAwaitingApproval || s.Requeued {
-		t.Fatalf("awaiting with input left: %+v %v", s, err)
+	if err != nil || s.State != gh.RunAwaitingApproval || !s.Requeued || s.RunID == next.RunID {
+		t.Fatalf("awaiting with input left: %+v %v; want a new run for it", s, err)
+	}
+	if got := f.claim("w"); got.RunID != s.RunID {
+		t.Fatalf("claimed %d, want the new run %d", got.RunID, s.RunID)
 	}
 	f.noClaim()
 }

@@ -177,22 +177,17 @@ var fencedAppendSQL = strings.Replace(appendSQL, `AND NOT EXISTS (SELECT 1 FROM 
 var unlessGateSQL = strings.Replace(appendSQL, `AND NOT EXISTS (SELECT 1 FROM dup)`, `AND NOT EXISTS (SELECT 1 FROM dup)
 		AND NOT EXISTS (SELECT 1 FROM gates WHERE gates.session_id = $1 AND gates.state = 'pending' AND gates.kind NOT IN ('incident', 'library'))`, 1)
 
-// queueSQL extends appendSQL: make sure the session has an active run, move
-// one awaiting approval back to queued, and NOTIFY when a run became
-// claimable. The no-op update of a queued or running run returns its id.
-// With $11 it also says whether the session has a gate pending
-// (AppendParams.CheckGates), in the same round trip.
-var queueSQL = `, a AS (
-	SELECT state FROM runs WHERE session_id = $1 AND state IN ('queued', 'running', 'awaiting_approval')
-), r AS (
+// queueSQL extends appendSQL: make sure the session has a run queued or
+// running, and NOTIFY when a run became claimable. The no-op update of a
+// queued or running run returns its id; a run awaiting approval is left
+// waiting (store.AppendParams.QueueRun). With $11 it also says whether the
+// session has a gate pending (AppendParams.CheckGates), in the same round
+// trip.
+var queueSQL = `, r AS (
 	INSERT INTO runs (session_id, state, max_attempts, available_at, created_at, updated_at)
 	SELECT $1, 'queued', $9, $8, $8, $8 FROM e
-	ON CONFLICT (session_id) WHERE state IN ('queued', 'running', 'awaiting_approval') DO UPDATE SET
-		state = CASE WHEN runs.state = 'awaiting_approval' THEN 'queued' ELSE runs.state END,
-		available_at = CASE WHEN runs.state = 'awaiting_approval' THEN EXCLUDED.available_at ELSE runs.available_at END,
-		attempts = CASE WHEN runs.state = 'awaiting_approval' THEN 0 ELSE runs.attempts END,
-		updated_at = CASE WHEN runs.state = 'awaiting_approval' THEN EXCLUDED.updated_at ELSE runs.updated_at END
-	RETURNING id, (xmax = 0 OR EXISTS (SELECT 1 FROM a WHERE a.state = 'awaiting_approval')) AS woke
+	ON CONFLICT (session_id) WHERE state IN ('queued', 'running') DO UPDATE SET state = runs.state
+	RETURNING id, xmax = 0 AS woke
 ), n AS (
 	SELECT pg_notify($10, $12) FROM r WHERE r.woke
 ), rn AS (
@@ -262,7 +257,7 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	return res, nil
 }
 
-const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at, execution, step, step_started_at`
+const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at, execution, step, step_started_at, resume_requested`
 
 // scanRun scans runCols, then extra columns into extra.
 func scanRun(row pgx.Row, extra ...any) (gh.Run, error) {
@@ -270,7 +265,7 @@ func scanRun(row pgx.Row, extra ...any) (gh.Run, error) {
 	var expires, step *time.Time
 	var execution string
 	err := row.Scan(append([]any{&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark,
-		&r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated, &execution, &r.Step, &step}, extra...)...)
+		&r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated, &execution, &r.Step, &step, &r.ResumeRequested}, extra...)...)
 	if expires != nil {
 		r.LeaseExpiresAt = expires.UTC()
 	}
@@ -310,7 +305,7 @@ func (t *tx) LockSessionRun(ctx context.Context, sessionID string, runID int64) 
 	var execution string
 	err := t.q.QueryRow(ctx, sessionRunSQL, sessionID, runID).Scan(
 		&s.ID, &s.Tenant, &s.Title, &s.LastSeq, &s.LastInputSeq, &s.ReadWatermark, &s.CompactionSeq, &s.Epoch, &s.Created, &s.Updated,
-		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated, &execution, &r.Step, &step)
+		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &r.AvailableAt, &r.Created, &r.Updated, &execution, &r.Step, &step, &r.ResumeRequested)
 	if step != nil {
 		r.StepStarted = step.UTC()
 	}
@@ -357,7 +352,16 @@ func (t *executor) LatestRun(ctx context.Context, sessionID string) (gh.Run, boo
 }
 
 func (t *tx) LockActiveRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
-	return t.optionalRun(ctx, "active run", `SELECT `+runCols+` FROM runs WHERE session_id = $1 AND state IN ('queued', 'running', 'awaiting_approval') FOR UPDATE`, sessionID)
+	return t.optionalRun(ctx, "active run", `SELECT `+runCols+` FROM runs WHERE session_id = $1 AND state IN ('queued', 'running') FOR UPDATE`, sessionID)
+}
+
+func (t *tx) LockWaitingRuns(ctx context.Context, sessionID string, resumeOnly bool) ([]gh.Run, error) {
+	rows, err := t.q.Query(ctx, `SELECT `+runCols+` FROM runs WHERE session_id = $1 AND state = 'awaiting_approval' AND (NOT $2 OR resume_requested) ORDER BY id FOR UPDATE`, sessionID, resumeOnly)
+	if err != nil {
+		return nil, dbErr(err, "waiting runs")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gh.Run, error) { return scanRun(r) })
+	return out, dbErr(err, "waiting runs")
 }
 
 // ClaimCandidate locks the run and its session together, skipping either
@@ -398,11 +402,11 @@ func nullTime(t time.Time) *time.Time {
 }
 
 const updateRunSQL = `UPDATE runs SET state = $1, attempts = $2, owner = $3, epoch = $4, lease_expires_at = $5, read_watermark = $6,
-	cancel_requested = $7, reason = $8, available_at = $9, updated_at = $10, execution = $12, step = $13, step_started_at = $14 WHERE id = $11`
+	cancel_requested = $7, reason = $8, available_at = $9, updated_at = $10, execution = $12, step = $13, step_started_at = $14, resume_requested = $15 WHERE id = $11`
 
 func updateRunArgs(r gh.Run) []any {
 	return []any{string(r.State), r.Attempts, r.Owner, r.Epoch, nullTime(r.LeaseExpiresAt), r.ReadWatermark, r.CancelRequested, r.Reason,
-		r.AvailableAt, r.Updated, r.ID, store.EncodeExecution(r.Execution), r.Step, nullTime(r.StepStarted)}
+		r.AvailableAt, r.Updated, r.ID, store.EncodeExecution(r.Execution), r.Step, nullTime(r.StepStarted), r.ResumeRequested}
 }
 
 func (t *tx) UpdateRun(ctx context.Context, r gh.Run) error {

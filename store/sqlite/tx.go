@@ -194,16 +194,11 @@ func (t *tx) Append(ctx context.Context, p store.AppendParams) (store.AppendResu
 	if err != nil {
 		return store.AppendResult{}, err
 	}
-	switch {
-	case !ok:
+	if !ok {
+		// A run awaiting approval is left waiting: the input gets a
+		// turn of its own (store.AppendParams.QueueRun).
 		run, err = t.InsertRun(ctx, gh.Run{SessionID: p.SessionID, State: gh.RunQueued, MaxAttempts: p.MaxAttempts, AvailableAt: p.Now, Created: p.Now, Updated: p.Now})
 		if err != nil {
-			return store.AppendResult{}, err
-		}
-		res.Woke = true
-	case run.State == gh.RunAwaitingApproval:
-		run.State, run.AvailableAt, run.Updated = gh.RunQueued, p.Now, p.Now
-		if err := t.UpdateRun(ctx, run); err != nil {
 			return store.AppendResult{}, err
 		}
 		res.Woke = true
@@ -228,13 +223,13 @@ func (t *tx) gatePending(ctx context.Context, sessionID string) (bool, error) {
 	return pending, dbErr(err, "check pending gates")
 }
 
-const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at, execution, step, step_started_at`
+const runCols = `id, session_id, state, attempts, max_attempts, owner, epoch, lease_expires_at, read_watermark, cancel_requested, reason, available_at, created_at, updated_at, execution, step, step_started_at, resume_requested`
 
 func scanRun(row interface{ Scan(...any) error }) (gh.Run, error) {
 	var r gh.Run
 	var expires, avail, created, updated, step int64
 	var execution string
-	err := row.Scan(&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &created, &updated, &execution, &r.Step, &step)
+	err := row.Scan(&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &created, &updated, &execution, &r.Step, &step, &r.ResumeRequested)
 	r.LeaseExpiresAt, r.AvailableAt, r.Created, r.Updated = fromMicros(expires), fromMicros(avail), fromMicros(created), fromMicros(updated)
 	r.StepStarted = fromMicros(step)
 	r.Execution = store.DecodeExecution(execution)
@@ -260,11 +255,15 @@ func (t *reader) LatestRun(ctx context.Context, sessionID string) (gh.Run, bool,
 }
 
 func (t *tx) LockActiveRun(ctx context.Context, sessionID string) (gh.Run, bool, error) {
-	r, err := scanRun(t.q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE session_id = ? AND state IN ('queued', 'running', 'awaiting_approval')`, sessionID))
+	r, err := scanRun(t.q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE session_id = ? AND state IN ('queued', 'running')`, sessionID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return gh.Run{}, false, nil
 	}
 	return r, err == nil, dbErr(err, "active run")
+}
+
+func (t *tx) LockWaitingRuns(ctx context.Context, sessionID string, resumeOnly bool) ([]gh.Run, error) {
+	return sqlrow.QueryAll(ctx, t.q, "waiting runs", scanRun, `SELECT `+runCols+` FROM runs WHERE session_id = ? AND state = 'awaiting_approval' AND (NOT ? OR resume_requested) ORDER BY id`, sessionID, resumeOnly)
 }
 
 func (t *tx) ClaimCandidate(ctx context.Context, now time.Time) (gh.Run, bool, bool, error) {
@@ -302,7 +301,7 @@ func (t *tx) LockSessionRun(ctx context.Context, sessionID string, runID int64) 
 	var execution string
 	err := t.q.QueryRowContext(ctx, sessionRunSQL, runID, sessionID).Scan(
 		&s.ID, &s.Tenant, &s.Title, &s.LastSeq, &s.LastInputSeq, &s.ReadWatermark, &s.CompactionSeq, &s.Epoch, &sc, &su,
-		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &rc, &ru, &execution, &r.Step, &step)
+		&r.ID, &r.SessionID, &r.State, &r.Attempts, &r.MaxAttempts, &r.Owner, &r.Epoch, &expires, &r.ReadWatermark, &r.CancelRequested, &r.Reason, &avail, &rc, &ru, &execution, &r.Step, &step, &r.ResumeRequested)
 	r.StepStarted = fromMicros(step)
 	if errors.Is(err, sql.ErrNoRows) {
 		// One of them is missing: the statements of their own say which.
@@ -333,9 +332,9 @@ func qualify(prefix, cols string) string {
 
 func (t *tx) UpdateRun(ctx context.Context, r gh.Run) error {
 	_, err := t.q.ExecContext(ctx, `UPDATE runs SET state = ?, attempts = ?, owner = ?, epoch = ?, lease_expires_at = ?, read_watermark = ?,
-			cancel_requested = ?, reason = ?, available_at = ?, updated_at = ?, execution = ?, step = ?, step_started_at = ? WHERE id = ?`,
+			cancel_requested = ?, reason = ?, available_at = ?, updated_at = ?, execution = ?, step = ?, step_started_at = ?, resume_requested = ? WHERE id = ?`,
 		string(r.State), r.Attempts, r.Owner, r.Epoch, micros(r.LeaseExpiresAt), r.ReadWatermark, r.CancelRequested, r.Reason,
-		micros(r.AvailableAt), micros(r.Updated), store.EncodeExecution(r.Execution), r.Step, micros(r.StepStarted), r.ID)
+		micros(r.AvailableAt), micros(r.Updated), store.EncodeExecution(r.Execution), r.Step, micros(r.StepStarted), r.ResumeRequested, r.ID)
 	return dbErr(err, "update run")
 }
 

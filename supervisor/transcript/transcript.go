@@ -45,6 +45,20 @@ type Transcript struct {
 	// readOutside: the turn was given outside text the log does not hold
 	// as a tool result (MarkReadOutside).
 	readOutside bool
+	// cards are the gates opened in the log, by tool call id, with their
+	// decisions: a call of another run still without a result waits for
+	// one (Messages says so, PendingCards lists them).
+	cards map[string]*card
+	// run is the run the attempt is of (ForRun): its turn is the one the
+	// attempt goes on with, 0 for any (the newest).
+	run int64
+}
+
+// card is a gate of the log as the transcript knows it.
+type card struct {
+	opened   gh.GateOpened
+	at       time.Time
+	decision gh.GateState
 }
 
 // failed reports whether an assistant message is a terminal failure, which
@@ -57,7 +71,7 @@ func failed(a *gh.AssistantMessage) bool {
 // with a diagnostic instead of failing the run: one bad row must not make
 // a session unanswerable.
 func Decode(events []gh.Event, log *slog.Logger) *Transcript {
-	t := &Transcript{results: map[string]gh.ToolResult{}, answered: map[int64]bool{}}
+	t := &Transcript{results: map[string]gh.ToolResult{}, answered: map[int64]bool{}, cards: map[string]*card{}}
 	bad := func(e gh.Event, err error) {
 		t.skipped++
 		log.Warn("skipping unreadable event", "session", e.SessionID, "seq", e.Seq, "kind", e.Kind, "err", err)
@@ -76,9 +90,32 @@ func Decode(events []gh.Event, log *slog.Logger) *Transcript {
 			replaces[r.Replaces] = true
 		}
 	}
+	// lastRun is the run of the newest run.started met: an answer from
+	// before answers carried their run was that run's (one run ran at a
+	// time then).
+	var lastRun int64
 	for _, e := range events {
 		t.lastSeq = max(t.lastSeq, e.Seq)
 		switch e.Kind {
+		case gh.KindRunStarted:
+			var r gh.RunStarted
+			if json.Unmarshal(e.Payload, &r) == nil {
+				lastRun = r.RunID
+			}
+		case gh.KindGateOpened:
+			var o gh.GateOpened
+			if err := json.Unmarshal(e.Payload, &o); err != nil {
+				bad(e, err)
+			} else if o.ToolCallID != "" && !gh.GateOutsideRun(o.Kind) {
+				t.cards[o.ToolCallID] = &card{opened: o, at: e.CreatedAt}
+			}
+		case gh.KindGateDecided:
+			var d gh.GateDecided
+			if err := json.Unmarshal(e.Payload, &d); err != nil {
+				bad(e, err)
+			} else if c := t.cards[d.ToolCallID]; c != nil && c.opened.GateID == d.GateID {
+				c.decision = d.Decision
+			}
 		case gh.KindUserMessage:
 			var u gh.UserMessage
 			if err := json.Unmarshal(e.Payload, &u); err != nil {
@@ -104,6 +141,9 @@ func Decode(events []gh.Event, log *slog.Logger) *Transcript {
 				for _, s := range a.InputSeqs {
 					t.answered[s] = true
 				}
+			}
+			if a.RunID == 0 {
+				a.RunID = lastRun
 			}
 			t.entries = append(t.entries, entry{seq: e.Seq, asst: &a})
 		case gh.KindToolResult:
@@ -140,36 +180,73 @@ func (t *Transcript) Unanswered() []int64 {
 	return out
 }
 
-// NewestAssistant returns the last assistant message that is not a failure.
-func (t *Transcript) NewestAssistant() *gh.AssistantMessage {
-	for i := len(t.entries) - 1; i >= 0; i-- {
-		if a := t.entries[i].asst; a != nil && !failed(a) {
+// ForRun makes the transcript the view of an attempt of run: its turn is
+// the one made of the run's answers, which NewestAssistant, AwaitsAnswer,
+// MissingResults and GoingOn read, and which Messages presents last.
+// Another run's turn — one that waits for its card while this run
+// answers a message typed under it — is conversation, not work to do.
+func (t *Transcript) ForRun(run int64) { t.run = run }
+
+// pick is the assistant message the attempt's turn goes on from: the
+// newest of the run's own answers; for a run with none of its own (a
+// fresh turn, a regenerate), the newest answer that is not part of a
+// turn waiting in another run — a call of it with a card and no result
+// is that run's work, resumed by its decision. Failures count only with
+// failures.
+func (t *Transcript) pick(failures bool) *gh.AssistantMessage {
+	for _, own := range []bool{true, false} {
+		for i := len(t.entries) - 1; i >= 0; i-- {
+			a := t.entries[i].asst
+			if a == nil || (!failures && failed(a)) {
+				continue
+			}
+			if own && t.run != 0 && a.RunID != t.run {
+				continue
+			}
+			if !own && t.waitsElsewhere(a) {
+				continue
+			}
 			return a
+		}
+		if t.run == 0 {
+			break
 		}
 	}
 	return nil
 }
 
-// AwaitsAnswer reports whether the last assistant message asked for tools
-// whose results are all in, with no answer after them: the model owes the
-// turn its next request.
-func (t *Transcript) AwaitsAnswer() bool {
-	for i := len(t.entries) - 1; i >= 0; i-- {
-		a := t.entries[i].asst
-		if a == nil {
-			continue
+// waitsElsewhere reports whether a is another run's and a call of it
+// waits for its card (a gate opened, no result yet).
+func (t *Transcript) waitsElsewhere(a *gh.AssistantMessage) bool {
+	if t.run == 0 || a.RunID == t.run {
+		return false
+	}
+	for _, c := range a.ToolCalls {
+		if _, done := t.results[c.ID]; !done && t.cards[c.ID] != nil {
+			return true
 		}
-		if failed(a) || len(a.ToolCalls) == 0 {
-			return false
-		}
-		for _, c := range a.ToolCalls {
-			if _, ok := t.results[c.ID]; !ok {
-				return false
-			}
-		}
-		return true
 	}
 	return false
+}
+
+// NewestAssistant returns the assistant message the attempt's turn goes
+// on from (see ForRun): the newest that is not a failure.
+func (t *Transcript) NewestAssistant() *gh.AssistantMessage { return t.pick(false) }
+
+// AwaitsAnswer reports whether the turn's last assistant message asked
+// for tools whose results are all in, with no answer after them: the
+// model owes the turn its next request.
+func (t *Transcript) AwaitsAnswer() bool {
+	a := t.pick(true)
+	if a == nil || failed(a) || len(a.ToolCalls) == 0 {
+		return false
+	}
+	for _, c := range a.ToolCalls {
+		if _, ok := t.results[c.ID]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // MissingResults lists the newest assistant message's calls without a
@@ -295,16 +372,41 @@ func userText(u *gh.UserMessage) string {
 	return b.String()
 }
 
-// Messages builds the model's view. Each assistant message with tool calls
-// is followed at once by its results (a call without one gets an error
-// result, so the pairing providers require always holds); input that sits
-// inside a tool batch in seq order comes after the batch; unanswered input
-// is presented last, in seq order, so the model treats it as the prompt
-// rather than as already answered.
+// Messages builds the model's view. The conversation is told turn by
+// turn, each turn (a run's inputs, answers and tool results) in one piece
+// where it began, and the attempt's own turn (ForRun) last, so the model
+// goes on with it: a message typed and answered while a card waited reads
+// as an exchange beside the paused turn, not inside it. Each assistant
+// message with tool calls is followed at once by its results (a call
+// without one gets a result that says why — its card still waits, or
+// none was recorded — so the pairing providers require always holds);
+// input that sits inside a tool batch comes after the batch; unanswered
+// input is presented last, in seq order, so the model treats it as the
+// prompt rather than as already answered.
 func (t *Transcript) Messages() []models.Message {
 	var out []models.Message
 	if t.summary != "" {
 		out = append(out, models.Message{Role: models.RoleSystem, Text: "Summary of the earlier conversation:\n" + t.summary})
+	}
+	// Each entry's turn: an answer's run, an input's first answer's, a
+	// result's call's.
+	runOfInput := map[int64]int64{}
+	for _, e := range t.entries {
+		if a := e.asst; a != nil && !failed(a) {
+			for _, seq := range a.InputSeqs {
+				if _, ok := runOfInput[seq]; !ok {
+					runOfInput[seq] = a.RunID
+				}
+			}
+		}
+	}
+	var order []int64 // turns by first entry
+	byTurn := map[int64][]models.Message{}
+	add := func(run int64, ms ...models.Message) {
+		if _, ok := byTurn[run]; !ok {
+			order = append(order, run)
+		}
+		byTurn[run] = append(byTurn[run], ms...)
 	}
 	var unanswered []*entry
 	for i := range t.entries {
@@ -315,7 +417,7 @@ func (t *Transcript) Messages() []models.Message {
 				unanswered = append(unanswered, e)
 				continue
 			}
-			out = append(out, models.Message{Role: models.RoleUser, Text: userText(e.user)})
+			add(runOfInput[e.seq], models.Message{Role: models.RoleUser, Text: userText(e.user)})
 		case e.asst != nil:
 			a := e.asst
 			if failed(a) {
@@ -324,21 +426,78 @@ func (t *Transcript) Messages() []models.Message {
 			// Thinking blocks go back with their message: Anthropic wants
 			// them, unchanged, on the message whose tool calls a request
 			// answers (the provider decides what it sends).
-			m := models.Message{Role: models.RoleAssistant, Text: a.Text, ToolCalls: a.ToolCalls, Thinking: a.Thinking}
-			out = append(out, m)
+			ms := []models.Message{{Role: models.RoleAssistant, Text: a.Text, ToolCalls: a.ToolCalls, Thinking: a.Thinking}}
 			for _, c := range a.ToolCalls {
 				r, ok := t.results[c.ID]
 				if !ok {
-					r = gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: "no result was recorded for this call", IsError: true}
+					r = gh.ToolResult{ToolCallID: c.ID, Name: c.Name, Content: t.noResult(c.ID, a), IsError: true}
 				}
-				out = append(out, models.Message{Role: models.RoleTool, ToolCallID: c.ID, Text: r.Content, IsError: r.IsError})
+				ms = append(ms, models.Message{Role: models.RoleTool, ToolCallID: c.ID, Text: r.Content, IsError: r.IsError})
 			}
+			add(a.RunID, ms...)
 		}
 		// Tool results were placed after their call above.
 	}
+	// The turn the attempt goes on with is told last; a fresh turn has
+	// none (its prompt is the unanswered input).
+	own := int64(-1)
+	if a := t.NewestAssistant(); a != nil && len(a.ToolCalls) > 0 {
+		own = a.RunID
+	}
+	for _, run := range order {
+		if run != own {
+			out = append(out, byTurn[run]...)
+		}
+	}
+	out = append(out, byTurn[own]...)
 	slices.SortFunc(unanswered, func(a, b *entry) int { return int(a.seq - b.seq) })
 	for _, e := range unanswered {
 		out = append(out, models.Message{Role: models.RoleUser, Text: userText(e.user)})
+	}
+	return out
+}
+
+// noResult is what the model reads for a call of a without a result: a
+// call of another run whose card still waits (or was decided and has not
+// reported yet) is said so; else none was recorded.
+func (t *Transcript) noResult(callID string, a *gh.AssistantMessage) string {
+	c := t.cards[callID]
+	if c == nil || (t.run != 0 && a.RunID == t.run) {
+		return "no result was recorded for this call"
+	}
+	since := c.at.UTC().Format("15:04 UTC")
+	switch c.decision {
+	case "":
+		return "Not run yet: this call waits for a person's decision on its approval card (open since " + since + "). Its turn goes on after the decision; do not ask for it again."
+	default:
+		return "Not reported yet: this call was " + string(c.decision) + " on its card; its turn goes on with the outcome."
+	}
+}
+
+// PendingCard is a card of another turn still waiting for a decision
+// while this one answers (supervisor: the prompt says so).
+type PendingCard struct {
+	Opened gh.GateOpened
+	// Since is when the card was opened.
+	Since time.Time
+}
+
+// PendingCards lists the cards opened by other runs' calls that are not
+// decided yet, oldest first.
+func (t *Transcript) PendingCards() []PendingCard {
+	var out []PendingCard
+	for _, e := range t.entries {
+		a := e.asst
+		if a == nil || failed(a) || (t.run != 0 && a.RunID == t.run) {
+			continue
+		}
+		for _, c := range a.ToolCalls {
+			if k := t.cards[c.ID]; k != nil && k.decision == "" {
+				if _, done := t.results[c.ID]; !done {
+					out = append(out, PendingCard{Opened: k.opened, Since: k.at})
+				}
+			}
+		}
 	}
 	return out
 }
