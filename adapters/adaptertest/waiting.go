@@ -14,8 +14,9 @@ import (
 )
 
 // A message typed while a card is pending, as people on the platform meet
-// it: told at once which card waits, answered after the decision in a turn
-// of its own; "cancel" from someone who may decide denies the card.
+// it: told at once which card waits, answered at once in a turn of its own
+// while the card still waits (#30); "cancel" from someone who may decide
+// denies the card.
 
 // waitingNotice is how the notice for a message typed under a pending
 // card begins (cards.Waiting).
@@ -73,10 +74,16 @@ func (e *env) notices(session, code string) int {
 	return n
 }
 
+// askToPostAside scripts a turn that asks for post_note, the answer of a
+// message typed under its card, then the turn's own final answer.
+func askToPostAside(e *env, aside, final string) {
+	e.Model.Push(modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_post", Name: "post_note", Arguments: `{"text":"The report is ready."}`}}},
+		modeltest.Reply{Text: aside}, modeltest.Reply{Text: final})
+}
+
 func testMessageWhileACardIsPending(t *testing.T, mk func(StackOptions) *env) {
 	e := mk(StackOptions{})
-	askToPost(e, "Posted the note.")
-	e.Model.Push(modeltest.Reply{Text: "Tomorrow will be sunny."})
+	askToPostAside(e, "Tomorrow will be sunny.", "Posted the note.")
 	session, say := e.ask("room", "alice", "post that the report is ready")
 	card, approve, _ := e.card("room")
 	upd := say("alice", "and what is the weather tomorrow?")
@@ -85,12 +92,22 @@ func testMessageWhileACardIsPending(t *testing.T, mk func(StackOptions) *env) {
 		t.Fatalf("the message under the card: %+v", row)
 	}
 	notice := e.reply("room", waitingNotice)
-	for _, want := range []string{"post_note", "The report is ready.", "above in this chat", "right after the decision", `"cancel"`} {
+	for _, want := range []string{"post_note", "The report is ready.", "above in this chat", "is answered now, in a turn of its own", `"cancel"`} {
 		if !strings.Contains(notice.Text, want) {
 			t.Fatalf("the notice %q does not say %q", notice.Text, want)
 		}
 	}
-	// Delivered again by the platform: the same message, no second notice.
+	// Answered while the card still waits, the model told of the card.
+	e.reply("room", "Tomorrow will be sunny.")
+	if g := e.gateOf(card); g.State != gh.GatePending {
+		t.Fatalf("the card after the aside: %+v", g)
+	}
+	reqs := e.Model.Requests()
+	if len(reqs) != 2 || !asked(reqs[1], "weather") || !asked(reqs[1], "Waiting for a person") {
+		t.Fatalf("%d model requests before the decision; want the turn and the aside, told of the card", len(reqs))
+	}
+	// Delivered again by the platform: the same message, no second notice
+	// and no second answer.
 	e.Fake.Redeliver(upd)
 	e.Eventually("the redelivery logged as a duplicate", func() bool {
 		rows, _ := e.Store.ListReceive(e.Ctx, store.ReceiveFilter{Platform: e.Adapter.Platform(), Reason: chat.ReasonDuplicate, Limit: 10})
@@ -100,23 +117,20 @@ func testMessageWhileACardIsPending(t *testing.T, mk func(StackOptions) *env) {
 	if n, m := e.notices(row.SessionID, kernel.NoticeCardPending), e.countIn("room", waitingNotice); n != 1 || m != 1 {
 		t.Fatalf("%d notices in the log, %d in the chat; want one each", n, m)
 	}
-	if n := len(e.Model.Requests()); n != 1 {
-		t.Fatalf("the model was asked %d times before the decision, want once", n)
+	if n := len(e.Model.Requests()); n != 2 {
+		t.Fatalf("the model was asked %d times before the decision, want twice", n)
 	}
 	if reply, err := e.Fake.Press("room", card.ID, approve, "alice"); err != nil || !strings.Contains(reply, "Approved") {
 		t.Fatalf("the requester's press: %q %v", reply, err)
 	}
 	e.reply("room", "Posted the note.")
-	e.reply("room", "Tomorrow will be sunny.")
-	reqs := e.Model.Requests()
+	reqs = e.Model.Requests()
 	if len(reqs) != 3 {
-		t.Fatalf("%d model requests, want the turn, its continuation and the message's own turn", len(reqs))
+		t.Fatalf("%d model requests, want the turn, the aside and the continuation", len(reqs))
 	}
-	if asked(reqs[1], "weather") {
-		t.Fatal("the turn resumed after the decision was given the message typed under the card")
-	}
-	if !asked(reqs[2], "weather") || !asked(reqs[2], "Posted the note.") {
-		t.Fatal("the message typed under the card was not answered in a turn of its own after the decision")
+	time.Sleep(300 * time.Millisecond) // room for a second answer, if one were coming
+	if n := e.countIn("room", "Tomorrow will be sunny."); n != 1 {
+		t.Fatalf("the message typed under the card was answered %d times", n)
 	}
 	if e.Posted() != 1 {
 		t.Fatalf("the tool ran %d times", e.Posted())
@@ -159,8 +173,7 @@ func testCancelDeniesTheCard(t *testing.T, mk func(StackOptions) *env) {
 
 func testCancelFromSomeoneWhoMayNotDecide(t *testing.T, mk func(StackOptions) *env) {
 	e := mk(StackOptions{Allowed: []string{"alice", "bob"}})
-	askToPost(e, "Posted the note.")
-	e.Model.Push(modeltest.Reply{Text: "There is nothing left to cancel."})
+	askToPostAside(e, "There is nothing you can cancel.", "Posted the note.")
 	session, say := e.ask("room", "alice", "post that the report is ready")
 	card, approve, _ := e.card("room")
 	row := e.Receive(say("bob", "cancel"))
@@ -168,6 +181,8 @@ func testCancelFromSomeoneWhoMayNotDecide(t *testing.T, mk func(StackOptions) *e
 		t.Fatalf("bob's cancel: %+v", row)
 	}
 	e.reply("room", waitingNotice)
+	// An ordinary message, answered at once in a turn of its own.
+	e.reply("room", "There is nothing you can cancel.")
 	if g := e.gateOf(card); g.State != gh.GatePending {
 		t.Fatalf("bob's cancel decided the card: %+v", g)
 	}
@@ -175,7 +190,6 @@ func testCancelFromSomeoneWhoMayNotDecide(t *testing.T, mk func(StackOptions) *e
 		t.Fatalf("the requester's press: %q %v", reply, err)
 	}
 	e.reply("room", "Posted the note.")
-	e.reply("room", "There is nothing left to cancel.")
 	if e.Posted() != 1 {
 		t.Fatalf("the tool ran %d times", e.Posted())
 	}

@@ -15,53 +15,6 @@ import (
 	"github.com/gatehouse/gatehouse/store"
 )
 
-// A message typed on Telegram while a card waits, with the real binary: it
-// is answered at once with a notice naming the card, once however often
-// Telegram delivers it, and then in a turn of its own after the decision.
-func TestTelegramMessageWhileACardIsPending(t *testing.T) {
-	tg := telegramtest.NewTelegram(t, telegramtest.TelegramOptions{})
-	s := newEmailStack(t, telegramEnvs(tg)...) // asks to email Sara, then answers "Done."
-	p := start(t, s.envs...)
-	tg.Say("alice", "alice", "Email Sara that the report is ready.", false)
-	card := waitCard(t, tg, "alice")
-
-	upd := tg.Say("alice", "alice", "And what is the weather tomorrow?", false)
-	waitUntil(t, "the notice naming the card", func() bool { return count(chatTexts(tg, "alice"), "A card is waiting for a decision") == 1 })
-	texts := chatTexts(tg, "alice")
-	notice := texts[index(texts, "A card is waiting for a decision")]
-	for _, want := range []string{"email_send", "To: ", "sara@example.com", "above in this chat", "is answered now, in a turn of its own", `"cancel"`} {
-		if !strings.Contains(notice, want) {
-			t.Fatalf("the notice %q does not say %q", notice, want)
-		}
-	}
-	tg.Redeliver(upd)
-	waitUntil(t, "the redelivery logged as a duplicate", func() bool {
-		return len(receiveRows(t, p.addr, "reason="+chat.ReasonDuplicate)) == 1
-	})
-	time.Sleep(time.Second) // room for a second notice, if one were coming
-	if n := count(chatTexts(tg, "alice"), "A card is waiting for a decision"); n != 1 {
-		t.Fatalf("%d notices after a redelivery, want 1", n)
-	}
-	if n := len(turnRequests(s.fake)); n != 1 {
-		t.Fatalf("the model was asked %d times before the decision", n)
-	}
-
-	if reply, err := tg.Press("alice", card.ID, button(t, card, chat.ChoiceApprove), "alice"); err != nil || !strings.Contains(reply, "Approved") {
-		t.Fatalf("approve: %q %v", reply, err)
-	}
-	// The turn goes on without the message, and answers; then the
-	// message is answered in a turn of its own.
-	waitUntil(t, "both answers", func() bool { return count(chatTexts(tg, "alice"), "Done.") == 2 })
-	reqs := turnRequests(s.fake)
-	if len(reqs) != 3 || !strings.Contains(reqs[1], "sent") || strings.Contains(reqs[1], "weather") || !strings.Contains(reqs[2], "weather") {
-		t.Fatalf("%d turn requests; the resumed turn must not carry the message, the next must:\n%s", len(reqs), strings.Join(reqs, "\n"))
-	}
-	if n := len(s.smtp.Mails()); n != 1 {
-		t.Fatalf("%d mails", n)
-	}
-	p.stopWith(t, syscall.SIGTERM)
-}
-
 // "cancel" from the requester, with the real binary, denies the card: the
 // card says so, the model hears why, no mail leaves, and the word gets no
 // turn of its own.
