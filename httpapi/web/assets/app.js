@@ -422,7 +422,10 @@
   // An input committed while a turn is open waits in the queue; the queue
   // drains only at a run.finished boundary, never when an assistant
   // message arrives (the readiness rule). A guide input joins the running
-  // turn.
+  // turn. A turn that waits for its card holds nothing: a message typed
+  // meanwhile is answered in a turn of its own, an aside drawn between
+  // the card and the outcome, and the waiting turn, resumed by the
+  // decision, goes on in a continuation drawn after it.
   function project(events) {
     const items = [];  // top-level: turns and system lines, in order
     let turn = null;   // the open turn
@@ -431,6 +434,7 @@
     const calls = new Map(); // toolCallId → tool entry
     const gateCards = new Map(); // gateId → approval card
     const consumed = new Set(); // user.message seqs a model request presented
+    const waiting = new Map(); // runId → the turn that waits for its card
 
     const openTurn = (inputs) => {
       turn = { type: "turn", inputs: [], parts: [], finished: null, failed: false };
@@ -455,6 +459,10 @@
           const u = { ev, p };
           if (!turn) {
             openTurn([u]);
+            if (waiting.size) {
+              turn.aside = true;
+              turn.parts.push({ type: "note", text: "Answered while a card waits; its turn goes on after the decision." });
+            }
           } else if (p.delivery === "guide") {
             turn.parts.push({ type: "user", ev, p, guide: true });
           } else {
@@ -462,9 +470,20 @@
           }
           break;
         }
-        case "run.started":
+        case "run.started": {
+          const resumed = p.runId ? waiting.get(p.runId) : null;
+          if (resumed) {
+            waiting.delete(p.runId);
+            if (!turn && lastTurn !== resumed) {
+              // Asides came between: the resumed turn goes on below them.
+              openTurn([]);
+              turn.resumes = resumed;
+              turn.parts.push({ type: "note", text: "Continuing the turn whose card was decided above." });
+            }
+          }
           if (!turn && queue.length) { openTurn(queue); queue = []; }
           break;
+        }
         case "turn.retry":
           // A failed turn runs again, or a good answer is regenerated
           // (replaces names it): the new answer goes in a turn of its own,
@@ -555,6 +574,7 @@
             }
             t.finished = p;
             const status = p.status || "";
+            if (status === "awaiting_approval" && p.runId) waiting.set(p.runId, t.resumes || t);
             if ((status === "failed" || status === "error") && !t.failed) {
               t.parts.push({ type: "error", p, text: p.error || "The turn failed.", hint: p.hint });
               t.failed = true;
@@ -568,16 +588,16 @@
           // it; the others open the next turn.
           if (queue.length) {
             const answered = queue.filter((u) => consumed.has(u.ev.seq));
-            const waiting = queue.filter((u) => !consumed.has(u.ev.seq));
+            const unanswered = queue.filter((u) => !consumed.has(u.ev.seq));
             if (answered.length && t) {
               let at = 0;
               while (at < t.parts.length && t.parts[at].type === "user") at++;
               t.parts.splice(at, 0, ...answered.map((u) => ({ type: "user", ev: u.ev, p: u.p })));
             } else if (answered.length) {
-              waiting.unshift(...answered);
+              unanswered.unshift(...answered);
             }
             queue = [];
-            if (waiting.length) openTurn(waiting);
+            if (unanswered.length) openTurn(unanswered);
           }
           break;
         }
