@@ -72,6 +72,10 @@ type conversation struct {
 	failures map[string]bool
 	pending  map[string]gh.GateOpened
 	order    []string // gate ids in the order they opened
+	// openedAt is the seq of each gate's gate.opened: a message sent
+	// while an earlier turn's card waits is answered at once, so its wait
+	// gives the approval text only for cards opened after it.
+	openedAt map[string]int64
 	// replies are the assistant messages that did not fail, by
 	// generation id; run is the newest run.started's run.
 	replies map[string]counted
@@ -81,7 +85,7 @@ type conversation struct {
 
 func newConversation() *conversation {
 	return &conversation{index: map[int64]int{}, usage: map[int]gh.Usage{}, failures: map[string]bool{}, pending: map[string]gh.GateOpened{},
-		replies: map[string]counted{}}
+		replies: map[string]counted{}, openedAt: map[string]int64{}}
 }
 
 // add reads events after the cursor. An unreadable payload is skipped, as
@@ -120,6 +124,7 @@ func (c *conversation) add(events []gh.Event) {
 			if json.Unmarshal(e.Payload, &o) == nil && o.GateID != "" {
 				c.pending[o.GateID] = o
 				c.order = append(c.order, o.GateID)
+				c.openedAt[o.GateID] = e.Seq
 				if n := len(c.turns); n > 0 {
 					c.turns[n-1].gated = true
 				}
@@ -234,11 +239,12 @@ func (c *conversation) usageOf(from, to int) gh.Usage {
 	return u
 }
 
-// pendingGates are the gates opened and not decided, oldest first.
-func (c *conversation) pendingGates() []gh.GateOpened {
+// pendingGates are the gates opened after seq since and not decided,
+// oldest first.
+func (c *conversation) pendingGates(since int64) []gh.GateOpened {
 	var out []gh.GateOpened
 	for _, id := range c.order {
-		if o, ok := c.pending[id]; ok && !slices.ContainsFunc(out, func(p gh.GateOpened) bool { return p.GateID == id }) {
+		if o, ok := c.pending[id]; ok && c.openedAt[id] > since && !slices.ContainsFunc(out, func(p gh.GateOpened) bool { return p.GateID == id }) {
 			out = append(out, o)
 		}
 	}

@@ -108,12 +108,12 @@ func TestMatch(t *testing.T) {
 
 func TestConversationStates(t *testing.T) {
 	c := logOf(t, "u:post it", "t:Posting.", "g:g1")
-	if c.turns[0].state != turnWorking || len(c.pendingGates()) != 1 {
-		t.Fatalf("waiting for a decision: %+v %v", c.turns[0], c.pendingGates())
+	if c.turns[0].state != turnWorking || len(c.pendingGates(0)) != 1 {
+		t.Fatalf("waiting for a decision: %+v %v", c.turns[0], c.pendingGates(0))
 	}
 	c = logOf(t, "u:post it", "t:Posting.", "g:g1", "d:g1", "a:Posted.")
-	if c.turns[0].state != turnAnswered || len(c.pendingGates()) != 0 || c.text(0, 0) != "Posting.\n\nPosted." {
-		t.Fatalf("answered: %+v %v %q", c.turns[0], c.pendingGates(), c.text(0, 0))
+	if c.turns[0].state != turnAnswered || len(c.pendingGates(0)) != 0 || c.text(0, 0) != "Posting.\n\nPosted." {
+		t.Fatalf("answered: %+v %v %q", c.turns[0], c.pendingGates(0), c.text(0, 0))
 	}
 	c = logOf(t, "u:hi", "f:⚠️ failed")
 	if c.turns[0].state != turnFailed || c.turns[0].failure != "⚠️ failed" || c.text(0, 0) != "" {

@@ -143,3 +143,40 @@ func TestApprovalDecidedOnTheWebThenContinued(t *testing.T) {
 		t.Fatalf("log %v: want three inputs and one decision", k)
 	}
 }
+
+// A message sent while a card of the conversation waits is answered at
+// once (#30), not with the approval text again: the card's turn waits on
+// its own, and after the decision it goes on and the effect runs once.
+func TestMessageWhileACardWaitsGetsItsOwnAnswer(t *testing.T) {
+	script := `[{"match": "post", "toolCalls": [{"name": "post_note", "arguments": {"text": "lunch at noon"}}]},
+		{"match": "weather", "text": "Sunny tomorrow."},
+		{"text": "Posted the note."}]`
+	s := newStack(t, script, openaiapi.Config{})
+	asked := s.ask("conv-w", "please post the lunch note")
+	if !strings.Contains(asked, "⏸️ Approval needed") {
+		t.Fatalf("the first answer %q: want the approval text", asked)
+	}
+	if got := s.ask("conv-w", "please post the lunch note", asked, "and the weather tomorrow?"); got != "Sunny tomorrow." {
+		t.Fatalf("the message under the card got %q, want its own answer", got)
+	}
+	var gates struct {
+		Gates []gh.Gate `json:"gates"`
+	}
+	s.api("GET", "/v1/gates?session=conv-w&state=pending", nil, http.StatusOK, &gates)
+	if len(gates.Gates) != 1 || s.e.Posted.Load() != 0 {
+		t.Fatalf("after the aside: pending %+v, posted %d; want the card still waiting", gates.Gates, s.e.Posted.Load())
+	}
+	s.api("POST", "/v1/gates/"+gates.Gates[0].ID+"/decision", map[string]string{"decision": "approve"}, http.StatusOK, nil)
+	s.e.Eventually("the paused turn's answer", func() bool {
+		evs, _ := s.e.Kernel.Events(s.e.Ctx, "conv-w", 0, 1000)
+		for _, ev := range evs {
+			if ev.Kind == gh.KindAssistantMessage && strings.Contains(string(ev.Payload), "Posted the note.") {
+				return true
+			}
+		}
+		return false
+	})
+	if n := s.e.Posted.Load(); n != 1 {
+		t.Fatalf("the note was posted %d times, want once", n)
+	}
+}

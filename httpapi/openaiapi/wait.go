@@ -73,8 +73,10 @@ func (h *Handler) wait(ctx context.Context, sub *kernel.Subscription, id string,
 			// that follows finds the run failed.
 			end(t.failure)
 			return
-		case len(conv.pendingGates()) > 0:
-			end(approvalText(conv.pendingGates(), h.cfg.PublicURL))
+		case len(conv.pendingGates(t.seq)) > 0:
+			// A card of this turn (an earlier turn's card waits on its
+			// own: this message is answered meanwhile).
+			end(approvalText(conv.pendingGates(t.seq), h.cfg.PublicURL))
 			return
 		case hasRun && !run.State.Active():
 			end(endedText(run))
