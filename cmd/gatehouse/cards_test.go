@@ -15,7 +15,6 @@ import (
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest"
 	"github.com/gatehouse/gatehouse/adapters/slackchat/slacktest"
 	"github.com/gatehouse/gatehouse/adapters/telegram/telegramtest"
-	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/internal/testing/smtptest"
 )
 
@@ -69,23 +68,12 @@ func TestCardsShowTheRecipientTheSendUsesOnEveryPlatform(t *testing.T) {
 		}},
 	} {
 		c.fake.Say("room", "alice", "Please email the report to Sara.", false)
-		var card adaptertest.Message
 		t.Cleanup(func() {
 			if t.Failed() {
 				t.Logf("%s: messages %+v, refused %v", c.platform, c.fake.Messages("room"), c.fake.Errors())
 			}
 		})
-		waitUntil(t, "the card on "+c.platform, func() bool {
-			for _, m := range c.fake.Messages("room") {
-				for _, b := range m.Buttons {
-					if _, choice, ok := chat.ParseButtonData(b); ok && choice == chat.ChoiceApprove {
-						card = m
-						return true
-					}
-				}
-			}
-			return false
-		})
+		card := waitFakeCard(t, c.platform, c.fake, "room")
 		text := c.shown(card)
 		t.Logf("%s card:\n%s", c.platform, text)
 		if n := utf8.RuneCountInString(text); n > c.max || n == 0 {
