@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -131,4 +132,54 @@ func compact(t *testing.T, raw []byte) string {
 		t.Fatalf("payload %q: %v", raw, err)
 	}
 	return b.String()
+}
+
+// A stream opened and closed writes nothing (#32): a replica keeps one row
+// however many sessions it streams, so a client that opens a stream for
+// every turn costs no transaction per turn.
+func TestStreamsOfManySessionsKeepOneRowPerReplica(t *testing.T) {
+	u := testenv.PostgresURL(t)
+	b := open(t, u)
+	defer b.Close()
+	kb := kernel.New(b, kernel.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows := func() (n int, sessions []string) {
+		t.Helper()
+		r, err := conn.Query(ctx, `SELECT session_id FROM stream_followers`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := pgx.CollectRows(r, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ss), ss
+	}
+	var xmin, current int64
+	for i := range 20 {
+		release, err := kb.Follow(ctx, fmt.Sprintf("s%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			// Transactions from here on: none is a follower's.
+			if err := conn.QueryRow(ctx, `SELECT xmin::text::bigint, pg_current_xact_id()::text::bigint FROM stream_followers`).Scan(&xmin, &current); err != nil {
+				t.Fatal(err)
+			}
+		}
+		release()
+	}
+	if n, ss := rows(); n != 1 || ss[0] != "*" {
+		t.Fatalf("stream_followers after 20 streams on 20 sessions: %v, want one row for the replica", ss)
+	}
+	var now int64
+	if err := conn.QueryRow(ctx, `SELECT xmin::text::bigint FROM stream_followers`).Scan(&now); err != nil || now != xmin {
+		t.Fatalf("the replica's row was rewritten by a stream (xmin %d, then %d): %v", xmin, now, err)
+	}
 }

@@ -25,11 +25,26 @@ const (
 	TTL     = 60 * time.Second
 )
 
+// A replica that streams any session keeps one row in stream_followers,
+// under session_id ReplicaRow (#32): a stream opened or closed writes
+// nothing, so a client that opens a stream for every turn costs no
+// transaction per turn. A commit NOTIFYs its events whenever another
+// replica streams anything, and each replica keeps only what its own
+// streams follow (Deliver). The row is written when the replica's first
+// stream opens, renewed while it has streams, and removed once it has none
+// at a refresh (or it expires: the replica died).
+
+// ReplicaRow is the session_id of a replica's one row. (Rows of older
+// replicas, one per session, still count: they are rows of a replica
+// that streams.)
+const ReplicaRow = "*"
+
 // NotifySQL sends a commit's payload ($2) on the events channel ($1),
-// only when a replica other than this one ($4) follows the session ($3):
-// with no other replica, nothing is queued. It goes with the COMMIT.
-const NotifySQL = `SELECT pg_notify($1, $2) WHERE EXISTS (SELECT 1 FROM stream_followers
-	WHERE session_id = $3 AND replica <> $4 AND expires_at > now())`
+// only when a replica other than this one ($4) streams a session: with no
+// other replica, nothing is queued. $3, the session, is the payload's
+// business. It goes with the COMMIT.
+const NotifySQL = `SELECT pg_notify($1, $2) WHERE $3::text IS NOT NULL AND EXISTS (SELECT 1 FROM stream_followers
+	WHERE replica <> $4 AND expires_at > now())`
 
 // message is a notification's payload: the sender's token, the session
 // and its events, or no events when they did not fit.
@@ -64,10 +79,13 @@ type Relay struct {
 	follows map[string]int // session -> local followers
 	handler Handler
 	ops     chan op
+	// written: this replica's row is in the table (as far as it knows).
+	written bool
 }
 
 type op struct {
-	session string
+	// follow asks for the row before the first stream is told it
+	// follows; refresh renews it now (after a failover).
 	follow  bool
 	refresh bool
 	done    chan error
@@ -86,16 +104,18 @@ func (r *Relay) OnRemote(h Handler) {
 }
 
 // Follow records that this replica streams session, and returns once the
-// others' commits to it will be sent here. release ends it.
+// others' commits to it will be sent here: at once when this replica's
+// row is already written (no write), else after writing it. release ends
+// it, writing nothing.
 func (r *Relay) Follow(ctx context.Context, session string) (release func(), err error) {
 	r.mu.Lock()
 	r.follows[session]++
-	first := r.follows[session] == 1
+	written := r.written
 	r.mu.Unlock()
-	if first {
+	if !written {
 		done := make(chan error, 1)
 		select {
-		case r.ops <- op{session: session, follow: true, done: done}:
+		case r.ops <- op{follow: true, done: done}:
 		case <-ctx.Done():
 			r.unfollow(session)
 			return nil, ctx.Err()
@@ -117,21 +137,15 @@ func (r *Relay) Follow(ctx context.Context, session string) (release func(), err
 func (r *Relay) unfollow(session string) {
 	r.mu.Lock()
 	r.follows[session]--
-	last := r.follows[session] <= 0
-	if last {
+	if r.follows[session] <= 0 {
 		delete(r.follows, session)
 	}
 	r.mu.Unlock()
-	if last {
-		select {
-		case r.ops <- op{session: session}:
-		default: // the row expires by itself
-		}
-	}
 }
 
-// Run writes follows and unfollows in order and refreshes this replica's
-// rows, until ctx ends; then it deletes them.
+// Run writes this replica's row when its first stream opens, renews it
+// while it has streams and removes it once it has none, until ctx ends;
+// then it deletes it.
 func (r *Relay) Run(ctx context.Context) {
 	t := time.NewTicker(Refresh)
 	defer t.Stop()
@@ -143,48 +157,59 @@ func (r *Relay) Run(ctx context.Context) {
 			cancel()
 			return
 		case o := <-r.ops:
-			var err error
 			if o.refresh {
-				r.refresh(ctx)
+				r.refresh(ctx, true)
 				continue
 			}
-			if o.follow {
-				_, err = r.pool.Exec(ctx, `INSERT INTO stream_followers (session_id, replica, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
-					ON CONFLICT (session_id, replica) DO UPDATE SET expires_at = EXCLUDED.expires_at`, o.session, r.self, TTL.Seconds())
-			} else if !r.following(o.session) {
-				_, err = r.pool.Exec(ctx, `DELETE FROM stream_followers WHERE session_id = $1 AND replica = $2`, o.session, r.self)
-			}
+			err := r.write(ctx)
 			if o.done != nil {
 				o.done <- err
-			} else if err != nil && ctx.Err() == nil {
-				r.log.Warn("stream follower row not removed; it expires", "session", o.session, "err", err)
 			}
 		case <-t.C:
-			r.refresh(ctx)
+			r.refresh(ctx, false)
 		}
 	}
 }
 
-func (r *Relay) following(session string) bool {
+// write writes (or renews) this replica's row. A follow queued behind one
+// that wrote it finds it written and writes nothing.
+func (r *Relay) write(ctx context.Context) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.follows[session] > 0
+	written := r.written
+	r.mu.Unlock()
+	if written {
+		return nil
+	}
+	_, err := r.pool.Exec(ctx, `INSERT INTO stream_followers (session_id, replica, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
+		ON CONFLICT (session_id, replica) DO UPDATE SET expires_at = EXCLUDED.expires_at`, ReplicaRow, r.self, TTL.Seconds())
+	if err == nil {
+		r.mu.Lock()
+		r.written = true
+		r.mu.Unlock()
+	}
+	return err
 }
 
-// refresh renews every row of this replica in one statement, and removes
-// the rows of replicas that stopped renewing.
-func (r *Relay) refresh(ctx context.Context) {
+// refresh renews this replica's row while it streams and removes it when
+// it streams nothing (written again by the next first stream), and
+// removes the rows of replicas that stopped renewing. force writes the
+// row whatever this replica believes of it (after a failover the new
+// primary may lack it).
+func (r *Relay) refresh(ctx context.Context, force bool) {
+	// One look under the lock: a stream that opens after it finds the row
+	// unwritten and has it written, after this refresh's delete.
 	r.mu.Lock()
-	sessions := make([]string, 0, len(r.follows))
-	for s := range r.follows {
-		sessions = append(sessions, s)
-	}
+	streaming, was := len(r.follows) > 0, r.written
+	r.written = false
 	r.mu.Unlock()
-	if len(sessions) > 0 {
-		if _, err := r.pool.Exec(ctx, `INSERT INTO stream_followers (session_id, replica, expires_at)
-			SELECT unnest($1::text[]), $2, now() + make_interval(secs => $3)
-			ON CONFLICT (session_id, replica) DO UPDATE SET expires_at = EXCLUDED.expires_at`, sessions, r.self, TTL.Seconds()); err != nil && ctx.Err() == nil {
-			r.log.Warn("stream follower rows not renewed", "err", err)
+	switch {
+	case streaming:
+		if err := r.write(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("stream follower row not renewed", "err", err)
+		}
+	case was || force:
+		if _, err := r.pool.Exec(ctx, `DELETE FROM stream_followers WHERE replica = $1`, r.self); err != nil && ctx.Err() == nil {
+			r.log.Warn("stream follower row not removed; it expires", "err", err)
 		}
 	}
 	_, _ = r.pool.Exec(ctx, `DELETE FROM stream_followers WHERE expires_at < now()`)
@@ -207,9 +232,9 @@ func (r *Relay) Deliver(payload string) {
 
 // Lost tells every followed session's streams that commits may have been
 // missed (the listener reconnected): they read. It also writes this
-// replica's rows again at once: after a failover the new primary may
-// lack the latest of them (asynchronous replication), and other replicas
-// notify this one only for the sessions its rows name.
+// replica's row again at once: after a failover the new primary may lack
+// it (asynchronous replication), and other replicas notify this one only
+// while it is there.
 func (r *Relay) Lost() {
 	select {
 	case r.ops <- op{refresh: true}:
@@ -232,7 +257,7 @@ func (r *Relay) Lost() {
 
 // NotifyOneSQL is the body of a CTE that sends, from the statement that
 // appends one event, the notification Payload builds: the event when it
-// fits, else the session alone, and only when another replica follows the
+// fits, else the session alone, and only when another replica streams a
 // session (as NotifySQL). Its arguments are SQL expressions: the events
 // channel, this replica's token, the session and the event's seq, kind,
 // payload (jsonb), key and time, over the relations in from.
@@ -242,5 +267,5 @@ func NotifyOneSQL(channel, self, session, seq, kind, payload, key, at, from stri
 	FROM (SELECT ` + session + ` AS session, json_build_object('o', ` + self + `, 's', ` + session + `, 'e', json_build_array(json_build_object(
 		'sessionId', ` + session + `, 'seq', ` + seq + `, 'kind', ` + kind + `, 'payload', ` + payload + `, 'key', ` + key + `,
 		'createdAt', ` + at + `)))::text AS full FROM ` + from + `) j
-	WHERE EXISTS (SELECT 1 FROM stream_followers f WHERE f.session_id = j.session AND f.replica <> ` + self + ` AND f.expires_at > now())`
+	WHERE EXISTS (SELECT 1 FROM stream_followers f WHERE f.replica <> ` + self + ` AND f.expires_at > now())`
 }
