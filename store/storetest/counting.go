@@ -208,3 +208,12 @@ func (c *CountingStore) ClaimStart(ctx context.Context, p store.ClaimStartParams
 	}
 	return out, err
 }
+
+// CountingRelay is a CountingStore over a store that relays other
+// processes' commits to this one's streams (Postgres, store.Relay), so
+// that the kernel's streams follow their sessions through it as they do
+// through the store itself — and what following costs is counted.
+type CountingRelay struct {
+	*CountingStore
+	store.Relay
+}

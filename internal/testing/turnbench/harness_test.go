@@ -85,6 +85,11 @@ type stack struct {
 	stats  *pgx.Conn // untraced, for the server's counters
 	// SQLite only.
 	lite *sqlite.Store
+
+	// streamPerTurn: each turn opens its own stream (from its input) and
+	// closes it at the end of its run, as a client that follows one
+	// request's answer does; else one stream stays open per session.
+	streamPerTurn bool
 }
 
 // newStack builds a stack on backend ("sqlite" or "postgres"); a Postgres
@@ -122,6 +127,12 @@ func newStackWith(tb testing.TB, backend string, m stacktest.Metrics) *stack {
 		tb.Fatalf("unknown backend %q", backend)
 	}
 	s.store = &storetest.CountingStore{Store: st}
+	var envStore store.Store = s.store
+	if r, ok := st.(store.Relay); ok {
+		// Streams follow their sessions as on the store itself (on
+		// Postgres: stream_followers, NOTIFY), and that is counted.
+		envStore = storetest.CountingRelay{CountingStore: s.store, Relay: r}
+	}
 
 	s.smtp = smtptest.Start(tb)
 	// The server hands every message to Arrived too (100 deep) and blocks
@@ -144,7 +155,7 @@ func newStackWith(tb testing.TB, backend string, m stacktest.Metrics) *stack {
 
 	email := tools.NewEmailSend(tools.EmailConfig{SMTPURL: s.smtp.URL(), From: "gatehouse@example.com", Timeout: 10 * time.Second})
 	s.env = stacktest.NewEnv(tb, nil, stacktest.EnvOptions{
-		Store:       s.store,
+		Store:       envStore,
 		Tools:       []tools.Tool{email},
 		Script:      script(),
 		Memory:      true,
@@ -251,7 +262,14 @@ func (s *stack) conversation(ctx context.Context, session string, turns int) ([]
 			return outs, fmt.Errorf("turn %d: input answered %+v", t, in)
 		}
 		out.inputSeq, out.runID = in.Seq, in.RunID
-		if sse == nil {
+		var perTurn io.ReadCloser
+		if s.streamPerTurn {
+			body, err := s.stream(ctx, session, in.Seq-1)
+			if err != nil {
+				return outs, err
+			}
+			perTurn, sse = body, newSSE(body)
+		} else if sse == nil {
 			// The session exists from its first input on: attach, from
 			// that input.
 			body, err := s.stream(ctx, session, in.Seq-1)
@@ -261,7 +279,11 @@ func (s *stack) conversation(ctx context.Context, session string, turns int) ([]
 			defer body.Close()
 			sse = newSSE(body)
 		}
-		if err := s.turn(ctx, sse, &out); err != nil {
+		err := s.turn(ctx, sse, &out)
+		if perTurn != nil {
+			perTurn.Close()
+		}
+		if err != nil {
 			return outs, fmt.Errorf("turn %d: %w", t, err)
 		}
 		out.took = time.Since(start)
