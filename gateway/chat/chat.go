@@ -128,6 +128,14 @@ const (
 	// reply; Slack and Discord as the text of a message with files (see
 	// [LibraryCommand]).
 	CommandLibrary = "library"
+	// CommandModel shows the chat's model and the models it may pick
+	// (GATEHOUSE_CHAT_MODELS); with an argument (a listed selection, its
+	// number or its model's name, or "default") it picks one for the
+	// chat: every session of the chat, from its next turn on.
+	CommandModel = "model"
+	// CommandThink shows the chat's thinking level; with an argument
+	// (off, low, medium, high, or "default") it sets it for the chat.
+	CommandThink = "think"
 )
 
 // LibraryCommand reads a message's text as the library command: its
