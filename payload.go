@@ -277,7 +277,12 @@ type RunFinished struct {
 	Error       string       `json:"error,omitempty"`
 	Provider    string       `json:"provider,omitempty"`
 	Model       string       `json:"model,omitempty"`
-	DurationMs  int64        `json:"durationMs"`
+	// Thinking is the thinking level the answering model ran with, and
+	// Note what was asked for and not applied (the run's execution.thinking
+	// and execution.note), for the web chat's run line.
+	Thinking   string `json:"thinking,omitempty"`
+	Note       string `json:"note,omitempty"`
+	DurationMs int64  `json:"durationMs"`
 }
 
 // Notice is the payload of notice: something the user should be told that

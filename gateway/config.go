@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse/gatehouse/gateway/people"
 	"github.com/gatehouse/gatehouse/gateway/uploads"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -50,6 +51,13 @@ type Config struct {
 	// the first decision on any surface wins, and every copy is edited
 	// to the outcome. Its platform must be one of Adapters.
 	ApprovalChat gh.Address
+	// ChatModels are the selections /model lets a chat pick
+	// (GATEHOUSE_CHAT_MODELS). Defaults to none: /model shows the
+	// configured model and picks nothing.
+	ChatModels models.ChatChoices
+	// Model is the configured selection (GATEHOUSE_MODEL), which answers
+	// a chat that picked none; /model names it. Defaults to empty.
+	Model string
 	// Uploads answers /library: files sent in a chat added to the
 	// knowledge library. Defaults to nil: /library answers that the
 	// library is not enabled.

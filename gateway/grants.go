@@ -35,6 +35,15 @@ func grantText(tool, label, by string, until time.Time) string {
 	return tool + " for this chat (" + cards.Visible(label) + "), approved by " + cards.Visible(by) + ", until " + until.UTC().Format("15:04 MST")
 }
 
+// knownCommands are the commands Command answers, as an unknown one's
+// answer lists them.
+var knownCommands = []string{
+	"/" + chat.CommandGrants,
+	"/" + chat.CommandLibrary,
+	"/" + chat.CommandModel,
+	"/" + chat.CommandThink,
+}
+
 // Command implements [chat.Sink].
 func (g *Gateway) Command(ctx context.Context, name string, in gh.Inbound) (chat.CommandReply, error) {
 	if err := checkInbound(in); err != nil {
@@ -65,8 +74,13 @@ func (g *Gateway) Command(ctx context.Context, name string, in gh.Inbound) (chat
 		if reply, detail, err = g.library(ctx, in); err != nil {
 			return chat.CommandReply{}, err
 		}
+	case name == chat.CommandModel || name == chat.CommandThink:
+		var err error
+		if reply, detail, err = g.chatSettings(ctx, name, in); err != nil {
+			return chat.CommandReply{}, err
+		}
 	default:
-		reply, detail = chat.CommandReply{Text: "Gatehouse knows /" + chat.CommandGrants + " and /" + chat.CommandLibrary + " only."}, "/"+clip(name, 50)+": unknown"
+		reply, detail = chat.CommandReply{Text: "Gatehouse knows " + strings.Join(knownCommands, ", ") + " only."}, "/"+clip(name, 50)+": unknown"
 	}
 	var res chat.ReceiveResult
 	entry := receiveEntry(in, cleanText(strings.TrimSpace("/"+name+" "+in.Text)), g.cfg.Now().UTC())

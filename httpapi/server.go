@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse/gatehouse/httpapi/probes"
 	"github.com/gatehouse/gatehouse/httpapi/reqbody"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -115,6 +116,10 @@ type Config struct {
 	// Tenant is the tenant whose sessions the API serves. Defaults to
 	// gatehouse.DefaultTenant.
 	Tenant string
+	// ChatModels are the selections a chat may pick (GATEHOUSE_CHAT_MODELS):
+	// the web chat's selector offers them, PUT
+	// /v1/sessions/{id}/chat-settings takes no other. Defaults to none.
+	ChatModels models.ChatChoices
 	// CheckSelection validates an input's model selection before it is
 	// committed. Defaults to nil: any selection is committed.
 	CheckSelection func(selection string) error
@@ -347,6 +352,8 @@ var v1Routes = []v1Route{
 	{"GET", streamPath, (*Server).stream},
 	{"POST", "/v1/sessions/{id}/cancel", (*Server).cancel},
 	{"POST", "/v1/sessions/{id}/retry", (*Server).retry},
+	{"GET", "/v1/sessions/{id}/chat-settings", (*Server).getChatSettings},
+	{"PUT", "/v1/sessions/{id}/chat-settings", (*Server).putChatSettings},
 	{"GET", "/v1/info", (*Server).info},
 	{"GET", "/v1/tools", (*Server).toolList},
 	{"GET", "/v1/usage", (*Server).usage},

@@ -369,8 +369,9 @@ type Store interface {
 	Writer
 	// StatsReader counts activity per time bucket (stats.go).
 	StatsReader
-	MetricsReader // the scrape-time gauges (metrics.go)
-	Secrets       // the gateway's own generated secrets (secrets.go)
+	MetricsReader     // the scrape-time gauges (metrics.go)
+	Secrets           // the gateway's own generated secrets (secrets.go)
+	ChatSettingsStore // what each chat chose: its model, its thinking level (chatsettings.go)
 	// InTx runs fn in one transaction and commits when fn returns nil.
 	// When the database reports a conflict that a retry resolves (a
 	// serialization failure, or two transactions racing on one

@@ -263,6 +263,9 @@ type attemptPlan struct {
 	// fails the turn before any of it lands; selectErr says why.
 	chain     models.Chain
 	selectErr error
+	// chat is the chat's stored choices (Config.ChatSettings), the
+	// fallback of the inputs' own.
+	chat      store.ChatSettings
 	inputs    []int64
 	promptSeq int64
 	// cursor starts at the watermark: only input read past it may join
@@ -350,7 +353,11 @@ func (s *Supervisor) preflight(ctx context.Context, lease gh.Lease) (*attemptPla
 	if !p.owed {
 		return p, nil
 	}
-	p.chain, p.selectErr = s.selection(t, p.pending)
+	if p.chat, err = s.chatSettings(ctx, lease.SessionID); err != nil {
+		view.Close()
+		return nil, err
+	}
+	p.chain, p.selectErr = s.selection(t, p.pending, p.chat.Selection)
 	if p.selectErr != nil {
 		return p, nil
 	}
@@ -481,7 +488,7 @@ func (s *Supervisor) recoverSpooled(ctx context.Context, lease gh.Lease, p *atte
 func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *attemptPlan, gen string, msgs []models.Message, recalled []gh.RecalledMemory, out *outcome) (gh.AssistantMessage, bool, error) {
 	specs := s.cfg.Tools.Specs()
 	markStep(ctx, "model")
-	resp, notices, err := s.cfg.Models.Call(ctx, p.chain, models.Request{Messages: msgs, Tools: specs, Thinking: p.t.Thinking(p.inputs)}, func(delta string) {
+	resp, notices, err := s.cfg.Models.Call(ctx, p.chain, models.Request{Messages: msgs, Tools: specs, Thinking: p.thinking()}, func(delta string) {
 		s.k.PublishPartial(kernel.Partial{SessionID: lease.SessionID, GenerationID: gen, Text: delta})
 	})
 	if ctx.Err() != nil {
@@ -505,6 +512,7 @@ func (s *Supervisor) ask(ctx context.Context, lease gh.Lease, p *attemptPlan, ge
 		chain = s.cfg.Models.Selection() // the configured one
 	}
 	out.execution = executionOf(resp, chain, len(specs))
+	out.summary.Thinking, out.summary.Note = resp.Applied.Thinking, resp.Applied.Note
 	out.summary.Context = gh.ContextSize{Messages: len(msgs), Tokens: max(resp.Usage.InputTokens, transcript.EstimateTokens(msgs))}
 	a := gh.AssistantMessage{
 		GenerationID: gen, RunID: lease.RunID, Text: resp.Text, InputSeqs: dedupe(p.inputs), StopReason: resp.StopReason,
@@ -676,20 +684,23 @@ func (s *Supervisor) turnNotes(ctx context.Context, t *transcript.Transcript, in
 }
 
 // selection resolves the model chain from the newest pending input's own
-// selection, else the configured one. Only the newest counts: an older
+// selection, else the chat's (chatSel, already checked against the
+// list), else the configured one. Only the newest input counts: an older
 // input with a bad selection must not fail every later turn.
-func (s *Supervisor) selection(t *transcript.Transcript, pending []int64) (models.Chain, error) {
+func (s *Supervisor) selection(t *transcript.Transcript, pending []int64, chatSel string) (models.Chain, error) {
 	if len(pending) == 0 {
 		// A turn that goes on (after an approval, or a batch a crash
 		// cut) keeps the model its inputs chose: the inputs its last
 		// answer presented.
 		pending = t.GoingOn()
 	}
-	if len(pending) == 0 {
-		return nil, nil
+	if len(pending) > 0 {
+		if sel := t.Selection(pending[len(pending)-1]); sel != "" {
+			return models.ParseSelection(sel)
+		}
 	}
-	if sel := t.Selection(pending[len(pending)-1]); sel != "" {
-		return models.ParseSelection(sel)
+	if chatSel != "" {
+		return models.ParseSelection(chatSel)
 	}
 	return nil, nil // nil chain: the registry's configured selection
 }

@@ -36,6 +36,15 @@ type Config struct {
 	// turn's first request, the passages that bear on the question are
 	// given fenced as data (knowledge.go). Defaults to nil: no library.
 	Knowledge Recaller
+	// ChatSettings are the choices each chat made (/model, /think, the web
+	// chat's selector), read for a turn whose newest input chose no model
+	// or whose inputs chose no thinking level: an input's own choice wins.
+	// Defaults to nil: none, the configured model and no level.
+	ChatSettings ChatSettingsReader
+	// ChatModels are the selections a chat may pick: a stored selection
+	// not among them (the list changed since it was picked) is ignored,
+	// and the configured model answers. Defaults to empty: none counts.
+	ChatModels models.ChatChoices
 	// Workers bounds how many attempts run at once. Defaults to 4.
 	Workers int
 	// Claimers is how many claims may be in flight at once. A claim is

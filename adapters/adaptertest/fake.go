@@ -53,6 +53,10 @@ type Fake interface {
 	// answer the user is shown, with an ID the fake's Press accepts (an
 	// answer only its user sees included).
 	Command(chat, user, name string) (reply Message, err error)
+	// CommandArgs is Command with args after the name, as the platform
+	// takes them (Telegram: the message "/model o3"; Slack: the slash
+	// command's text; Discord: the command's first option).
+	CommandArgs(chat, user, name, args string) (reply Message, err error)
 	// Errors lists requests the fake refused as the real platform would
 	// (bad parameters, unknown chat, wrong token): a passing suite has none.
 	Errors() []string

@@ -42,6 +42,9 @@ type StackOptions struct {
 	// GrantableNotes makes post_note offer "Approve for this chat", its
 	// bound the note's text (a grant covers posting the same note again).
 	GrantableNotes bool
+	// ChatModels are the selections /model lets a chat pick
+	// (GATEHOUSE_CHAT_MODELS). Defaults to the fake model alone.
+	ChatModels string
 }
 
 // NewStack starts a whole gateway around the adapter and fake that

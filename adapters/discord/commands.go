@@ -31,17 +31,36 @@ const (
 	commandFailed     = "Gatehouse could not answer, try again."
 )
 
-// slashCommands are the global commands the adapter registers.
+// slashCommands are the global commands the adapter registers. A
+// command that takes an argument has one string option, its value what
+// a Telegram user types after the name (see commandText).
 func slashCommands() []*discordgo.ApplicationCommand {
 	dm := true
-	return []*discordgo.ApplicationCommand{{
-		Type:         discordgo.ChatApplicationCommand,
-		Name:         chat.CommandGrants,
-		Description:  "List this chat's grants and revoke them",
-		DMPermission: &dm,
-		Contexts:     &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild, discordgo.InteractionContextBotDM},
-		Options:      []*discordgo.ApplicationCommandOption{},
-	}}
+	cmds := []*discordgo.ApplicationCommand{
+		{Name: chat.CommandGrants, Description: "List this chat's grants and revoke them"},
+		{Name: chat.CommandModel, Description: "Show this chat's model and the ones it may pick, or pick one",
+			Options: []*discordgo.ApplicationCommandOption{argOption("model", "A listed model (its name or number), or default")}},
+		{Name: chat.CommandThink, Description: "Show or set this chat's thinking level",
+			Options: []*discordgo.ApplicationCommandOption{argOption("level", "off, low, medium, high, or default", "off", "low", "medium", "high", "default")}},
+	}
+	for _, c := range cmds {
+		c.Type, c.DMPermission = discordgo.ChatApplicationCommand, &dm
+		c.Contexts = &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild, discordgo.InteractionContextBotDM}
+		if c.Options == nil {
+			c.Options = []*discordgo.ApplicationCommandOption{}
+		}
+	}
+	return cmds
+}
+
+// argOption is a command's one optional string option; with choices, the
+// client offers only those.
+func argOption(name, description string, choices ...string) *discordgo.ApplicationCommandOption {
+	o := &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: name, Description: description}
+	for _, c := range choices {
+		o.Choices = append(o.Choices, &discordgo.ApplicationCommandOptionChoice{Name: c, Value: c})
+	}
+	return o
 }
 
 // registerCommands starts the registration of the slash commands, once
@@ -143,7 +162,7 @@ func commandFromInteraction(i *discordgo.Interaction, now time.Time) (in gh.Inbo
 		ChatType:   gh.ChatGroup,
 		UserID:     u.ID,
 		UserName:   u.Username,
-		Text:       optionsText(d.Options),
+		Text:       commandText(d.Options),
 		IsBot:      u.Bot,
 		ReceivedAt: now,
 	}
@@ -151,6 +170,18 @@ func commandFromInteraction(i *discordgo.Interaction, now time.Time) (in gh.Inbo
 		in.ChatType = gh.ChatDM
 	}
 	return in, d.Name, true
+}
+
+// commandText is what followed the command's name: the value alone of a
+// command's one string option (as a Telegram user types it after the
+// name: "/model o3"), else the options as the client shows them.
+func commandText(opts []*discordgo.ApplicationCommandInteractionDataOption) string {
+	if len(opts) == 1 && opts[0] != nil && opts[0].Type == discordgo.ApplicationCommandOptionString && len(opts[0].Options) == 0 {
+		if v, ok := opts[0].Value.(string); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return optionsText(opts)
 }
 
 // optionsText writes a command's options as the Discord client shows

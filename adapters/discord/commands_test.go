@@ -19,16 +19,23 @@ import (
 	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 )
 
-// waitCommands waits until the fake has /grants registered.
+// registeredCommands are the slash commands the adapter registers.
+var registeredCommands = []string{
+	chat.CommandGrants,
+	chat.CommandModel,
+	chat.CommandThink,
+}
+
+// waitCommands waits until the fake has the adapter's commands registered.
 func waitCommands(t *testing.T, f *discordtest.DiscordFake) {
 	t.Helper()
 	adaptertest.Eventually(t, "the slash commands to be registered", func() bool {
-		return slices.Equal(f.Commands(), []string{chat.CommandGrants})
+		return slices.Equal(f.Commands(), registeredCommands)
 	})
 }
 
 // The adapter registers /grants after READY, and again on the next
-// start, overwriting: one command, with the id it had.
+// start, overwriting: the same commands, /grants with the id it had.
 func TestGrantsIsRegisteredOnReadyAndAgainAfterReconnecting(t *testing.T) {
 	t.Parallel()
 	f := discordtest.NewDiscord(t)
@@ -71,7 +78,7 @@ func TestGrantsIsRegisteredOnReadyAndAgainAfterReconnecting(t *testing.T) {
 
 	stop = connect()
 	adaptertest.Eventually(t, "the second registration", func() bool { return f.CommandPuts() == 2 })
-	if got := f.Commands(); !slices.Equal(got, []string{chat.CommandGrants}) {
+	if got := f.Commands(); !slices.Equal(got, registeredCommands) {
 		t.Errorf("commands after reconnecting = %q, want [grants] once", got)
 	}
 	if f.CommandID(chat.CommandGrants) != id {

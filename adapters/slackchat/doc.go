@@ -13,7 +13,7 @@
 // in the app's configuration, not at run time: docs/slack-app-manifest.yaml
 // is a complete manifest for Gatehouse (the bot scopes chat:write, commands
 // and the *:history scopes for message events, interactivity on, Socket
-// Mode on, and /grants). /grants lists the chat's active grants, each with
+// Mode on, and /grants, /model and /think). /grants lists the chat's active grants, each with
 // a Revoke button; the answer is shown to whoever typed it alone, and a
 // press of its Revoke button is a block_actions press of that ephemeral
 // message. Slack's slash command payload carries no thread: in a channel,
@@ -24,7 +24,10 @@
 // sink's Command and is answered in the message's thread; the files are
 // downloaded (Adapter.FetchFile, with the bot token and only from Slack's
 // file hosts) when the gateway asks. Downloading needs the files:read
-// scope. Any other message goes to Receive as text alone.
+// scope. "!model …" and "!think …" (chat.TextCommand), and the slash
+// commands /model and /think, go to Command likewise (without files): the
+// chat's model and thinking level, kept for the channel, every thread of
+// it. Any other message goes to Receive as text alone.
 //
 // Two inbound modes, chosen by [Config]:
 //

@@ -59,19 +59,23 @@ func filesOf(files []slackFile) []gh.File {
 // the file while it answers) and posting its answer.
 const libraryWork = 2 * time.Minute
 
-// libraryCommand reports whether in is the library command and, if so,
-// hands it to sink.Command with its files and posts the answer in the
-// message's channel or thread. It returns an error only when Command did
+// libraryCommand reports whether in is a command typed as text
+// (chat.TextCommand: "!library", "!model o3", "!think high") and, if so,
+// hands it to sink.Command (the library command with its files) and posts
+// the answer in the message's channel or thread. It returns an error only when Command did
 // (a retry can help: the event must not be acknowledged). Any other
 // message goes to Receive as text alone: the agent is never handed a
 // file.
 func (a *Adapter) libraryCommand(ctx context.Context, sink chat.Sink, in gh.Inbound, self string) (handled bool, err error) {
-	args, ok := chat.LibraryCommand(in.Text)
+	name, args, ok := chat.TextCommand(in.Text)
 	if !ok || in.Unsupported != "" || (self != "" && in.UserID == self) {
 		return false, nil
 	}
+	if name != chat.CommandLibrary {
+		in.Files = nil // only the library takes a message's files
+	}
 	in.Text = args
-	reply, err := sink.Command(ctx, chat.CommandLibrary, in)
+	reply, err := sink.Command(ctx, name, in)
 	if err != nil {
 		return true, err
 	}
@@ -121,7 +125,7 @@ func (a *Adapter) sayCommandReply(ctx context.Context, in gh.Inbound, reply chat
 // Slack echoes it back to us (a zero-width space before it), so that no
 // answer can ever start a loop, even before the bot knows its user id.
 func notCommand(text string) string {
-	if _, ok := chat.LibraryCommand(text); ok {
+	if _, _, ok := chat.TextCommand(text); ok {
 		return "\u200b" + text
 	}
 	return text

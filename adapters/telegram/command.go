@@ -30,6 +30,8 @@ import (
 var commands = []models.BotCommand{
 	{Command: chat.CommandGrants, Description: "List this chat's grants and revoke them"},
 	{Command: chat.CommandLibrary, Description: "Add a file (as its caption, or replying to it) to this chat's library"},
+	{Command: chat.CommandModel, Description: "Show this chat's model and the ones it may pick; /model <name> picks one"},
+	{Command: chat.CommandThink, Description: "Show or set this chat's thinking level: off, low, medium, high"},
 }
 
 // botCommand is a command a message starts with.

@@ -16,12 +16,13 @@ import (
 	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/gateway/uploads"
 	"github.com/gatehouse/gatehouse/kernel"
+	"github.com/gatehouse/gatehouse/models"
 	"github.com/gatehouse/gatehouse/store"
 )
 
 // newGateway builds the chat gateway with an adapter for every platform
 // whose token is set; nil when there is none.
-func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Service, upl *uploads.Service, reg prometheus.Registerer, log *slog.Logger) (*gateway.Gateway, error) {
+func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Service, upl *uploads.Service, choices models.ChatChoices, reg prometheus.Registerer, log *slog.Logger) (*gateway.Gateway, error) {
 	adapters, err := newAdapters(cfg, log)
 	if err != nil || len(adapters) == 0 {
 		return nil, err
@@ -47,7 +48,7 @@ func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Ser
 		return nil, fmt.Errorf("GATEHOUSE_APPROVAL_CHAT names %s, which is not configured (set its token)", approvalChat.Platform)
 	}
 	return gateway.New(gateway.Config{Kernel: k, Store: st, Gates: gateSvc, Adapters: adapters, Uploads: upl, Allowed: allowed, Pairing: cfg.Pairing, FloodLimit: cfg.FloodLimit, PublicURL: cfg.PublicURL,
-		Approvers: cfg.ApproverRules(), ApprovalChat: approvalChat,
+		Approvers: cfg.ApproverRules(), ApprovalChat: approvalChat, ChatModels: choices, Model: cfg.Model,
 		MidTurn: gh.Delivery(cfg.MidTurn), LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, Logger: log, Metrics: reg}), nil
 }
 

@@ -90,6 +90,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	choices, err := chatChoices(cfg, reg)
+	if err != nil {
+		return err
+	}
 	loc := time.Local
 	if cfg.Timezone != "" {
 		loc, _ = time.LoadLocation(cfg.Timezone)
@@ -137,7 +141,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Kernel: k, Models: reg, Tools: worker, Memory: mem, Knowledge: know.lib, Workers: cfg.Workers, Location: loc, Logger: log,
 		ContextWindow: cfg.ContextWindow, CompactionShare: cfg.CompactionShare, MaxModelRequests: cfg.MaxModelRequests, TurnTimeout: cfg.TurnTimeout,
 		DailyBudgetUSD: cfg.DailyBudgetUSD, BudgetAlertShare: cfg.BudgetAlertShare,
-		SpoolDir: filepath.Join(cfg.DataDir, "spool"),
+		SpoolDir:     filepath.Join(cfg.DataDir, "spool"),
+		ChatSettings: st, ChatModels: choices,
 	})
 	if err != nil {
 		return err
@@ -146,7 +151,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer stopPauses()
 	go pauseOnSignal(pauseCtx, pauses, sup, log)
 
-	gw, err := newGateway(cfg, st, k, gateSvc, upl, promReg, log)
+	gw, err := newGateway(cfg, st, k, gateSvc, upl, choices, promReg, log)
 	if err != nil {
 		return err
 	}
@@ -167,6 +172,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		FileHeadroom: 256 + cfg.DatabaseMaxConns,
 		Isolation:    isolation,
 		Tools:        worker.Tools(),
+		ChatModels:   choices,
 	}
 	if gw != nil {
 		apiCfg.Admin, apiCfg.Hooks = gw, gw.Handlers()
@@ -253,6 +259,26 @@ func newModels(cfg Config, ledger func(context.Context, models.LedgerRow)) (*mod
 		ScriptFile: cfg.ScriptFile, RequestTimeout: cfg.ModelTimeout, MaxRetries: cfg.ModelRetries,
 		Prices: prices, Ledger: ledger, ThinkingModels: thinking,
 	})
+}
+
+// chatChoices are the selections a chat may pick (GATEHOUSE_CHAT_MODELS,
+// else the configured chain alone). Each must name providers the registry
+// has: a list a chat could pick a broken model from is refused at start,
+// not found out by the chat's next turn.
+func chatChoices(cfg Config, reg *models.Registry) (models.ChatChoices, error) {
+	choices, err := models.ParseChatChoices(cfg.ChatModels)
+	if err != nil {
+		return nil, fmt.Errorf("GATEHOUSE_CHAT_MODELS: %w", err)
+	}
+	if len(choices) == 0 && len(reg.Selection()) > 0 {
+		return models.ChatChoices{reg.Selection()}, nil
+	}
+	for _, c := range choices {
+		if err := reg.Validate(c.String()); err != nil {
+			return nil, fmt.Errorf("GATEHOUSE_CHAT_MODELS: %s cannot be used: %w", c, err)
+		}
+	}
+	return choices, nil
 }
 
 // liveStaleAfter is how old the claim loop's heartbeat may be before

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -128,6 +129,14 @@ const (
 	// reply; Slack and Discord as the text of a message with files (see
 	// [LibraryCommand]).
 	CommandLibrary = "library"
+	// CommandModel shows the chat's model and the models it may pick
+	// (GATEHOUSE_CHAT_MODELS); with an argument (a listed selection, its
+	// number or its model's name, or "default") it picks one for the
+	// chat: every session of the chat, from its next turn on.
+	CommandModel = "model"
+	// CommandThink shows the chat's thinking level; with an argument
+	// (off, low, medium, high, or "default") it sets it for the chat.
+	CommandThink = "think"
 )
 
 // LibraryCommand reads a message's text as the library command: its
@@ -137,16 +146,37 @@ const (
 // command entities (Slack, Discord) hand such a message, with its files,
 // to Sink.Command(CommandLibrary, …) with in.Text set to args.
 func LibraryCommand(text string) (args string, ok bool) {
+	name, args, ok := TextCommand(text)
+	if !ok || name != CommandLibrary {
+		return "", false
+	}
+	return args, true
+}
+
+// textCommands are the commands a message's text may carry where the
+// platform has no command entities to mark them (see TextCommand).
+var textCommands = []string{
+	CommandLibrary,
+	CommandModel,
+	CommandThink,
+}
+
+// TextCommand reads a message's text as a command: its first word is
+// "/" or "!" and the name of one of textCommands (any case), e.g. "!model
+// o3". name is the command's name, args the rest, trimmed. Slack hands
+// such a message to Sink.Command(name, …) with in.Text set to args, as
+// its clients keep a leading slash for the app's slash commands.
+func TextCommand(text string) (name, args string, ok bool) {
 	text = strings.TrimSpace(text)
 	word, rest := text, ""
 	if end := strings.IndexFunc(text, unicode.IsSpace); end >= 0 {
 		word, rest = text[:end], text[end:]
 	}
 	word = strings.ToLower(word)
-	if word != "/"+CommandLibrary && word != "!"+CommandLibrary {
-		return "", false
+	if len(word) < 2 || (word[0] != '/' && word[0] != '!') || !slices.Contains(textCommands, word[1:]) {
+		return "", "", false
 	}
-	return strings.TrimSpace(rest), true
+	return word[1:], strings.TrimSpace(rest), true
 }
 
 // FileFetcher is implemented by an adapter that can download a file a

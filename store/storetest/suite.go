@@ -71,6 +71,7 @@ func Run(t *testing.T, h Harness) {
 		{"AppendUnlessGatePending", testUnlessGatePending},
 		{"Incidents", testIncidents},
 		{"Secrets", testSecrets},
+		{"ChatSettings", testChatSettings},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })

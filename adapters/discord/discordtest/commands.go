@@ -3,6 +3,8 @@ package discordtest
 import (
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 
 	"github.com/gatehouse/gatehouse/adapters/adaptertest"
 	"github.com/gatehouse/gatehouse/adapters/discord/discordtest/formbody"
@@ -43,10 +45,18 @@ func (f *DiscordFake) putCommands(w http.ResponseWriter, r *http.Request, appID 
 		old[c.Name] = c
 	}
 	next := make([]*discordCommand, 0, len(reqs))
-	for _, c := range reqs {
+	for i, c := range reqs {
 		cmd := &discordCommand{
 			Name: c.Name, Description: c.Description, DMPermission: c.DMPermission,
 			Contexts: c.Contexts, IntegrationTypes: c.IntegrationTypes,
+		}
+		opts, _ := c.StringOptions(strconv.Itoa(i)) // checked above
+		for _, o := range opts {
+			wo := wire.Option{Name: o.Name, Description: o.Description, Required: o.Required}
+			for _, ch := range o.Choices {
+				wo.Choices = append(wo.Choices, ch.Value.(string))
+			}
+			cmd.Options = append(cmd.Options, wo)
 		}
 		if prev, ok := old[c.Name]; ok {
 			cmd.ID = prev.ID
@@ -135,8 +145,16 @@ func (f *DiscordFake) CommandPuts() int {
 // with flags 64, which only user sees and only user can press buttons
 // of), or an error for an answer that shows none.
 func (f *DiscordFake) Command(chat, user, name string) (adaptertest.Message, error) {
+	return f.CommandArgs(chat, user, name, "")
+}
+
+// CommandArgs is Command with args typed into the command's first option,
+// as a Discord client fills it in: a command without options takes no
+// args, an option with fixed choices only one of them, and a required
+// option must be given.
+func (f *DiscordFake) CommandArgs(chat, user, name, args string) (adaptertest.Message, error) {
 	f.mu.Lock()
-	ix, err := f.command(chat, user, name)
+	ix, err := f.command(chat, user, name, args)
 	f.mu.Unlock()
 	if err != nil {
 		return adaptertest.Message{}, err
@@ -153,7 +171,7 @@ func (f *DiscordFake) Command(chat, user, name string) (adaptertest.Message, err
 }
 
 // command dispatches the interaction of Command. f.mu held.
-func (f *DiscordFake) command(chat, user, name string) (*discordInteraction, error) {
+func (f *DiscordFake) command(chat, user, name, args string) (*discordInteraction, error) {
 	var cmd *discordCommand
 	for _, c := range f.commands {
 		if c.Name == name {
@@ -171,6 +189,18 @@ func (f *DiscordFake) command(chat, user, name string) (*discordInteraction, err
 		return nil, err
 	}
 	data := map[string]any{"id": cmd.ID, "name": cmd.Name, "type": 1}
+	switch {
+	case args != "" && len(cmd.Options) == 0:
+		return nil, fmt.Errorf("discord fake: /%s has no options: a Discord client takes no text after it", name)
+	case args != "":
+		o := cmd.Options[0]
+		if len(o.Choices) > 0 && !slices.Contains(o.Choices, args) {
+			return nil, fmt.Errorf("discord fake: /%s's option %s takes one of %q only, not %q", name, o.Name, o.Choices, args)
+		}
+		data["options"] = []map[string]any{{"name": o.Name, "type": 3, "value": args}}
+	case len(cmd.Options) > 0 && cmd.Options[0].Required:
+		return nil, fmt.Errorf("discord fake: /%s's option %s is required", name, cmd.Options[0].Name)
+	}
 	return f.interact(ch, nil, f.user(user), 2, name, data), nil
 }
 

@@ -29,7 +29,9 @@ func TestDiscordFakeCommands(t *testing.T) {
 		{"description over 100", []any{cmd("grants", strings.Repeat("d", 101))}},
 		{"user command", []any{map[string]any{"type": 2, "name": "grants", "description": "x"}}},
 		{"duplicate names", []any{cmd("grants", "x"), cmd("grants", "y")}},
-		{"options", []any{map[string]any{"name": "grants", "description": "x", "options": []any{map[string]any{"type": 3, "name": "o", "description": "o"}}}}},
+		{"an option not a string", []any{map[string]any{"name": "grants", "description": "x", "options": []any{map[string]any{"type": 4, "name": "o", "description": "o"}}}}},
+		{"a required option after an optional one", []any{map[string]any{"name": "model", "description": "x", "options": []any{
+			map[string]any{"type": 3, "name": "a", "description": "a"}, map[string]any{"type": 3, "name": "b", "description": "b", "required": true}}}}},
 		{"bad context", []any{map[string]any{"name": "grants", "description": "x", "contexts": []int{7}}}},
 	} {
 		if status, _ := discordCall(t, f, "PUT", path, auth, bad.body); status != 400 {
@@ -39,8 +41,8 @@ func TestDiscordFakeCommands(t *testing.T) {
 	if status, _ := discordCall(t, f, "PUT", "/applications/1234/commands", auth, []any{cmd("grants", "x")}); status != 403 {
 		t.Errorf("another application's commands: %d, want 403", status)
 	}
-	if n := len(f.Errors()); n != 10 {
-		t.Errorf("%d refusals recorded, want 10: %q", n, f.Errors())
+	if n := len(f.Errors()); n != 11 {
+		t.Errorf("%d refusals recorded, want 11: %q", n, f.Errors())
 	}
 	if f.CommandPuts() != 0 || len(f.Commands()) != 0 {
 		t.Fatalf("a refused overwrite registered %q", f.Commands())
@@ -131,7 +133,7 @@ func TestDiscordFakeCommands(t *testing.T) {
 	if err := <-pressed; err != nil {
 		t.Error(err)
 	}
-	if n := len(f.Errors()); n != 11 {
-		t.Errorf("refusals: %q, want the 10 above and the type 7", f.Errors())
+	if n := len(f.Errors()); n != 12 {
+		t.Errorf("refusals: %q, want the 11 above and the type 7", f.Errors())
 	}
 }

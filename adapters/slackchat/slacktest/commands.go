@@ -22,7 +22,11 @@ import (
 // ManifestSlashCommands are the slash commands docs/slack-app-manifest.yaml
 // declares (features.slash_commands), which the fake delivers by default;
 // a test keeps the two the same.
-var ManifestSlashCommands = []string{"/grants"}
+var ManifestSlashCommands = []string{
+	"/grants",
+	"/model",
+	"/think",
+}
 
 // maxSocketResponse: Slack drops a Socket Mode response of 20 KB or more.
 const maxSocketResponse = 20 * 1024
@@ -38,6 +42,11 @@ func SlackSlashCommands(commands ...string) SlackOption {
 // SlashCommand.
 func (f *SlackFake) Command(chat, user, name string) (adaptertest.Message, error) {
 	return f.SlashCommand(chat, user, "/"+name, "")
+}
+
+// CommandArgs is Command with args as the slash command's text.
+func (f *SlackFake) CommandArgs(chat, user, name, args string) (adaptertest.Message, error) {
+	return f.SlashCommand(chat, user, "/"+name, args)
 }
 
 // SlashCommand types command (with its slash) and text in chat as user,

@@ -136,10 +136,19 @@ func (f *TelegramFake) sayCommand(chat, user, text string) (update string, msgID
 // up to 10 s. A command the bot answers with nothing (a stranger's) is an
 // error once the wait is over.
 func (f *TelegramFake) Command(chat, user, name string) (adaptertest.Message, error) {
+	return f.CommandArgs(chat, user, name, "")
+}
+
+// CommandArgs is Command with args typed after the name ("/model o3").
+func (f *TelegramFake) CommandArgs(chat, user, name, args string) (adaptertest.Message, error) {
 	if name == "" || strings.ContainsAny(name, " /@") {
 		return adaptertest.Message{}, fmt.Errorf("telegram fake: %q is not a command name", name)
 	}
-	upd, id := f.sayCommand(chat, user, "/"+name)
+	text := "/" + name
+	if args = strings.TrimSpace(args); args != "" {
+		text += " " + args
+	}
+	upd, id := f.sayCommand(chat, user, text)
 	deadline := time.NewTimer(commandWait)
 	defer deadline.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)

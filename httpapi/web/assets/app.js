@@ -25,6 +25,7 @@
     scroller: $("scroller"), banner: $("banner"), empty: $("empty"),
     conversation: $("conversation"),
     composer: $("composer"), input: $("input"), delivery: $("delivery"), send: $("send"),
+    chatSettings: $("chat-settings"), modelSelect: $("model-select"), thinkSelect: $("think-select"),
     tokenDialog: $("token-dialog"), tokenForm: $("token-form"),
     tokenInput: $("token-input"), tokenWhy: $("token-why"),
     sourceDialog: $("source-dialog"), sourceTitle: $("source-title"),
@@ -240,6 +241,7 @@
     renderSetup();
     render();
     ui.input.disabled = ui.send.disabled = !id;
+    loadChatSettings(epoch);
     if (!id) { setConn("idle"); return; }
     setConn("connecting");
     try {
@@ -258,6 +260,65 @@
     connect(epoch);
     ui.input.focus();
   }
+
+  // ---- the chat's model and thinking level -------------------------------
+  //
+  // The selectors show and set the open chat's choices
+  // (GET/PUT /v1/sessions/{id}/chat-settings): kept in the database for the
+  // chat, applied to every later turn whose input chooses nothing. Only
+  // the models GATEHOUSE_CHAT_MODELS lists are offered. A chat platform's
+  // session is shown, not changed here: its chat picks with /model.
+
+  function option(value, label) {
+    const o = document.createElement("option");
+    o.value = value;
+    o.textContent = label;
+    return o;
+  }
+
+  function showChatSettings(cs) {
+    const models = Array.isArray(cs.models) ? cs.models : [];
+    ui.modelSelect.replaceChildren(option("", cs.model ? `Default (${cs.model})` : "Default model"));
+    for (const m of models) ui.modelSelect.append(option(m, m));
+    if (cs.selection && !models.includes(cs.selection)) ui.modelSelect.append(option(cs.selection, `${cs.selection} (no longer listed)`));
+    ui.modelSelect.value = cs.selection || "";
+    ui.modelSelect.hidden = models.length === 0;
+    ui.thinkSelect.replaceChildren(option("", "Thinking: default"));
+    for (const l of cs.thinkingLevels || []) ui.thinkSelect.append(option(l, `Thinking: ${l}`));
+    ui.thinkSelect.value = cs.thinking || "";
+    const fromChat = Boolean(cs.chat && cs.chat.platform);
+    ui.modelSelect.disabled = ui.thinkSelect.disabled = fromChat;
+    if (fromChat) ui.chatSettings.title = `Picked in the ${cs.chat.platform} chat with /model and /think`;
+    ui.chatSettings.hidden = false;
+  }
+
+  async function loadChatSettings(epoch) {
+    ui.chatSettings.hidden = true;
+    if (!state.id) return;
+    try {
+      const cs = await api(`/v1/sessions/${encodeURIComponent(state.id)}/chat-settings`);
+      if (epoch === state.epoch) showChatSettings(cs);
+    } catch (err) {
+      if (epoch === state.epoch) showBanner(`Could not read the chat's model: ${err.message}`);
+    }
+  }
+
+  async function putChatSettings(change) {
+    const epoch = state.epoch;
+    try {
+      const cs = await api(`/v1/sessions/${encodeURIComponent(state.id)}/chat-settings`, {
+        method: "PUT", body: change, headers: { "X-Gatehouse-Source": "web" },
+      });
+      if (epoch === state.epoch) showChatSettings(cs);
+    } catch (err) {
+      if (epoch !== state.epoch) return;
+      showBanner(`Could not change the chat's model: ${err.message}`);
+      loadChatSettings(epoch);
+    }
+  }
+
+  ui.modelSelect.addEventListener("change", () => putChatSettings({ selection: ui.modelSelect.value }));
+  ui.thinkSelect.addEventListener("change", () => putChatSettings({ thinking: ui.thinkSelect.value }));
 
   // catchUp reads the committed events after lastSeq, page by page.
   async function catchUp(epoch) {
@@ -977,11 +1038,14 @@
     const bits = [];
     if (f.status && f.status !== "done") bits.push(f.status);
     if (f.model) bits.push(f.model);
+    if (f.thinking) bits.push(`thinking ${f.thinking}`);
+    else if (f.note) bits.push(f.note.split(":")[0]); // "thinking high not applied"
     const tok = f.tokens ? (f.tokens.inputTokens || 0) + (f.tokens.outputTokens || 0) : 0;
     if (tok) bits.push(`${tok} tokens`);
     if (f.durationMs) bits.push(fmtMs(f.durationMs));
     if (!bits.length) bits.push(f.status || "done");
     const li = el("li", "meta", bits.join(" · "));
+    if (f.note) li.title = f.note;
     li.dataset.testid = "run-meta";
     return li;
   }

@@ -70,6 +70,8 @@ type Env struct {
 	Posted atomic.Int32
 
 	metrics Metrics // EnvOptions.Metrics
+	// chatModels are the selections a chat may pick (EnvOptions.ChatModels).
+	chatModels models.ChatChoices
 }
 
 // Metrics is what serve wires of package metrics (*metrics.Metrics is
@@ -150,6 +152,11 @@ type EnvOptions struct {
 	// LeaseTTL is the kernel's lease TTL (renewals, which record a run's
 	// step, come every third of it). Defaults to the kernel's 30s.
 	LeaseTTL time.Duration
+	// ChatModels are the selections a chat may pick (GATEHOUSE_CHAT_MODELS,
+	// for /model and the web chat's selector); the supervisor reads the
+	// chats' choices from the store, as serve's does. Defaults to the
+	// configured model alone.
+	ChatModels string
 }
 
 // NewEnv starts an Env for the platform the factory makes, or with a nil
@@ -189,6 +196,14 @@ func NewEnv(t testing.TB, factory adaptertest.Factory, o EnvOptions) *Env {
 		e.Knowledge = lib
 	}
 	reg := e.models(o.Script)
+	choices, err := models.ParseChatChoices(o.ChatModels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(choices) == 0 {
+		choices = models.ChatChoices{reg.Selection()}
+	}
+	e.chatModels = choices
 	sweep := o.GateSweep
 	if sweep <= 0 {
 		sweep = 50 * time.Millisecond
@@ -282,7 +297,8 @@ func (e *Env) startWorkers(reg *models.Registry, o EnvOptions, log *slog.Logger)
 	if poll == 0 {
 		poll = 20 * time.Millisecond
 	}
-	sup, err := supervisor.New(supervisor.Config{Kernel: e.Kernel, Models: reg, Tools: worker, Memory: e.Memory, Knowledge: lib, Poll: poll, Logger: log})
+	sup, err := supervisor.New(supervisor.Config{Kernel: e.Kernel, Models: reg, Tools: worker, Memory: e.Memory, Knowledge: lib, Poll: poll, Logger: log,
+		ChatSettings: e.Store, ChatModels: e.chatModels})
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -317,7 +333,8 @@ func (e *Env) startGateway(factory adaptertest.Factory, o EnvOptions, log *slog.
 	}
 	e.Gateway = gateway.New(gateway.Config{Kernel: e.Kernel, Store: e.Store, Gates: e.Gates, Adapters: []chat.Adapter{e.Adapter},
 		Allowed: map[string][]string{platform: ids}, Approvers: approvers, ApprovalChat: approvalChat, Uploads: e.Uploads,
-		Pairing: o.Pairing, FloodLimit: o.FloodLimit, Poll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second, Logger: log})
+		Pairing: o.Pairing, FloodLimit: o.FloodLimit, Poll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second, Logger: log,
+		ChatModels: e.chatModels, Model: e.chatModels[0].String()})
 	if o.NoStart {
 		return
 	}
@@ -352,6 +369,9 @@ func (e *Env) startHTTP(cfg httpapi.Config, reg *models.Registry, log *slog.Logg
 	}
 	if cfg.People == nil {
 		cfg.People = people.NewAdmin(e.Store, nil)
+	}
+	if cfg.ChatModels == nil {
+		cfg.ChatModels = e.chatModels
 	}
 	if e.Gateway != nil {
 		if cfg.Admin == nil {
@@ -406,7 +426,7 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 func Stack(t testing.TB, factory adaptertest.Factory, o adaptertest.StackOptions) adaptertest.Stack {
 	t.Helper()
 	e := NewEnv(t, factory, EnvOptions{Allowed: o.Allowed, Approvers: o.Approvers, ApproversAllowed: o.ApproversAllowed, ApprovalChat: o.ApprovalChat,
-		GrantableNotes: o.GrantableNotes})
+		GrantableNotes: o.GrantableNotes, ChatModels: o.ChatModels})
 	return adaptertest.Stack{Ctx: e.Ctx, Store: e.Store, Kernel: e.Kernel, Model: e.Model, Gates: e.Gates,
 		Adapter: e.Adapter, Fake: e.Fake, Posted: func() int32 { return e.Posted.Load() }}
 }

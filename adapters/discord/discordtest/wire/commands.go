@@ -11,6 +11,16 @@ type Command struct {
 	DMPermission     *bool
 	Contexts         *[]int
 	IntegrationTypes *[]int
+	// Options are the command's STRING options, as registered.
+	Options []Option
+}
+
+// Option is a registered STRING option of a command.
+type Option struct {
+	Name, Description string
+	Required          bool
+	// Choices are its fixed values; empty when any text goes.
+	Choices []string
 }
 
 // JSON is the command as Discord returns it.
@@ -26,6 +36,21 @@ func (c *Command) JSON(appID string) map[string]any {
 	}
 	if c.Contexts != nil {
 		j["contexts"] = *c.Contexts
+	}
+	if len(c.Options) > 0 {
+		opts := make([]map[string]any, 0, len(c.Options))
+		for _, o := range c.Options {
+			oj := map[string]any{"type": 3, "name": o.Name, "description": o.Description, "required": o.Required}
+			if len(o.Choices) > 0 {
+				var chs []map[string]any
+				for _, v := range o.Choices {
+					chs = append(chs, map[string]any{"name": v, "value": v})
+				}
+				oj["choices"] = chs
+			}
+			opts = append(opts, oj)
+		}
+		j["options"] = opts
 	}
 	return j
 }

@@ -99,6 +99,10 @@ type Config struct {
 	// Model is the model selection, provider:model[,fallback…]. Defaults
 	// to empty: the gateway runs, and a turn says how to configure one.
 	Model string
+	// ChatModels lists the selections a chat may pick with /model or the
+	// web chat's selector: selections separated by ";" (each with its
+	// fallbacks after commas). Defaults to empty: the Model chain only.
+	ChatModels string
 	// OpenAIAPIKey, OpenAIBaseURL, AnthropicAPIKey and AnthropicBaseURL
 	// configure the providers. The base URLs default to the public APIs.
 	OpenAIAPIKey, OpenAIBaseURL, AnthropicAPIKey, AnthropicBaseURL string
@@ -378,6 +382,13 @@ var settings = append([]Setting{
 	{"GATEHOUSE_HTTP_MAX_STREAMS", "http_max_streams", "8192", "open SSE streams; over it a new stream gets 503 with Retry-After", integer(func(c *Config) *int { return &c.HTTPMaxStreams })},
 	{"GATEHOUSE_PROBE_ADDR", "probe_addr", "", "extra listen address serving only /healthz, /livez, /readyz and /metrics (for Kubernetes probes); empty serves them on GATEHOUSE_ADDR only", str(func(c *Config) *string { return &c.ProbeAddr })},
 	{"GATEHOUSE_MODEL", "model", "", "model selection provider:model, with fallbacks after commas (openai:gpt-4.1-mini,anthropic:claude-sonnet-4-5)", str(func(c *Config) *string { return &c.Model })},
+	{"GATEHOUSE_CHAT_MODELS", "chat_models", "", "selections a chat may pick with /model or the web chat's selector, separated by ; (each with its fallbacks after commas); empty is the GATEHOUSE_MODEL chain only", fn(func(c *Config, v string) error {
+		if _, err := models.ParseChatChoices(v); err != nil {
+			return fmt.Errorf("want selections separated by ; such as openai:gpt-4.1-mini;anthropic:claude-sonnet-4-5: %w", err)
+		}
+		c.ChatModels = v
+		return nil
+	})},
 	{"OPENAI_API_KEY", "openai_api_key", "", "key for the OpenAI-compatible provider (may be empty for a local server)", key(func(c *Config) *string { return &c.OpenAIAPIKey })},
 	{"OPENAI_BASE_URL", "openai_base_url", "https://api.openai.com/v1", "OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, gateways)", inURL(str(func(c *Config) *string { return &c.OpenAIBaseURL }), func(c *Config) *string { return &c.OpenAIBaseURL })},
 	{"ANTHROPIC_API_KEY", "anthropic_api_key", "", "key for the Anthropic provider", key(func(c *Config) *string { return &c.AnthropicAPIKey })},
