@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"strings"
 	"path/filepath"
 
 	_ "modernc.org/sqlite" // driver "sqlite"
@@ -88,7 +89,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		} else {
 			q.Set("_txlock", "immediate")
 		}
-		return "file:" + cfg.Path + "?" + q.Encode()
+		return "file:" + uriPath(cfg.Path) + "?" + q.Encode()
 	}
 	w, err := sql.Open("sqlite", dsn(false))
 	if err != nil {
@@ -206,3 +207,11 @@ var (
 	fromMicros = sqlrow.FromMicros
 	dbErr      = sqlrow.DBErr
 )
+
+// uriPath escapes what a "file:" URI would read as its end in a path: a
+// '?' (the query) and a '#' (the fragment), and '%' itself. Unescaped, a
+// data directory named "a#b" opens the database "a" — another file — and
+// loses every pragma after it.
+func uriPath(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+}
