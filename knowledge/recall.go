@@ -257,14 +257,11 @@ func (l *Library) lexical(ctx context.Context, scope, qterms []string, get func(
 	if err != nil {
 		return err
 	}
-	want := make(map[string]int, len(qterms))
-	for i, t := range qterms {
-		want[t] = i
-	}
+	counter := newTermCounter(qterms)
 	tf := make([]int, len(qterms))
 	for _, h := range hits {
 		clear(tf)
-		countTerms(h.Passage.Heading, h.Passage.Text, want, tf)
+		counter.count(h.Passage.Heading, h.Passage.Text, tf)
 		var score float64
 		var holds int
 		for i, t := range qterms {

@@ -57,17 +57,40 @@ func passageTerms(heading []string, text string) []string {
 	return terms(strings.Join(heading, " ") + "\n" + text)
 }
 
-// countTerms adds to counts[i] how often want's term i is among the terms
-// of a passage (as passageTerms makes them), without making them: BM25
-// needs the frequencies of the question's terms only.
-func countTerms(heading []string, text string, want map[string]int, counts []int) {
-	for _, h := range heading {
-		countIn(h, want, counts)
-	}
-	countIn(text, want, counts)
+// termCounter counts how often each of a question's terms is among the
+// terms of a passage (as passageTerms makes them), without making them:
+// BM25 needs the frequencies of the question's terms only.
+type termCounter struct {
+	want map[string]int // term → its index in counts
+	// first holds the first bytes of the wanted terms. A word's term is
+	// the word or a prefix of it, or a prefix with "y" added
+	// (textterms.Stem), at least two bytes long unless it is the word
+	// itself, so it starts with the word's first byte: a word starting
+	// with none of these cannot be wanted, and is not stemmed.
+	first [256]bool
 }
 
-func countIn(text string, want map[string]int, counts []int) {
+func newTermCounter(terms []string) *termCounter {
+	c := &termCounter{want: make(map[string]int, len(terms))}
+	for i, t := range terms {
+		c.want[t] = i
+		if t != "" {
+			c.first[t[0]] = true
+		}
+	}
+	return c
+}
+
+// count adds to counts[i] how often the i-th wanted term is among the
+// passage's terms.
+func (c *termCounter) count(heading []string, text string, counts []int) {
+	for _, h := range heading {
+		c.countIn(h, counts)
+	}
+	c.countIn(text, counts)
+}
+
+func (c *termCounter) countIn(text string, counts []int) {
 	lower := strings.ToLower(text)
 	start := -1
 	for i, r := range lower {
@@ -78,21 +101,21 @@ func countIn(text string, want map[string]int, counts []int) {
 			continue
 		}
 		if start >= 0 {
-			countWord(lower[start:i], want, counts)
+			c.countWord(lower[start:i], counts)
 			start = -1
 		}
 	}
 	if start >= 0 {
-		countWord(lower[start:], want, counts)
+		c.countWord(lower[start:], counts)
 	}
 }
 
-func countWord(w string, want map[string]int, counts []int) {
-	if len(w) > maxTermLen {
+func (c *termCounter) countWord(w string, counts []int) {
+	if len(w) > maxTermLen || !c.first[w[0]] {
 		return
 	}
 	if s, ok := textterms.Term(w, stopWords); ok {
-		if i, ok := want[s]; ok {
+		if i, ok := c.want[s]; ok {
 			counts[i]++
 		}
 	}

@@ -77,10 +77,12 @@ func queryAll[T any](ctx context.Context, q Querier, what string, scan func(pgx.
 	return out, dbErr(rows.Err(), what)
 }
 
+const getDocumentSQL = `SELECT ` + docCols + ` FROM knowledge_documents WHERE collection = $1 AND name = $2`
+
 // GetDocument returns the document called name in collection, if any.
 func GetDocument(ctx context.Context, q Querier, collection, name string) (store.KnowledgeDocument, bool, error) {
 	var d store.KnowledgeDocument
-	err := q.QueryRow(ctx, `SELECT `+docCols+` FROM knowledge_documents WHERE collection = $1 AND name = $2`, collection, name).Scan(docDest(&d)...)
+	err := q.QueryRow(ctx, getDocumentSQL, collection, name).Scan(docDest(&d)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.KnowledgeDocument{}, false, nil
 	}
@@ -293,20 +295,62 @@ func SetVectors(ctx context.Context, q Querier, model string, ids []int64, vecto
 	return dbErr(err, "store knowledge vectors")
 }
 
+const lockStatsSQL = `SELECT 1 FROM knowledge_stats WHERE id = 1 FOR UPDATE`
+
 // lockStats takes the library's write lock (the stats row).
 func lockStats(ctx context.Context, q Querier) error {
-	_, err := q.Exec(ctx, `SELECT 1 FROM knowledge_stats WHERE id = 1 FOR UPDATE`)
+	_, err := q.Exec(ctx, lockStatsSQL)
 	return dbErr(err, "lock knowledge stats")
 }
 
-// Put stores a document with its passages, replacing the stored one's
-// passages unless its hash is the same. q must be a transaction.
-func Put(ctx context.Context, q Querier, p store.KnowledgeDocumentPut) (store.KnowledgeDocument, bool, error) {
-	if err := lockStats(ctx, q); err != nil {
-		return store.KnowledgeDocument{}, false, err
+// batcher is a transaction that can send several statements in one round
+// trip (the store's pgtx.Tx; BEGIN goes with the first).
+type batcher interface {
+	Batch(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error)
+}
+
+// lockAndGet takes the library's write lock and reads the document called
+// name, in one round trip (with BEGIN) when q can batch.
+func lockAndGet(ctx context.Context, q Querier, collection, name string) (store.KnowledgeDocument, bool, error) {
+	bq, ok := q.(batcher)
+	if !ok {
+		if err := lockStats(ctx, q); err != nil {
+			return store.KnowledgeDocument{}, false, err
+		}
+		return GetDocument(ctx, q, collection, name)
 	}
+	var b pgx.Batch
+	b.Queue(lockStatsSQL)
+	b.Queue(getDocumentSQL, collection, name)
+	br, err := bq.Batch(ctx, &b)
+	if err != nil {
+		return store.KnowledgeDocument{}, false, dbErr(err, "lock knowledge stats")
+	}
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return store.KnowledgeDocument{}, false, dbErr(err, "lock knowledge stats")
+	}
+	var d store.KnowledgeDocument
+	err = br.QueryRow().Scan(docDest(&d)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.KnowledgeDocument{}, false, dbErr(br.Close(), "get knowledge document")
+	}
+	if err == nil {
+		err = br.Close()
+	}
+	utcDoc(&d)
+	return d, err == nil, dbErr(err, "get knowledge document")
+}
+
+// Put stores a document with its passages, replacing the stored one's
+// passages unless its hash is the same. q must be a transaction. A new
+// document costs two round trips before the commit: the lock with the
+// read of the name, then one statement writing the document, its
+// passages, its term counts, the library's counts and the collection's
+// version.
+func Put(ctx context.Context, q Querier, p store.KnowledgeDocumentPut) (store.KnowledgeDocument, bool, error) {
 	d := p.Doc
-	old, found, err := GetDocument(ctx, q, d.Collection, d.Name)
+	old, found, err := lockAndGet(ctx, q, d.Collection, d.Name)
 	if err != nil {
 		return store.KnowledgeDocument{}, false, err
 	}
@@ -322,25 +366,21 @@ func Put(ctx context.Context, q Querier, p store.KnowledgeDocumentPut) (store.Kn
 		_, err = q.Exec(ctx, `UPDATE knowledge_documents SET title = $1, media_type = $2, source = $3, hash = $4, version = $5, size = $6,
 			passages = $7, added_by = $8, indexed_at = $9 WHERE id = $10`,
 			d.Title, d.MediaType, d.Source, d.Hash, d.Version, d.Size, d.Passages, d.AddedBy, d.IndexedAt, d.ID)
-	} else {
-		err = q.QueryRow(ctx, `INSERT INTO knowledge_documents (collection, name, title, media_type, source, hash, version, size,
-			passages, added_by, indexed_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
-			d.Collection, d.Name, d.Title, d.MediaType, d.Source, d.Hash, d.Version, d.Size, d.Passages, d.AddedBy,
-			d.IndexedAt, d.Created).Scan(&d.ID)
+		if err != nil {
+			return store.KnowledgeDocument{}, false, dbErr(err, "write knowledge document")
+		}
 	}
-	if err != nil {
-		return store.KnowledgeDocument{}, false, dbErr(err, "write knowledge document")
-	}
-	if err := insertPassages(ctx, q, d, p.Passages, p.Now); err != nil {
+	if d.ID, err = insertPassages(ctx, q, d, p.Passages, p.Now); err != nil {
 		return store.KnowledgeDocument{}, false, err
 	}
 	return d, true, nil
 }
 
-// insertPassages writes the passages in one statement, then their terms'
+// insertPassages writes, in one statement, the document's row when it
+// is new (d.ID 0; its id is returned), the passages, their terms'
 // document frequencies (a row of the log), the library's counts and the
-// collection's version in another.
-func insertPassages(ctx context.Context, q Querier, d store.KnowledgeDocument, ps []store.KnowledgePassage, now time.Time) error {
+// collection's version; then folds the log when it is full.
+func insertPassages(ctx context.Context, q Querier, d store.KnowledgeDocument, ps []store.KnowledgePassage, now time.Time) (int64, error) {
 	n := len(ps)
 	ords, starts, ends, lengths := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 	texts, models, headings, terms := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -356,43 +396,48 @@ func insertPassages(ctx context.Context, q Querier, d store.KnowledgeDocument, p
 		distinct := distinctTerms(p.Terms)
 		for _, t := range distinct {
 			if strings.ContainsAny(t, " \x1f") || t == "" {
-				return gh.Errorf(gh.CodeInvalid, "knowledge term %q is not a word", t)
+				return 0, gh.Errorf(gh.CodeInvalid, "knowledge term %q is not a word", t)
 			}
 			df[t]++
 		}
 		terms[i] = strings.Join(distinct, " ")
 		total += int64(len(p.Terms))
 	}
-	_, err := q.Exec(ctx, `INSERT INTO knowledge_passages (document_id, collection, ord, heading, text, start_offset, end_offset, length, tsv,
-			embedding_model, embedding)
-		SELECT $1, $2, x.ord, CASE WHEN x.heading = '' THEN '{}'::text[] ELSE string_to_array(x.heading, chr(31)) END,
-			x.text, x.s, x.e, x.len, array_to_tsvector(CASE WHEN x.terms = '' THEN '{}'::text[] ELSE string_to_array(x.terms, ' ') END),
-			x.model, x.vec
-		FROM unnest($3::int[], $4::text[], $5::text[], $6::int[], $7::int[], $8::int[], $9::text[], $10::text[], $11::bytea[])
-			x(ord, heading, text, s, e, len, terms, model, vec)`,
-		d.ID, d.Collection, ords, headings, texts, starts, ends, lengths, terms, models, vectors)
-	if err != nil {
-		return dbErr(err, "write knowledge passages")
-	}
 	counts, err := json.Marshal(df)
 	if err != nil {
-		return gh.Wrap(gh.CodeInternal, err, "encode knowledge term counts")
+		return 0, gh.Wrap(gh.CodeInternal, err, "encode knowledge term counts")
 	}
-	// The document's term counts go in as one row of the log, with the
-	// library's counts and the collection's version; the writer that
-	// fills the log folds it.
+	args := []any{d.ID, d.Collection, ords, headings, texts, starts, ends, lengths, terms, models, vectors,
+		string(counts), n, total, now.UTC()}
+	doc := `SELECT $1::bigint AS id`
+	if d.ID == 0 {
+		doc = `INSERT INTO knowledge_documents (collection, name, title, media_type, source, hash, version, size, passages, added_by,
+			indexed_at, created_at) SELECT $2, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26 WHERE $1::bigint = 0 RETURNING id`
+		args = append(args, d.Name, d.Title, d.MediaType, d.Source, d.Hash, d.Version, d.Size, d.Passages, d.AddedBy, d.IndexedAt, d.Created)
+	}
+	// The document's term counts go in as one row of the log; the
+	// writer that fills the log folds it.
+	var id int64
 	var pending int
-	if err := q.QueryRow(ctx, `WITH l AS (INSERT INTO knowledge_term_log (counts) VALUES ($1::text::jsonb)),
-			b AS (INSERT INTO knowledge_collections (name, version, updated_at) VALUES ($4, 1, $5)
+	if err := q.QueryRow(ctx, `WITH d AS (`+doc+`),
+			p AS (INSERT INTO knowledge_passages (document_id, collection, ord, heading, text, start_offset, end_offset, length, tsv,
+				embedding_model, embedding)
+			SELECT (SELECT id FROM d), $2, x.ord, CASE WHEN x.heading = '' THEN '{}'::text[] ELSE string_to_array(x.heading, chr(31)) END,
+				x.text, x.s, x.e, x.len, array_to_tsvector(CASE WHEN x.terms = '' THEN '{}'::text[] ELSE string_to_array(x.terms, ' ') END),
+				x.model, x.vec
+			FROM unnest($3::int[], $4::text[], $5::text[], $6::int[], $7::int[], $8::int[], $9::text[], $10::text[], $11::bytea[])
+				x(ord, heading, text, s, e, len, terms, model, vec)),
+			l AS (INSERT INTO knowledge_term_log (counts) VALUES ($12::text::jsonb)),
+			b AS (INSERT INTO knowledge_collections (name, version, updated_at) VALUES ($2, 1, $15)
 				ON CONFLICT (name) DO UPDATE SET version = knowledge_collections.version + 1, updated_at = excluded.updated_at)
-		UPDATE knowledge_stats SET passages = passages + $2, terms = terms + $3, pending = pending + 1 WHERE id = 1 RETURNING pending`,
-		string(counts), n, total, d.Collection, now.UTC()).Scan(&pending); err != nil {
-		return dbErr(err, "count knowledge terms")
+		UPDATE knowledge_stats SET passages = passages + $13, terms = terms + $14, pending = pending + 1 WHERE id = 1
+		RETURNING (SELECT id FROM d), pending`, args...).Scan(&id, &pending); err != nil {
+		return 0, dbErr(err, "write knowledge passages")
 	}
 	if pending >= foldEvery {
-		return fold(ctx, q)
+		return id, fold(ctx, q)
 	}
-	return nil
+	return id, nil
 }
 
 // foldEvery is how many documents' term counts the log holds before a

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -408,57 +407,98 @@ func Put(ctx context.Context, q Querier, p store.KnowledgeDocumentPut) (store.Kn
 	return d, true, bump(ctx, q, d.Collection, p.Now)
 }
 
-// insertPassages writes a document's passages and indexes them, in two
-// statements whatever their number: the rows travel as one JSON array,
-// the index gets each passage's distinct terms (the index keeps no
-// positions, so repeats would only cost tokenizing). It returns the sum
-// of their lengths.
+// insertPassages writes a document's passages and indexes them. The
+// passages take the ids after the table's highest (the writer holds the
+// database, so nobody else can take them): the rows go in as multi-row
+// INSERTs of bound values, prepared once per chunk size (see chunks),
+// with no JSON to build and parse and no join to find the new ids again.
+// The index gets each passage's distinct terms (it keeps no positions, so
+// repeats would only cost tokenizing) in one statement, whatever the
+// number of passages: FTS5 flushes its pending terms to a new segment at
+// the start of every statement that writes it within a transaction, so
+// one statement is one segment per document, not one per chunk. It
+// returns the sum of their lengths.
 func insertPassages(ctx context.Context, q Querier, d store.KnowledgeDocument, ps []store.KnowledgePassage) (int64, error) {
 	if len(ps) == 0 {
 		return 0, nil
 	}
-	rows := make([][]any, len(ps))
-	terms := make([]string, len(ps))
-	var length int64
-	for i, p := range ps {
-		var vec any
-		if p.Vector != nil {
-			vec = hex.EncodeToString(p.Vector)
-		}
-		rows[i] = []any{jsonArray(p.Heading), p.Text, p.Start, p.End, len(p.Terms), p.Model, vec}
-		seen := make(map[string]bool, len(p.Terms))
-		var sb strings.Builder
-		for _, t := range p.Terms {
-			if !seen[t] {
-				seen[t] = true
-				if sb.Len() > 0 {
-					sb.WriteByte(' ')
-				}
-				sb.WriteString(t)
-			}
-		}
-		terms[i] = sb.String()
-		length += int64(len(p.Terms))
-	}
-	rj, err := json.Marshal(rows)
-	if err != nil {
-		return 0, gh.Wrap(gh.CodeInternal, err, "encode knowledge passages")
-	}
-	tj, err := json.Marshal(terms)
-	if err != nil {
-		return 0, gh.Wrap(gh.CodeInternal, err, "encode knowledge terms")
-	}
-	if _, err := q.ExecContext(ctx, `INSERT INTO knowledge_passages (document_id, collection, ord, heading, text, start_offset, end_offset,
-			length, embedding_model, embedding)
-		SELECT ?1, ?2, j.key, j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5, unhex(j.value->>6)
-		FROM json_each(?3) j ORDER BY j.key`, d.ID, d.Collection, string(rj)); err != nil {
+	var first int64
+	if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) + 1 FROM knowledge_passages`).Scan(&first); err != nil {
 		return 0, dbErr(err, "write knowledge passages")
 	}
-	if _, err := q.ExecContext(ctx, `INSERT INTO knowledge_fts (rowid, terms)
-		SELECT p.id, j.value FROM json_each(?2) j JOIN knowledge_passages p ON p.document_id = ?1 AND p.ord = j.key`, d.ID, string(tj)); err != nil {
+	var length int64
+	terms := make([]string, len(ps))
+	for _, c := range chunks(len(ps)) {
+		rows := make([]any, 0, c.n*passageParams)
+		for i := c.at; i < c.at+c.n; i++ {
+			p := ps[i]
+			var vec any
+			if p.Vector != nil {
+				vec = p.Vector
+			}
+			rows = append(rows, first+int64(i), d.ID, d.Collection, i, jsonArray(p.Heading), p.Text, p.Start, p.End, len(p.Terms), p.Model, vec)
+			terms[i] = distinctTerms(p.Terms)
+			length += int64(len(p.Terms))
+		}
+		if _, err := q.ExecContext(ctx, insertPassagesSQL(c.n), rows...); err != nil {
+			return 0, dbErr(err, "write knowledge passages")
+		}
+	}
+	if _, err := q.ExecContext(ctx, `INSERT INTO knowledge_fts (rowid, terms) SELECT ?1 + j.key, j.value FROM json_each(?2) j`,
+		first, jsonArray(terms)); err != nil {
 		return 0, dbErr(err, "index knowledge passages")
 	}
 	return length, nil
+}
+
+// passageParams is how many values a passage row binds.
+const passageParams = 11
+
+// chunk is a run of n passages from the at-th.
+type chunk struct{ at, n int }
+
+// chunks splits n passages into runs of 64, 16, 4 and 1: a document of
+// any size goes in as a few statements, and only four statements of each
+// kind are ever prepared.
+func chunks(n int) []chunk {
+	var out []chunk
+	at := 0
+	for _, size := range []int{64, 16, 4, 1} {
+		for n-at >= size {
+			out = append(out, chunk{at, size})
+			at += size
+		}
+	}
+	return out
+}
+
+func insertPassagesSQL(n int) string {
+	return `INSERT INTO knowledge_passages (id, document_id, collection, ord, heading, text, start_offset, end_offset, length,
+		embedding_model, embedding) VALUES ` + values(n, passageParams)
+}
+
+// values is n rows of k placeholders each.
+func values(n, k int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", k), ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+}
+
+// distinctTerms is terms without repeats, space separated, in order of
+// first appearance.
+func distinctTerms(terms []string) string {
+	seen := make(map[string]struct{}, len(terms))
+	var sb strings.Builder
+	for _, t := range terms {
+		if _, ok := seen[t]; ok {
+			continue
+		}
+		seen[t] = struct{}{}
+		if sb.Len() > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(t)
+	}
+	return sb.String()
 }
 
 // dropPassages removes a document's passages from the index, the counts
