@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 
 	_ "modernc.org/sqlite" // driver "sqlite"
 
