@@ -65,8 +65,16 @@ func (g *Gateway) Command(ctx context.Context, name string, in gh.Inbound) (chat
 		if reply, detail, err = g.library(ctx, in); err != nil {
 			return chat.CommandReply{}, err
 		}
+	case name == chat.CommandTimeZone:
+		var err error
+		if reply, detail, err = g.timeZone(ctx, in); err != nil {
+			return chat.CommandReply{}, err
+		}
 	default:
-		reply, detail = chat.CommandReply{Text: "Gatehouse knows /" + chat.CommandGrants + " and /" + chat.CommandLibrary + " only."}, "/"+clip(name, 50)+": unknown"
+		reply, detail = chat.CommandReply{Text: "Gatehouse knows " +
+			"/" + chat.CommandGrants + ", " +
+			"/" + chat.CommandTimeZone + ", " +
+			"/" + chat.CommandLibrary + " only."}, "/"+clip(name, 50)+": unknown"
 	}
 	var res chat.ReceiveResult
 	entry := receiveEntry(in, cleanText(strings.TrimSpace("/"+name+" "+in.Text)), g.cfg.Now().UTC())

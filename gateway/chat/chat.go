@@ -128,6 +128,11 @@ const (
 	// reply; Slack and Discord as the text of a message with files (see
 	// [LibraryCommand]).
 	CommandLibrary = "library"
+	// CommandTimeZone sets the sender's own time zone ("/tz
+	// Europe/Berlin"), which the date in the prompt of a turn answering
+	// them follows; "/tz" alone says which zone that is. Slack takes it
+	// as "!tz" too (see [TimeZoneCommand]).
+	CommandTimeZone = "tz"
 )
 
 // LibraryCommand reads a message's text as the library command: its
@@ -137,13 +142,27 @@ const (
 // command entities (Slack, Discord) hand such a message, with its files,
 // to Sink.Command(CommandLibrary, …) with in.Text set to args.
 func LibraryCommand(text string) (args string, ok bool) {
+	return messageCommand(text, CommandLibrary)
+}
+
+// TimeZoneCommand reads a message's text as the time zone command
+// ("!tz Europe/Berlin", or "/tz …"), as [LibraryCommand] reads its own:
+// Slack hands such a message to Sink.Command(CommandTimeZone, …) with
+// in.Text set to args, since a slash command cannot be sent in a thread.
+func TimeZoneCommand(text string) (args string, ok bool) {
+	return messageCommand(text, CommandTimeZone)
+}
+
+// messageCommand reads text as the command name typed as a message: its
+// first word is "/name" or "!name" (any case); args is the rest, trimmed.
+func messageCommand(text, name string) (args string, ok bool) {
 	text = strings.TrimSpace(text)
 	word, rest := text, ""
 	if end := strings.IndexFunc(text, unicode.IsSpace); end >= 0 {
 		word, rest = text[:end], text[end:]
 	}
 	word = strings.ToLower(word)
-	if word != "/"+CommandLibrary && word != "!"+CommandLibrary {
+	if word != "/"+name && word != "!"+name {
 		return "", false
 	}
 	return strings.TrimSpace(rest), true
