@@ -16,7 +16,7 @@ import (
 
 // Slash commands. Discord offers a user only the commands the
 // application registered, so Connect registers the gateway's commands
-// (chat.CommandGrants) after READY: one bulk overwrite of the global
+// (chat.CommandGrants, chat.CommandTimeZone) after READY: one bulk overwrite of the global
 // commands (PUT /applications/{id}/commands), which replaces whatever
 // was registered before and keeps a command's id when it is named again,
 // so registering on every start never duplicates. It runs in the
@@ -41,6 +41,15 @@ func slashCommands() []*discordgo.ApplicationCommand {
 		DMPermission: &dm,
 		Contexts:     &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild, discordgo.InteractionContextBotDM},
 		Options:      []*discordgo.ApplicationCommandOption{},
+	}, {
+		Type:         discordgo.ChatApplicationCommand,
+		Name:         chat.CommandTimeZone,
+		Description:  "Set your time zone, or show it",
+		DMPermission: &dm,
+		Contexts:     &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild, discordgo.InteractionContextBotDM},
+		// The gateway reads the option as "zone:Europe/Berlin".
+		Options: []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString, Name: "zone",
+			Description: "An IANA time zone such as Europe/Berlin; default goes back to the gateway's"}},
 	}}
 }
 

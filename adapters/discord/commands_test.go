@@ -19,11 +19,11 @@ import (
 	"github.com/gatehouse/gatehouse/internal/testing/stacktest"
 )
 
-// waitCommands waits until the fake has /grants registered.
+// waitCommands waits until the fake has /grants and /tz registered.
 func waitCommands(t *testing.T, f *discordtest.DiscordFake) {
 	t.Helper()
 	adaptertest.Eventually(t, "the slash commands to be registered", func() bool {
-		return slices.Equal(f.Commands(), []string{chat.CommandGrants})
+		return slices.Equal(f.Commands(), []string{chat.CommandGrants, chat.CommandTimeZone})
 	})
 }
 
@@ -71,8 +71,8 @@ func TestGrantsIsRegisteredOnReadyAndAgainAfterReconnecting(t *testing.T) {
 
 	stop = connect()
 	adaptertest.Eventually(t, "the second registration", func() bool { return f.CommandPuts() == 2 })
-	if got := f.Commands(); !slices.Equal(got, []string{chat.CommandGrants}) {
-		t.Errorf("commands after reconnecting = %q, want [grants] once", got)
+	if got := f.Commands(); !slices.Equal(got, []string{chat.CommandGrants, chat.CommandTimeZone}) {
+		t.Errorf("commands after reconnecting = %q, want [grants tz] once", got)
 	}
 	if f.CommandID(chat.CommandGrants) != id {
 		t.Errorf("the overwrite made a new command (%s, was %s)", f.CommandID(chat.CommandGrants), id)

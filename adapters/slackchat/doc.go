@@ -24,7 +24,9 @@
 // sink's Command and is answered in the message's thread; the files are
 // downloaded (Adapter.FetchFile, with the bot token and only from Slack's
 // file hosts) when the gateway asks. Downloading needs the files:read
-// scope. Any other message goes to Receive as text alone.
+// scope. "!tz Europe/Berlin" (chat.TimeZoneCommand), the /tz slash
+// command typed as a message, goes to Command the same way, so it works in
+// a thread too. Any other message goes to Receive as text alone.
 //
 // Two inbound modes, chosen by [Config]:
 //

@@ -59,31 +59,48 @@ func filesOf(files []slackFile) []gh.File {
 // the file while it answers) and posting its answer.
 const libraryWork = 2 * time.Minute
 
-// libraryCommand reports whether in is the library command and, if so,
-// hands it to sink.Command with its files and posts the answer in the
+// messageCommands are the commands a message's text may be ("!library",
+// "!tz Europe/Berlin"), each with how its text is read.
+var messageCommands = []struct {
+	name string
+	read func(text string) (args string, ok bool)
+}{
+	{chat.CommandLibrary, chat.LibraryCommand},
+	{chat.CommandTimeZone, chat.TimeZoneCommand},
+}
+
+// messageCommand reports whether in is one of messageCommands and, if
+// so, hands it to sink.Command with its files and posts the answer in the
 // message's channel or thread. It returns an error only when Command did
 // (a retry can help: the event must not be acknowledged). Any other
 // message goes to Receive as text alone: the agent is never handed a
 // file.
-func (a *Adapter) libraryCommand(ctx context.Context, sink chat.Sink, in gh.Inbound, self string) (handled bool, err error) {
-	args, ok := chat.LibraryCommand(in.Text)
-	if !ok || in.Unsupported != "" || (self != "" && in.UserID == self) {
+func (a *Adapter) messageCommand(ctx context.Context, sink chat.Sink, in gh.Inbound, self string) (handled bool, err error) {
+	if in.Unsupported != "" || (self != "" && in.UserID == self) {
 		return false, nil
 	}
-	in.Text = args
-	reply, err := sink.Command(ctx, chat.CommandLibrary, in)
-	if err != nil {
-		return true, err
+	for _, c := range messageCommands {
+		args, ok := c.read(in.Text)
+		if !ok {
+			continue
+		}
+		in.Text = args
+		reply, err := sink.Command(ctx, c.name, in)
+		if err != nil {
+			return true, err
+		}
+		a.sayCommandReply(ctx, in, reply)
+		return true, nil
 	}
-	a.sayCommandReply(ctx, in, reply)
-	return true, nil
+	return false, nil
 }
 
-// receiveMessage hands a message event to the sink: the library command
-// to Command, anything else, and our own messages (self is the bot's
-// user id, "" when unknown), to Receive (without its files).
+// receiveMessage hands a message event to the sink: a command typed as
+// a message (messageCommands) to Command, anything else, and our own
+// messages (self is the bot's user id, "" when unknown), to Receive
+// (without its files).
 func (a *Adapter) receiveMessage(ctx context.Context, sink chat.Sink, in gh.Inbound, self string) error {
-	if handled, err := a.libraryCommand(ctx, sink, in, self); handled {
+	if handled, err := a.messageCommand(ctx, sink, in, self); handled {
 		return err
 	}
 	in.Files = nil
@@ -102,7 +119,7 @@ func (a *Adapter) sayCommandReply(ctx context.Context, in gh.Inbound, reply chat
 	case reply.Refused && in.IsBot:
 		return
 	case reply.Text == "":
-		a.log.Info("library command answered with nothing to say", "event", in.UpdateID)
+		a.log.Info("a command typed as a message answered with nothing to say", "event", in.UpdateID)
 		return
 	}
 	m := chat.Outgoing{
@@ -113,16 +130,18 @@ func (a *Adapter) sayCommandReply(ctx context.Context, in gh.Inbound, reply chat
 		m.Card = &chat.Card{Text: m.Text, Buttons: reply.Buttons}
 	}
 	if _, err := a.Send(ctx, m); err != nil {
-		a.log.Warn("the library command's answer could not be posted", "event", in.UpdateID, "channel", in.ChatID, "err", err)
+		a.log.Warn("a typed command's answer could not be posted", "event", in.UpdateID, "channel", in.ChatID, "err", err)
 	}
 }
 
-// notCommand keeps an answer from reading as the library command when
-// Slack echoes it back to us (a zero-width space before it), so that no
-// answer can ever start a loop, even before the bot knows its user id.
+// notCommand keeps an answer from reading as a typed command when Slack
+// echoes it back to us (a zero-width space before it), so that no answer
+// can ever start a loop, even before the bot knows its user id.
 func notCommand(text string) string {
-	if _, ok := chat.LibraryCommand(text); ok {
-		return "\u200b" + text
+	for _, c := range messageCommands {
+		if _, ok := c.read(text); ok {
+			return "\u200b" + text
+		}
 	}
 	return text
 }

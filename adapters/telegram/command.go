@@ -30,6 +30,7 @@ import (
 var commands = []models.BotCommand{
 	{Command: chat.CommandGrants, Description: "List this chat's grants and revoke them"},
 	{Command: chat.CommandLibrary, Description: "Add a file (as its caption, or replying to it) to this chat's library"},
+	{Command: chat.CommandTimeZone, Description: "Set your time zone (/tz Europe/Berlin), or show it"},
 }
 
 // botCommand is a command a message starts with.

@@ -26,7 +26,7 @@ import (
 	"github.com/gatehouse/gatehouse/store"
 )
 
-// Connect registers /grants and /library with setMyCommands, once per start, in both
+// Connect registers /grants, /library and /tz with setMyCommands, once per start, in both
 // modes, as the fake (strict about names and descriptions) accepts it.
 func TestConnectRegistersCommands(t *testing.T) {
 	for _, webhook := range []bool{false, true} {
@@ -35,8 +35,8 @@ func TestConnectRegistersCommands(t *testing.T) {
 			t.Fatalf("webhook=%v: commands before Connect: %v", webhook, got)
 		}
 		adaptertest.Connect(t, a, newSink(), 5*time.Second)
-		adaptertest.Eventually(t, "grants and library registered", func() bool {
-			return slices.Equal(f.Commands(), []string{chat.CommandGrants, chat.CommandLibrary})
+		adaptertest.Eventually(t, "grants, library and tz registered", func() bool {
+			return slices.Equal(f.Commands(), []string{chat.CommandGrants, chat.CommandLibrary, chat.CommandTimeZone})
 		})
 		if c := f.TelegramCommands(); c[0].Description == "" || c[1].Description == "" {
 			t.Fatalf("webhook=%v: %+v", webhook, c)
@@ -76,7 +76,7 @@ func TestCommandRegistrationIsRetriedWithoutHoldingUpdates(t *testing.T) {
 	adaptertest.Connect(t, a, s, 5*time.Second)
 	up := f.Say("alice", "alice", "hi", false)
 	s.received(t, up)
-	adaptertest.Eventually(t, "registered after the failures", func() bool { return len(f.Commands()) == 2 })
+	adaptertest.Eventually(t, "registered after the failures", func() bool { return len(f.Commands()) == 3 })
 	if n := refused.Load(); n != 4 || f.CommandRegistrations() != 1 {
 		t.Fatalf("setMyCommands tried %d times, accepted %d times; want 4 and 1", n, f.CommandRegistrations())
 	}

@@ -29,7 +29,10 @@ func TestDiscordFakeCommands(t *testing.T) {
 		{"description over 100", []any{cmd("grants", strings.Repeat("d", 101))}},
 		{"user command", []any{map[string]any{"type": 2, "name": "grants", "description": "x"}}},
 		{"duplicate names", []any{cmd("grants", "x"), cmd("grants", "y")}},
-		{"options", []any{map[string]any{"name": "grants", "description": "x", "options": []any{map[string]any{"type": 3, "name": "o", "description": "o"}}}}},
+		{"an integer option", []any{map[string]any{"name": "tz", "description": "x", "options": []any{map[string]any{"type": 4, "name": "o", "description": "o"}}}}},
+		{"an option named in capitals", []any{map[string]any{"name": "tz", "description": "x", "options": []any{map[string]any{"type": 3, "name": "Zone", "description": "o"}}}}},
+		{"a required option after an optional one", []any{map[string]any{"name": "tz", "description": "x", "options": []any{
+			map[string]any{"type": 3, "name": "a", "description": "a"}, map[string]any{"type": 3, "name": "b", "description": "b", "required": true}}}}},
 		{"bad context", []any{map[string]any{"name": "grants", "description": "x", "contexts": []int{7}}}},
 	} {
 		if status, _ := discordCall(t, f, "PUT", path, auth, bad.body); status != 400 {
@@ -39,14 +42,15 @@ func TestDiscordFakeCommands(t *testing.T) {
 	if status, _ := discordCall(t, f, "PUT", "/applications/1234/commands", auth, []any{cmd("grants", "x")}); status != 403 {
 		t.Errorf("another application's commands: %d, want 403", status)
 	}
-	if n := len(f.Errors()); n != 10 {
-		t.Errorf("%d refusals recorded, want 10: %q", n, f.Errors())
+	if n := len(f.Errors()); n != 12 {
+		t.Errorf("%d refusals recorded, want 12: %q", n, f.Errors())
 	}
 	if f.CommandPuts() != 0 || len(f.Commands()) != 0 {
 		t.Fatalf("a refused overwrite registered %q", f.Commands())
 	}
 
-	if status, _ := discordCall(t, f, "PUT", path, auth, []any{cmd("grants", "List grants"), cmd("ping", "Ping")}); status != 200 {
+	withZone := map[string]any{"type": 1, "name": "tz", "description": "Time zone", "options": []any{map[string]any{"type": 3, "name": "zone", "description": "A zone"}}}
+	if status, _ := discordCall(t, f, "PUT", path, auth, []any{cmd("grants", "List grants"), cmd("ping", "Ping"), withZone}); status != 200 {
 		t.Fatalf("overwrite: %d", status)
 	}
 	id := f.CommandID("grants")
@@ -131,7 +135,7 @@ func TestDiscordFakeCommands(t *testing.T) {
 	if err := <-pressed; err != nil {
 		t.Error(err)
 	}
-	if n := len(f.Errors()); n != 11 {
-		t.Errorf("refusals: %q, want the 10 above and the type 7", f.Errors())
+	if n := len(f.Errors()); n != 13 {
+		t.Errorf("refusals: %q, want the 12 above and the type 7", f.Errors())
 	}
 }

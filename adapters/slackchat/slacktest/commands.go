@@ -22,7 +22,7 @@ import (
 // ManifestSlashCommands are the slash commands docs/slack-app-manifest.yaml
 // declares (features.slash_commands), which the fake delivers by default;
 // a test keeps the two the same.
-var ManifestSlashCommands = []string{"/grants"}
+var ManifestSlashCommands = []string{"/grants", "/tz"}
 
 // maxSocketResponse: Slack drops a Socket Mode response of 20 KB or more.
 const maxSocketResponse = 20 * 1024
