@@ -315,8 +315,7 @@ func TestTimeZoneTypedAsAMessage(t *testing.T) {
 		}
 		return false
 	})
-	if !f.Acked(upd) {
-		t.Fatal("the command's event was not acknowledged")
-	}
+	adaptertest.Eventually(t, "the event acknowledged", func() bool { return f.Acked(upd) })
+	noReceive(t, rec)
 	noErrors(t, f)
 }
