@@ -38,6 +38,7 @@ func Run(t *testing.T, stack NewStack, factory Factory) {
 		{"CancelDeniesTheCard", testCancelDeniesTheCard},
 		{"CancelFromSomeoneWhoMayNotDecide", testCancelFromSomeoneWhoMayNotDecide},
 		{"ApproveForThisChatGrantsAndRevokes", testGrantInTheChat},
+		{"TimeZoneCommandAndDatedTurns", testTimeZoneInTheChat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, func(o StackOptions) *env { return &env{Stack: stack(t, factory, o), T: t} })
