@@ -67,6 +67,10 @@ type Config struct {
 	// (see people.Admin). Defaults to false: strangers are dropped not_allowed.
 	// People let in earlier stay allowed either way.
 	Pairing bool
+	// Location is the gateway's time zone (GATEHOUSE_TIMEZONE): the one a
+	// person who set none of their own (/tz) has, which /tz names.
+	// Defaults to time.Local; give the supervisor's (Config.Location).
+	Location *time.Location
 	// FloodLimit is how many messages one chat may hand on per minute;
 	// more are dropped as flood. Defaults to 30.
 	FloodLimit int
@@ -109,6 +113,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	if c.Location == nil {
+		c.Location = time.Local
+	}
 	if c.FloodLimit <= 0 {
 		c.FloodLimit = 30
 	}

@@ -42,6 +42,7 @@ var knownCommands = []string{
 	"/" + chat.CommandLibrary,
 	"/" + chat.CommandModel,
 	"/" + chat.CommandThink,
+	"/" + chat.CommandTimeZone,
 }
 
 // Command implements [chat.Sink].
@@ -77,6 +78,11 @@ func (g *Gateway) Command(ctx context.Context, name string, in gh.Inbound) (chat
 	case name == chat.CommandModel || name == chat.CommandThink:
 		var err error
 		if reply, detail, err = g.chatSettings(ctx, name, in); err != nil {
+			return chat.CommandReply{}, err
+		}
+	case name == chat.CommandTimeZone:
+		var err error
+		if reply, detail, err = g.timeZone(ctx, in); err != nil {
 			return chat.CommandReply{}, err
 		}
 	default:

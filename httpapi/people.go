@@ -17,6 +17,8 @@ type PeopleKeeper interface {
 	Approve(ctx context.Context, code, by string) (store.Person, error)
 	Allow(ctx context.Context, platform, userID, by string) (store.Person, bool, error)
 	Revoke(ctx context.Context, platform, userID string) error
+	SetZone(ctx context.Context, platform, userID, name, zone, by string) (store.PersonZone, error)
+	ClearZone(ctx context.Context, platform, userID string) error
 }
 
 func (s *Server) people(w http.ResponseWriter, r *http.Request) bool {
@@ -62,14 +64,7 @@ func (s *Server) letIn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	surface := "api"
-	if r.Header.Get("X-Gatehouse-Source") == "web" {
-		surface = "web"
-	}
-	by := surface
-	if b := strings.TrimSpace(req.By); b != "" {
-		by = clip(b, 100) + " (" + surface + ")"
-	}
+	by := byWhom(r, req.By)
 	code, direct := strings.TrimSpace(req.Code) != "", req.Platform != "" || req.User != ""
 	switch {
 	case code && direct:
@@ -117,4 +112,57 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n])
+}
+
+// byWhom says who made an admin change, and where, for the record: the
+// body's "by", clipped, and the surface (web when the admin page sent it).
+func byWhom(r *http.Request, by string) string {
+	surface := "api"
+	if r.Header.Get("X-Gatehouse-Source") == "web" {
+		surface = "web"
+	}
+	if b := strings.TrimSpace(by); b != "" {
+		return clip(b, 100) + " (" + surface + ")"
+	}
+	return surface
+}
+
+type zoneRequest struct {
+	// TimeZone is an IANA name ("Europe/Berlin").
+	TimeZone string `json:"timeZone"`
+	// By names who sets it, for the record.
+	By string `json:"by"`
+}
+
+// setZone is PUT /v1/people/{platform}/{user}/zone: {"timeZone":
+// "Europe/Berlin"} sets the person's time zone, as their /tz does.
+func (s *Server) setZone(w http.ResponseWriter, r *http.Request) {
+	if !s.people(w, r) {
+		return
+	}
+	var req zoneRequest
+	if err := s.body.Decode(w, r, &req, false); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	z, err := s.cfg.People.SetZone(r.Context(), r.PathValue("platform"), r.PathValue("user"), "", req.TimeZone, byWhom(r, req.By))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"zone": z})
+}
+
+// clearZone is DELETE /v1/people/{platform}/{user}/zone: the gateway's
+// time zone applies to the person again.
+func (s *Server) clearZone(w http.ResponseWriter, r *http.Request) {
+	if !s.people(w, r) {
+		return
+	}
+	platform, user := r.PathValue("platform"), r.PathValue("user")
+	if err := s.cfg.People.ClearZone(r.Context(), platform, user); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"cleared": map[string]string{"platform": platform, "userId": user}})
 }

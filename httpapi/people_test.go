@@ -96,3 +96,54 @@ func TestPeopleWithoutAKeeper(t *testing.T) {
 	e.do("GET", "/v1/people", nil).expect(t, http.StatusServiceUnavailable, gh.CodeUnavailable)
 	e.do("POST", "/v1/people", map[string]string{"code": "ABCD2345"}).expect(t, http.StatusServiceUnavailable, gh.CodeUnavailable)
 }
+
+// PUT and DELETE /v1/people/{platform}/{user}/zone, as the admin page
+// edits a zone under People: set (in its right case) for anyone, let in
+// or not, listed with who set it, read on another replica, refused with
+// why for a name that is no zone, cleared once; a person let in keeps
+// their zone apart from being let in.
+func TestPeopleZoneEndpoints(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			st, peer := b.open(t)
+			clock := storetest.NewClock()
+			e := newEnv(t, st, peer, httpapi.Config{APIToken: "tok", People: people.NewAdmin(st, clock.Now)})
+			if _, _, err := people.NewAdmin(st, clock.Now).Allow(ctx, "telegram", "111", "api"); err != nil {
+				t.Fatal(err)
+			}
+			e.do("PUT", "/v1/people/telegram/111/zone", map[string]string{"timeZone": "Europe/Berlin"}, "Authorization", "").expect(t, 401, gh.CodeUnauthorized)
+			var set struct {
+				Zone store.PersonZone `json:"zone"`
+			}
+			e.do("PUT", "/v1/people/telegram/111/zone", map[string]string{"timeZone": "pacific/pago_pago", "by": "ana"}, "X-Gatehouse-Source", "web").
+				expect(t, 200, "").decode(t, &set)
+			if set.Zone.Zone != "Pacific/Pago_Pago" || set.Zone.SetBy != "ana (web)" || set.Zone.UserKey != people.UserKey("telegram", "111") {
+				t.Fatalf("set: %+v", set)
+			}
+			// Someone on an allow-list has no row among the people let in:
+			// their zone is set all the same.
+			e.do("PUT", "/v1/people/slack/U2/zone", map[string]string{"timeZone": "Pacific/Kiritimati"}).expect(t, 200, "")
+			for _, bad := range []string{"Mars/Base", "../../etc/passwd", "Local", ""} {
+				e.do("PUT", "/v1/people/telegram/111/zone", map[string]string{"timeZone": bad}).expect(t, 400, gh.CodeInvalid)
+			}
+			e.do("PUT", "/v1/people/icq/111/zone", map[string]string{"timeZone": "UTC"}).expect(t, 400, gh.CodeInvalid)
+			if z, ok, _ := peer().GetPersonZone(ctx, people.UserKey("telegram", "111")); !ok || z.Zone != "Pacific/Pago_Pago" {
+				t.Fatalf("on another replica, after the refusals: %+v %v", z, ok)
+			}
+			var list people.List
+			e.do("GET", "/v1/people", nil).expect(t, 200, "").decode(t, &list)
+			if len(list.Zones) != 2 || len(list.People) != 1 {
+				t.Fatalf("list: %+v", list)
+			}
+			e.do("DELETE", "/v1/people/telegram/111/zone", nil).expect(t, 200, "")
+			e.do("DELETE", "/v1/people/telegram/111/zone", nil).expect(t, 404, gh.CodeNotFound)
+			if _, ok, _ := peer().GetPersonZone(ctx, people.UserKey("telegram", "111")); ok {
+				t.Fatal("cleared, yet set on another replica")
+			}
+			if _, ok, _ := st.GetPerson(ctx, "telegram", "111"); !ok {
+				t.Fatal("clearing the zone let the person out")
+			}
+		})
+	}
+}

@@ -149,7 +149,8 @@ type Config struct {
 	// endpoints read the store and /v1/adapters says so.
 	Admin Admin
 	// People lists, lets in and revokes people (GET/POST /v1/people,
-	// DELETE /v1/people/{platform}/{user}); people.Admin is one.
+	// DELETE /v1/people/{platform}/{user}) and sets their time zones
+	// (PUT/DELETE /v1/people/{platform}/{user}/zone); people.Admin is one.
 	// Defaults to nil: those endpoints answer 503.
 	People PeopleKeeper
 	// NoPlatformHint is what GET /v1/adapters says when Admin is nil: how
@@ -371,6 +372,8 @@ var v1Routes = []v1Route{
 	{"GET", "/v1/people", (*Server).listPeople},
 	{"POST", "/v1/people", (*Server).letIn},
 	{"DELETE", "/v1/people/{platform}/{user}", (*Server).revokePerson},
+	{"PUT", "/v1/people/{platform}/{user}/zone", (*Server).setZone},
+	{"DELETE", "/v1/people/{platform}/{user}/zone", (*Server).clearZone},
 	{"GET", "/v1/grants", (*Server).listGrants},
 	{"GET", "/v1/devmail", (*Server).devMail},
 	{"DELETE", "/v1/grants/{id}", (*Server).revokeGrant},

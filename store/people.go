@@ -49,6 +49,28 @@ type Person struct {
 	Approved   time.Time `json:"approvedAt"`
 }
 
+// PersonZone is the time zone a person chose (the chat's /tz) or an admin
+// set for them: the base prompt's date and time of a turn that answers
+// them is in it, not in the gateway's (GATEHOUSE_TIMEZONE). It is kept
+// apart from the people let in: most people are let in by an allow-list
+// in the environment, which has no row, and revoking a person does not
+// take their zone (an admin clears it).
+type PersonZone struct {
+	// UserKey is the person as the log names them (platform and the
+	// hashed user id, gh.UserMessage.UserKey): what a turn reads it by.
+	UserKey  string `json:"userKey"`
+	Platform string `json:"platform"`
+	// UserID is the platform's id of the person, as allow-lists and the
+	// people let in name them.
+	UserID   string `json:"userId"`
+	UserName string `json:"userName,omitempty"`
+	// Zone is an IANA time zone name ("Europe/Berlin").
+	Zone string `json:"timeZone"`
+	// SetBy says who set it and where ("alice (telegram)", "admin (web)").
+	SetBy string    `json:"setBy"`
+	Set   time.Time `json:"setAt"`
+}
+
 // PeopleReader reads pairing codes and people.
 type PeopleReader interface {
 	// GetPairingCode returns a code in any state, or a CodeNotFound error.
@@ -67,6 +89,12 @@ type PeopleReader interface {
 	// ListPeople lists the people let in, most recently approved first, at
 	// most limit.
 	ListPeople(ctx context.Context, limit int) ([]Person, error)
+	// GetPersonZone returns the time zone set for the person with this
+	// user key, if any.
+	GetPersonZone(ctx context.Context, userKey string) (PersonZone, bool, error)
+	// ListPersonZones lists the zones set, most recently set first, at
+	// most limit.
+	ListPersonZones(ctx context.Context, limit int) ([]PersonZone, error)
 }
 
 // PeopleWriter writes pairing codes and people.
@@ -90,4 +118,10 @@ type PeopleWriter interface {
 	// (every state: a pending one is long expired by then) and returns
 	// how many went.
 	PrunePairingCodes(ctx context.Context, before time.Time, limit int) (int, error)
+	// PutPersonZone sets z as its person's time zone, replacing the one
+	// set before.
+	PutPersonZone(ctx context.Context, z PersonZone) error
+	// DeletePersonZone clears a person's time zone (the gateway's applies
+	// again); false when none was set.
+	DeletePersonZone(ctx context.Context, userKey string) (bool, error)
 }

@@ -380,6 +380,10 @@ func (s *Supervisor) modelLoop(ctx context.Context, lease gh.Lease, p *attemptPl
 	if ci := callInfoFrom(ctx); ci != nil {
 		ci.userKey = userKey
 	}
+	loc, err := s.zoneOf(ctx, p.t.FirstInput(p.inputs))
+	if err != nil {
+		return err
+	}
 	for n := 0; ; n++ {
 		if n >= s.cfg.MaxModelRequests {
 			if err := s.notice(ctx, lease, fmt.Sprintf("u%d-maxturns", p.promptSeq), "max-turns",
@@ -391,7 +395,7 @@ func (s *Supervisor) modelLoop(ctx context.Context, lease gh.Lease, p *attemptPl
 			// input, answered by a run of its own, and the log says so.
 			return s.downgradeGuides(ctx, lease, p)
 		}
-		msgs, stop, err := s.prepareRequest(ctx, lease, p, userKey, notes, out)
+		msgs, stop, err := s.prepareRequest(ctx, lease, p, userKey, loc, notes, out)
 		if stop || err != nil {
 			return err
 		}
@@ -437,7 +441,7 @@ func (s *Supervisor) modelLoop(ctx context.Context, lease gh.Lease, p *attemptPl
 
 // prepareRequest gets the turn ready for its next model request and builds
 // the request's messages. It reports stop when the turn has ended instead.
-func (s *Supervisor) prepareRequest(ctx context.Context, lease gh.Lease, p *attemptPlan, userKey string, notes []models.Message, out *outcome) ([]models.Message, bool, error) {
+func (s *Supervisor) prepareRequest(ctx context.Context, lease gh.Lease, p *attemptPlan, userKey string, loc *time.Location, notes []models.Message, out *outcome) ([]models.Message, bool, error) {
 	// Guide input joins the turn at its boundary.
 	cursor, guides, err := s.injectGuides(ctx, lease, p.t, p.cursor)
 	p.cursor = cursor
@@ -460,7 +464,7 @@ func (s *Supervisor) prepareRequest(ctx context.Context, lease gh.Lease, p *atte
 	}
 	// This turn's notes only: they are built for the turn and never
 	// stored, so an earlier turn's notes cannot pile up.
-	msgs := append([]models.Message{{Role: models.RoleSystem, Text: s.basePrompt() + "\n\n" + toolworker.FenceInstruction}}, notes...)
+	msgs := append([]models.Message{{Role: models.RoleSystem, Text: s.basePrompt(loc) + "\n\n" + toolworker.FenceInstruction}}, notes...)
 	return append(msgs, p.t.Messages()...), false, nil
 }
 
@@ -918,11 +922,32 @@ func (s *Supervisor) notice(ctx context.Context, lease gh.Lease, key, code, text
 }
 
 // basePrompt is the first message of every request: who the assistant is
-// and today's date in the user's time zone.
-func (s *Supervisor) basePrompt() string {
-	now := s.cfg.Now().In(s.cfg.Location)
+// and today's date and time in loc, the zone of the person answered.
+func (s *Supervisor) basePrompt(loc *time.Location) string {
+	now := s.cfg.Now().In(loc)
 	return fmt.Sprintf("%s\n\nToday is %s; the time is %s (%s).", s.cfg.BasePrompt,
-		now.Format("Monday, 2 January 2006"), now.Format("15:04"), s.cfg.Location.String())
+		now.Format("Monday, 2 January 2006"), now.Format("15:04"), loc.String())
+}
+
+// zoneOf is the time zone of the turn's dates: that of the person whose
+// message it answers (in a turn answering several, the first of them),
+// read from the store now, else the gateway's. A stored name this build's
+// zone data does not know is logged and the gateway's used.
+func (s *Supervisor) zoneOf(ctx context.Context, m *gh.UserMessage) (*time.Location, error) {
+	key := m.UserKey()
+	if s.cfg.Zones == nil || key == gh.LocalUser {
+		return s.cfg.Location, nil
+	}
+	z, ok, err := s.cfg.Zones.GetPersonZone(ctx, key)
+	if err != nil || !ok {
+		return s.cfg.Location, err
+	}
+	loc, err := time.LoadLocation(z.Zone)
+	if err != nil {
+		s.log.Warn("a person's time zone is not known to this build; dating their turn in the gateway's", "user", key, "zone", z.Zone, "err", err)
+		return s.cfg.Location, nil
+	}
+	return loc, nil
 }
 
 // generation names the next answer of a prompt. The count of answers in

@@ -11,6 +11,7 @@ import (
 	"github.com/gatehouse/gatehouse/kernel"
 	"github.com/gatehouse/gatehouse/memory"
 	"github.com/gatehouse/gatehouse/models"
+	"github.com/gatehouse/gatehouse/store"
 	"github.com/gatehouse/gatehouse/supervisor/spool"
 	"github.com/gatehouse/gatehouse/toolworker"
 )
@@ -18,6 +19,11 @@ import (
 // DefaultBasePrompt opens every model request, followed by the date.
 const DefaultBasePrompt = "You are a helpful assistant that people reach through Gatehouse, a chat gateway. " +
 	"Answer plainly. Tools that act on the outside world run only after a person approves them."
+
+// ZoneReader reads the time zone a person set (store.PeopleReader).
+type ZoneReader interface {
+	GetPersonZone(ctx context.Context, userKey string) (store.PersonZone, bool, error)
+}
 
 // Config configures the supervisor.
 type Config struct {
@@ -58,9 +64,16 @@ type Config struct {
 	// Poll is the fallback wait between claims when no wake-up comes.
 	// Defaults to 1s.
 	Poll time.Duration
-	// Location is the user's time zone for the date in the base prompt.
-	// Defaults to the server's (time.Local).
+	// Location is the gateway's time zone (GATEHOUSE_TIMEZONE): the
+	// base prompt's date and time are in it for a person who set none of
+	// their own (Zones), and for web and API input. Defaults to the
+	// server's (time.Local).
 	Location *time.Location
+	// Zones holds each person's own time zone (/tz); the store is one.
+	// A turn reads the zone of the person it answers from it, so every
+	// replica dates the same turn alike. Defaults to nil: everyone has
+	// Location.
+	Zones ZoneReader
 	// BasePrompt opens every request. Defaults to DefaultBasePrompt.
 	BasePrompt string
 	// SpoolDir keeps answers the database refused to save, until the run's

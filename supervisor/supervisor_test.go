@@ -39,6 +39,7 @@ type env struct {
 type opts struct {
 	wrap      func(store.Store) store.Store
 	memory    bool
+	zones     bool // the store holds each person's zone (Config.Zones)
 	tools     []tools.Tool
 	kernel    kernel.Config
 	models    models.Config
@@ -85,6 +86,9 @@ func setup(t *testing.T, o opts) *env {
 		Gates: gates.NewService(gates.Config{Registry: gates.NewSQL(st, nil), Kernel: k, Store: st})})
 	if o.memory {
 		sc.Memory = memory.New(st, memory.Config{NoModelPass: true})
+	}
+	if o.zones {
+		sc.Zones = st
 	}
 	if sc.Poll == 0 {
 		sc.Poll = 20 * time.Millisecond

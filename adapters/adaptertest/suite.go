@@ -39,6 +39,7 @@ func Run(t *testing.T, stack NewStack, factory Factory) {
 		{"CancelFromSomeoneWhoMayNotDecide", testCancelFromSomeoneWhoMayNotDecide},
 		{"ApproveForThisChatGrantsAndRevokes", testGrantInTheChat},
 		{"ModelAndThinkChosenInTheChat", testModelAndThinkInTheChat},
+		{"TimeZoneCommandAndDatedTurns", testTimeZoneInTheChat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, func(o StackOptions) *env { return &env{Stack: stack(t, factory, o), T: t} })

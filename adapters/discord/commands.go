@@ -16,7 +16,7 @@ import (
 
 // Slash commands. Discord offers a user only the commands the
 // application registered, so Connect registers the gateway's commands
-// (chat.CommandGrants) after READY: one bulk overwrite of the global
+// (chat.CommandGrants, chat.CommandTimeZone) after READY: one bulk overwrite of the global
 // commands (PUT /applications/{id}/commands), which replaces whatever
 // was registered before and keeps a command's id when it is named again,
 // so registering on every start never duplicates. It runs in the
@@ -42,6 +42,8 @@ func slashCommands() []*discordgo.ApplicationCommand {
 			Options: []*discordgo.ApplicationCommandOption{argOption("model", "A listed model (its name or number), or default")}},
 		{Name: chat.CommandThink, Description: "Show or set this chat's thinking level",
 			Options: []*discordgo.ApplicationCommandOption{argOption("level", "off, low, medium, high, or default", "off", "low", "medium", "high", "default")}},
+		{Name: chat.CommandTimeZone, Description: "Set your time zone, or show it",
+			Options: []*discordgo.ApplicationCommandOption{argOption("zone", "An IANA time zone such as Europe/Berlin; default goes back to the gateway's")}},
 	}
 	for _, c := range cmds {
 		c.Type, c.DMPermission = discordgo.ChatApplicationCommand, &dm

@@ -24,6 +24,7 @@ var registeredCommands = []string{
 	chat.CommandGrants,
 	chat.CommandModel,
 	chat.CommandThink,
+	chat.CommandTimeZone,
 }
 
 // waitCommands waits until the fake has the adapter's commands registered.

@@ -290,3 +290,32 @@ func TestGrantNoticeRevokeButton(t *testing.T) {
 	}
 	noErrors(t, f)
 }
+
+// "!tz Europe/Berlin" typed as a message (in a thread, where a slash
+// command cannot be sent) goes to the sink as /tz with its argument, not
+// to Receive, and the answer is posted in that thread.
+func TestTimeZoneTypedAsAMessage(t *testing.T) {
+	rec := newRecorder()
+	_, f := socketPair(t, rec)
+	rec.setCommand(func(string, gh.Inbound) (chat.CommandReply, error) {
+		return chat.CommandReply{Text: "Your time zone is now Europe/Berlin."}, nil
+	})
+	f.Say("room", "bob", "hello", false)
+	top := rec.next(t)
+	upd := f.SayInThread("room", top.MessageID, "bob", "!tz  Europe/Berlin ", false)
+	c := rec.nextCommand(t)
+	if c.name != chat.CommandTimeZone || c.in.Text != "Europe/Berlin" || c.in.ThreadID == "" {
+		t.Fatalf("command %q %+v", c.name, c.in)
+	}
+	adaptertest.Eventually(t, "the answer in the thread", func() bool {
+		for _, p := range f.Posts("room") {
+			if p.Text == "Your time zone is now Europe/Berlin." && p.ThreadTS == c.in.ThreadID {
+				return true
+			}
+		}
+		return false
+	})
+	adaptertest.Eventually(t, "the event acknowledged", func() bool { return f.Acked(upd) })
+	noReceive(t, rec)
+	noErrors(t, f)
+}

@@ -24,10 +24,11 @@
 // sink's Command and is answered in the message's thread; the files are
 // downloaded (Adapter.FetchFile, with the bot token and only from Slack's
 // file hosts) when the gateway asks. Downloading needs the files:read
-// scope. "!model …" and "!think …" (chat.TextCommand), and the slash
-// commands /model and /think, go to Command likewise (without files): the
-// chat's model and thinking level, kept for the channel, every thread of
-// it. Any other message goes to Receive as text alone.
+// scope. "!model …", "!think …" and "!tz …" (chat.TextCommand), and the
+// slash commands /model, /think and /tz, go to Command likewise (without
+// files): the chat's model and thinking level, kept for the channel, every
+// thread of it, and the sender's own time zone. Any other message goes to
+// Receive as text alone.
 //
 // Two inbound modes, chosen by [Config]:
 //

@@ -32,6 +32,7 @@ var commands = []models.BotCommand{
 	{Command: chat.CommandLibrary, Description: "Add a file (as its caption, or replying to it) to this chat's library"},
 	{Command: chat.CommandModel, Description: "Show this chat's model and the ones it may pick; /model <name> picks one"},
 	{Command: chat.CommandThink, Description: "Show or set this chat's thinking level: off, low, medium, high"},
+	{Command: chat.CommandTimeZone, Description: "Set your time zone (/tz Europe/Berlin), or show it"},
 }
 
 // botCommand is a command a message starts with.

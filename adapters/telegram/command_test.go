@@ -26,7 +26,7 @@ import (
 	"github.com/gatehouse/gatehouse/store"
 )
 
-// Connect registers /grants and /library with setMyCommands, once per start, in both
+// Connect registers /grants, /library and /tz with setMyCommands, once per start, in both
 // modes, as the fake (strict about names and descriptions) accepts it.
 func TestConnectRegistersCommands(t *testing.T) {
 	for _, webhook := range []bool{false, true} {
@@ -41,6 +41,7 @@ func TestConnectRegistersCommands(t *testing.T) {
 				chat.CommandLibrary,
 				chat.CommandModel,
 				chat.CommandThink,
+				chat.CommandTimeZone,
 			})
 		})
 		if c := f.TelegramCommands(); c[0].Description == "" || c[1].Description == "" {

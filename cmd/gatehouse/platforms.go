@@ -48,7 +48,7 @@ func newGateway(cfg Config, st store.Store, k *kernel.Kernel, gateSvc *gates.Ser
 		return nil, fmt.Errorf("GATEHOUSE_APPROVAL_CHAT names %s, which is not configured (set its token)", approvalChat.Platform)
 	}
 	return gateway.New(gateway.Config{Kernel: k, Store: st, Gates: gateSvc, Adapters: adapters, Uploads: upl, Allowed: allowed, Pairing: cfg.Pairing, FloodLimit: cfg.FloodLimit, PublicURL: cfg.PublicURL,
-		Approvers: cfg.ApproverRules(), ApprovalChat: approvalChat, ChatModels: choices, Model: cfg.Model,
+		Approvers: cfg.ApproverRules(), ApprovalChat: approvalChat, ChatModels: choices, Model: cfg.Model, Location: cfg.Location(),
 		MidTurn: gh.Delivery(cfg.MidTurn), LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, Logger: log, Metrics: reg}), nil
 }
 

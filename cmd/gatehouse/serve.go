@@ -94,10 +94,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	loc := time.Local
-	if cfg.Timezone != "" {
-		loc, _ = time.LoadLocation(cfg.Timezone)
-	}
 	// The gates service first: the gate's one home. The kinds of gates
 	// opened outside a run (stuck turns' cards, shared-library cards) are
 	// built with it and register with it; the tool worker opens its
@@ -138,7 +134,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ready = append(ready, redisPinger{rdb})
 	}
 	sup, err := supervisor.New(supervisor.Config{
-		Kernel: k, Models: reg, Tools: worker, Memory: mem, Knowledge: know.lib, Workers: cfg.Workers, Location: loc, Logger: log,
+		Kernel: k, Models: reg, Tools: worker, Memory: mem, Knowledge: know.lib, Workers: cfg.Workers, Location: cfg.Location(), Zones: st, Logger: log,
 		ContextWindow: cfg.ContextWindow, CompactionShare: cfg.CompactionShare, MaxModelRequests: cfg.MaxModelRequests, TurnTimeout: cfg.TurnTimeout,
 		DailyBudgetUSD: cfg.DailyBudgetUSD, BudgetAlertShare: cfg.BudgetAlertShare,
 		SpoolDir:     filepath.Join(cfg.DataDir, "spool"),

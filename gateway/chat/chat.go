@@ -137,6 +137,11 @@ const (
 	// CommandThink shows the chat's thinking level; with an argument
 	// (off, low, medium, high, or "default") it sets it for the chat.
 	CommandThink = "think"
+	// CommandTimeZone sets the sender's own time zone ("/tz
+	// Europe/Berlin"), which the date in the prompt of a turn answering
+	// them follows; "/tz" alone says which zone that is. Slack takes it
+	// as "!tz" too (see [TextCommand]).
+	CommandTimeZone = "tz"
 )
 
 // LibraryCommand reads a message's text as the library command: its
@@ -159,6 +164,7 @@ var textCommands = []string{
 	CommandLibrary,
 	CommandModel,
 	CommandThink,
+	CommandTimeZone,
 }
 
 // TextCommand reads a message's text as a command: its first word is

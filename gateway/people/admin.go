@@ -6,7 +6,6 @@ import (
 	"time"
 
 	gh "github.com/gatehouse/gatehouse"
-	"github.com/gatehouse/gatehouse/gateway/chat"
 	"github.com/gatehouse/gatehouse/store"
 )
 
@@ -33,9 +32,12 @@ type List struct {
 	Pending []store.PairingCode `json:"pending"`
 	// People are those let in, most recently first.
 	People []store.Person `json:"people"`
+	// Zones are the time zones people chose (/tz) or an admin set, most
+	// recently set first: of anyone heard, let in or on an allow-list.
+	Zones []store.PersonZone `json:"zones"`
 }
 
-// List returns the pending codes and the people let in.
+// List returns the pending codes, the people let in and the zones set.
 func (a *Admin) List(ctx context.Context) (List, error) {
 	pending, err := a.st.PendingPairingCodes(ctx, a.now().UTC(), 200)
 	if err != nil {
@@ -45,13 +47,20 @@ func (a *Admin) List(ctx context.Context) (List, error) {
 	if err != nil {
 		return List{}, err
 	}
+	zones, err := a.st.ListPersonZones(ctx, 1000)
+	if err != nil {
+		return List{}, err
+	}
 	if pending == nil {
 		pending = []store.PairingCode{}
 	}
 	if people == nil {
 		people = []store.Person{}
 	}
-	return List{Pending: pending, People: people}, nil
+	if zones == nil {
+		zones = []store.PersonZone{}
+	}
+	return List{Pending: pending, People: people, Zones: zones}, nil
 }
 
 // Approve lets in the sender of a pending code; by says who approved it
@@ -96,13 +105,7 @@ func (a *Admin) Approve(ctx context.Context, code, by string) (store.Person, err
 // they were in already (they stay as first let in).
 func (a *Admin) Allow(ctx context.Context, platform, userID, by string) (store.Person, bool, error) {
 	platform, userID = strings.TrimSpace(platform), strings.TrimSpace(userID)
-	if !chat.Registered(platform) {
-		return store.Person{}, false, gh.Errorf(gh.CodeInvalid, "platform must be one of %s, not %q", strings.Join(chat.RegisteredNames(), ", "), platform)
-	}
-	if userID == "" {
-		return store.Person{}, false, gh.Errorf(gh.CodeInvalid, "user must be the platform's user id")
-	}
-	if err := chat.CheckID("user id", userID); err != nil {
+	if err := checkUser(platform, userID); err != nil {
 		return store.Person{}, false, err
 	}
 	return a.st.PutPerson(ctx, store.Person{Platform: platform, UserID: userID, ApprovedBy: by, Approved: a.now().UTC()})

@@ -95,3 +95,74 @@ func TestBrowserAdminPeople(t *testing.T) {
 		t.Fatalf("handed on: %+v", rows)
 	}
 }
+
+// The admin page's time zones under People: the zone a person set with
+// /tz in the chat, with who set it; Change fills the form and Set zone
+// stores the new one (in its right case) for the next turn; a name that is
+// no zone is refused with why and the zone kept; Clear brings back the
+// gateway's.
+func TestBrowserAdminTimeZones(t *testing.T) {
+	s, url := startStack(t, telegramtest.TelegramFactory, stacktest.EnvOptions{Allowed: []string{"alice"}, NoWorkers: true})
+	ctx0 := context.Background()
+	alice := s.Fake.UserID("alice")
+	key := people.UserKey(gh.PlatformTelegram, alice)
+	reply, err := s.Gateway.Command(ctx0, chat.CommandTimeZone, gh.Inbound{Platform: gh.PlatformTelegram, UpdateID: "tz1", ChatID: alice,
+		ChatType: gh.ChatDM, UserID: alice, UserName: "alice", Text: "Pacific/Kiritimati"})
+	if err != nil || !strings.Contains(reply.Text, "now Pacific/Kiritimati") {
+		t.Fatalf("alice's /tz: %+v %v", reply, err)
+	}
+	zone := func() string {
+		z, _, err := s.Store.GetPersonZone(ctx0, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return z.Zone
+	}
+	rows := `Array.from(document.querySelectorAll('[data-testid="zones-row"]')).map(r => r.textContent)`
+	bctx := browser(t)
+	do(t, bctx, "open the admin page", chromedp.Navigate(url+"/admin"))
+	until(t, bctx, "alice's zone, set by her", rows+`.some(r => r.includes("[`+alice+`]") && r.includes("Pacific/Kiritimati") && r.includes("alice (telegram)"))`)
+	screenshot(t, bctx, "admin-zones.png")
+
+	ok, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
+		const row = Array.from(document.querySelectorAll('[data-testid="zones-row"]')).find(r => r.textContent.includes("[`+alice+`]"));
+		const b = row && row.querySelector('[data-testid="zone-change"]');
+		if (b) b.click();
+		return !!b;
+	})()`))
+	if err != nil || !ok {
+		t.Fatalf("press Change: %v %v", ok, err)
+	}
+	until(t, bctx, "the form filled with alice", `document.querySelector('[data-testid="zone-user"]').value === "`+alice+`" && document.querySelector('[data-testid="zone-platform"]').value === "telegram"`)
+	setName := func(name string) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector('[data-testid="zone-name"]').value = ""`)); err != nil {
+			t.Fatal(err)
+		}
+		do(t, bctx, "type "+name, chromedp.SendKeys(css(`[data-testid="zone-name"]`), name), chromedp.Click(css(`[data-testid="zone-set"]`)))
+	}
+	setName("Mars/Olympus_Mons")
+	until(t, bctx, "the refusal shown", `document.getElementById("status").textContent.includes("not a time zone")`)
+	if z := zone(); z != "Pacific/Kiritimati" {
+		t.Fatalf("a refused name changed the zone to %q", z)
+	}
+	setName("pacific/pago_pago")
+	until(t, bctx, "the new zone, set by the admin", rows+`.some(r => r.includes("[`+alice+`]") && r.includes("Pacific/Pago_Pago") && r.includes("admin (web)"))`)
+	if z := zone(); z != "Pacific/Pago_Pago" {
+		t.Fatalf("after Set zone the store holds %q", z)
+	}
+
+	ok, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
+		const row = Array.from(document.querySelectorAll('[data-testid="zones-row"]')).find(r => r.textContent.includes("[`+alice+`]"));
+		const b = row && row.querySelector('[data-testid="zone-clear"]');
+		if (b) b.click();
+		return !!b;
+	})()`))
+	if err != nil || !ok {
+		t.Fatalf("press Clear: %v %v", ok, err)
+	}
+	until(t, bctx, "alice's zone gone", `!`+rows+`.some(r => r.includes("[`+alice+`]"))`)
+	if z := zone(); z != "" {
+		t.Fatalf("cleared on the page, yet the store holds %q", z)
+	}
+}

@@ -163,6 +163,22 @@ func (t *executor) PutPerson(ctx context.Context, p store.Person) (store.Person,
 	return pggateway.PutPerson(ctx, t.q, p)
 }
 
+func (t *executor) GetPersonZone(ctx context.Context, userKey string) (store.PersonZone, bool, error) {
+	return pggateway.GetPersonZone(ctx, t.q, userKey)
+}
+
+func (t *executor) ListPersonZones(ctx context.Context, limit int) ([]store.PersonZone, error) {
+	return pggateway.ListPersonZones(ctx, t.q, limit)
+}
+
+func (t *executor) PutPersonZone(ctx context.Context, z store.PersonZone) error {
+	return pggateway.PutPersonZone(ctx, t.q, z)
+}
+
+func (t *executor) DeletePersonZone(ctx context.Context, userKey string) (bool, error) {
+	return pggateway.DeletePersonZone(ctx, t.q, userKey)
+}
+
 func (t *executor) DeletePerson(ctx context.Context, platform, userID string) (bool, error) {
 	return pggateway.DeletePerson(ctx, t.q, platform, userID)
 }

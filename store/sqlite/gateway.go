@@ -152,6 +152,22 @@ func (t *writer) DeletePerson(ctx context.Context, platform, userID string) (boo
 	return sqlgateway.DeletePerson(ctx, t.q, platform, userID)
 }
 
+func (t *reader) GetPersonZone(ctx context.Context, userKey string) (store.PersonZone, bool, error) {
+	return sqlgateway.GetPersonZone(ctx, t.q, userKey)
+}
+
+func (t *reader) ListPersonZones(ctx context.Context, limit int) ([]store.PersonZone, error) {
+	return sqlgateway.ListPersonZones(ctx, t.q, limit)
+}
+
+func (t *writer) PutPersonZone(ctx context.Context, z store.PersonZone) error {
+	return sqlgateway.PutPersonZone(ctx, t.q, z)
+}
+
+func (t *writer) DeletePersonZone(ctx context.Context, userKey string) (bool, error) {
+	return sqlgateway.DeletePersonZone(ctx, t.q, userKey)
+}
+
 func (t *writer) PrunePairingCodes(ctx context.Context, before time.Time, limit int) (int, error) {
 	return sqlgateway.PrunePairingCodes(ctx, t.q, before, limit)
 }

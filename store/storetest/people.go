@@ -27,6 +27,7 @@ func testPeople(t *testing.T, h Harness) {
 		{"CodeClosedOnce", testPairingClose},
 		{"CodeRollsBackWithTx", testPairingRollback},
 		{"PeopleUntilRevoked", testPeopleKept},
+		{"PersonZones", testPersonZones},
 		{"PrunePairingCodes", testPairingPrune},
 		{"OutboxReplyWithoutEvent", testOutboxNegativeSeq},
 	} {
@@ -304,5 +305,91 @@ func testOutboxNegativeSeq(t *testing.T, h Harness) {
 	due, err := st.OutboxDue(ctx, "telegram", pairT0, 10)
 	if err != nil || len(due) != 1 || due[0].Seq != -7 {
 		t.Fatalf("due: %+v %v", due, err)
+	}
+}
+
+// A person's time zone: none until set, replaced by the next, read on
+// another replica at once (a turn there reads it), kept across a restart,
+// cleared once, and kept apart from the people let in.
+func testPersonZones(t *testing.T, h Harness) {
+	ctx := context.Background()
+	st := h.New(t)
+	var peer store.Store
+	if h.Peer != nil {
+		peer = h.Peer(t, st)
+		t.Cleanup(func() { peer.Close() })
+	}
+	reader := st
+	if peer != nil {
+		reader = peer
+	}
+	if _, ok, err := st.GetPersonZone(ctx, "telegram:u_alice"); err != nil || ok {
+		t.Fatalf("a zone before any was set: %v %v", ok, err)
+	}
+	alice := store.PersonZone{UserKey: "telegram:u_alice", Platform: "telegram", UserID: "111", UserName: "alice", Zone: "Europe/Berlin",
+		SetBy: "alice (telegram)", Set: pairT0}
+	if err := st.PutPersonZone(ctx, alice); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := reader.GetPersonZone(ctx, alice.UserKey); err != nil || !ok || got != alice {
+		t.Fatalf("the zone, on another replica: %+v %v %v", got, ok, err)
+	}
+	// Set again: the new zone replaces the old one, with who set it.
+	moved := alice
+	moved.Zone, moved.SetBy, moved.Set, moved.UserName = "Pacific/Kiritimati", "admin (web)", pairT0.Add(time.Hour), "alice k"
+	if err := st.PutPersonZone(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	bob := store.PersonZone{UserKey: "slack:u_bob", Platform: "slack", UserID: "U2", Zone: "Pacific/Pago_Pago", SetBy: "bob (slack)", Set: pairT0.Add(time.Minute)}
+	if err := st.PutPersonZone(ctx, bob); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := reader.GetPersonZone(ctx, alice.UserKey); err != nil || !ok || got != moved {
+		t.Fatalf("the zone set again: %+v %v %v", got, ok, err)
+	}
+	list, err := st.ListPersonZones(ctx, 10)
+	if err != nil || len(list) != 2 || list[0] != moved || list[1] != bob {
+		t.Fatalf("zones, most recently set first: %+v %v", list, err)
+	}
+	if one, _ := st.ListPersonZones(ctx, 1); len(one) != 1 {
+		t.Fatalf("limit: %+v", one)
+	}
+	// A zone is not a person let in.
+	if _, ok, _ := st.GetPerson(ctx, "telegram", "111"); ok {
+		t.Fatal("setting a zone let the person in")
+	}
+	st = h.Reopen(t, st)
+	t.Cleanup(func() { st.Close() })
+	if peer == nil {
+		reader = st
+	}
+	if got, ok, err := st.GetPersonZone(ctx, alice.UserKey); err != nil || !ok || got != moved {
+		t.Fatalf("after a restart: %+v %v %v", got, ok, err)
+	}
+	if ok, err := reader.DeletePersonZone(ctx, alice.UserKey); err != nil || !ok {
+		t.Fatalf("clear: %v %v", ok, err)
+	}
+	if ok, err := st.DeletePersonZone(ctx, alice.UserKey); err != nil || ok {
+		t.Fatalf("clear twice: %v %v", ok, err)
+	}
+	if _, ok, err := st.GetPersonZone(ctx, alice.UserKey); err != nil || ok {
+		t.Fatalf("a cleared zone: %v %v", ok, err)
+	}
+	if _, ok, _ := st.GetPersonZone(ctx, bob.UserKey); !ok {
+		t.Fatal("clearing one zone cleared another")
+	}
+	// In a transaction, with the rest of it.
+	errRollback := errors.New("roll back")
+	err = st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.PutPersonZone(ctx, alice); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+	if _, ok, _ := st.GetPersonZone(ctx, alice.UserKey); ok {
+		t.Fatal("a zone set in a rolled back transaction was kept")
 	}
 }

@@ -624,6 +624,17 @@ func (t *Transcript) InputText(seqs []int64) string {
 	return strings.Join(said, "\n")
 }
 
+// FirstInput is the oldest of the given inputs: in a turn answering
+// several messages, the one that started it.
+func (t *Transcript) FirstInput(seqs []int64) *gh.UserMessage {
+	for _, e := range t.entries {
+		if e.user != nil && slices.Contains(seqs, e.seq) {
+			return e.user
+		}
+	}
+	return nil
+}
+
 // LatestInput is the newest of the given inputs.
 func (t *Transcript) LatestInput(seqs []int64) *gh.UserMessage {
 	var latest *gh.UserMessage

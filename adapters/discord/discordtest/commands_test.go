@@ -48,7 +48,8 @@ func TestDiscordFakeCommands(t *testing.T) {
 		t.Fatalf("a refused overwrite registered %q", f.Commands())
 	}
 
-	if status, _ := discordCall(t, f, "PUT", path, auth, []any{cmd("grants", "List grants"), cmd("ping", "Ping")}); status != 200 {
+	withZone := map[string]any{"type": 1, "name": "tz", "description": "Time zone", "options": []any{map[string]any{"type": 3, "name": "zone", "description": "A zone"}}}
+	if status, _ := discordCall(t, f, "PUT", path, auth, []any{cmd("grants", "List grants"), cmd("ping", "Ping"), withZone}); status != 200 {
 		t.Fatalf("overwrite: %d", status)
 	}
 	id := f.CommandID("grants")

@@ -26,6 +26,7 @@ var ManifestSlashCommands = []string{
 	"/grants",
 	"/model",
 	"/think",
+	"/tz",
 }
 
 // maxSocketResponse: Slack drops a Socket Mode response of 20 KB or more.

@@ -315,6 +315,40 @@
       cell(tr, p.approvedBy);
       button(cell(tr, ""), "Revoke", "people-revoke", () => revokePerson(p));
     });
+    fill("zones", body.zones || [], (tr, z) => {
+      cell(tr, z.platform);
+      cell(tr, (z.userName || "") + " [" + z.userId + "]");
+      cell(tr, z.timeZone);
+      cell(tr, when(z.setAt));
+      cell(tr, z.setBy);
+      const td = cell(tr, "");
+      button(td, "Change", "zone-change", async () => {
+        const f = $("zone-form").elements;
+        f.platform.value = z.platform;
+        f.user.value = z.userId;
+        f.zone.value = z.timeZone;
+        f.zone.focus();
+      });
+      button(td, "Clear", "zone-clear", () => clearZone(z));
+    });
+  }
+
+  // Time zones: set one for a person (as their /tz does), or clear it.
+  function zonePath(platform, user) {
+    return "/v1/people/" + encodeURIComponent(platform) + "/" + encodeURIComponent(user) + "/zone";
+  }
+
+  async function setZone(platform, user, zone) {
+    await api(zonePath(platform, user), {
+      method: "PUT", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ timeZone: zone, by: "admin" }),
+    });
+    await loadPeople();
+  }
+
+  async function clearZone(z) {
+    await api(zonePath(z.platform, z.userId), { method: "DELETE" });
+    await loadPeople();
   }
 
   // Grants: the active approvals for a chat, with Revoke.
@@ -630,6 +664,11 @@
     ev.preventDefault();
     const input = $("pair-form").elements.code;
     approveCode(input.value.trim()).then(() => { input.value = ""; show(null); }).catch(show);
+  });
+  $("zone-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const f = $("zone-form").elements;
+    setZone(f.platform.value.trim(), f.user.value.trim(), f.zone.value.trim()).then(() => { f.zone.value = ""; show(null); }).catch(show);
   });
   $("knowledge-upload").addEventListener("submit", (ev) => { ev.preventDefault(); uploadDocument().catch(show); });
   $("knowledge-ask").addEventListener("submit", (ev) => {

@@ -297,7 +297,7 @@ func (e *Env) startWorkers(reg *models.Registry, o EnvOptions, log *slog.Logger)
 	if poll == 0 {
 		poll = 20 * time.Millisecond
 	}
-	sup, err := supervisor.New(supervisor.Config{Kernel: e.Kernel, Models: reg, Tools: worker, Memory: e.Memory, Knowledge: lib, Poll: poll, Logger: log,
+	sup, err := supervisor.New(supervisor.Config{Kernel: e.Kernel, Models: reg, Tools: worker, Memory: e.Memory, Knowledge: lib, Zones: e.Store, Poll: poll, Logger: log,
 		ChatSettings: e.Store, ChatModels: e.chatModels})
 	if err != nil {
 		e.T.Fatal(err)

@@ -122,8 +122,8 @@ type Config struct {
 
 	// Workers bounds concurrent turns per replica. Defaults to 4.
 	Workers int
-	// Timezone is the users' time zone for the date in the base prompt.
-	// Defaults to the server's.
+	// Timezone is the gateway's time zone for the date in the base prompt:
+	// a person's own (/tz) comes first. Defaults to the server's.
 	Timezone string
 	// ContextWindow is the model's context window in tokens. Defaults to 128000.
 	ContextWindow int
@@ -411,7 +411,7 @@ var settings = append([]Setting{
 		return nil
 	})},
 	{"GATEHOUSE_WORKERS", "workers", "4", "turns one replica runs at once", integer(func(c *Config) *int { return &c.Workers })},
-	{"GATEHOUSE_TIMEZONE", "timezone", "", "users' time zone (IANA name, e.g. Europe/Berlin) for today's date in the prompt; empty is the server's", fn(func(c *Config, v string) error {
+	{"GATEHOUSE_TIMEZONE", "timezone", "", "time zone (IANA name, e.g. Europe/Berlin) of today's date in the prompt for people who set none of their own with /tz; empty is the server's", fn(func(c *Config, v string) error {
 		if v != "" {
 			if _, err := time.LoadLocation(v); err != nil {
 				return fmt.Errorf("want an IANA time zone such as Europe/Berlin: %w", err)
@@ -727,4 +727,16 @@ func ParseThinkingModels(v string) ([]string, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// Location is Timezone loaded (checked when read), or the server's zone
+// (time.Local) when it is empty: the gateway's zone, which the supervisor
+// dates turns in and /tz names, for people who set none of their own.
+func (c Config) Location() *time.Location {
+	if c.Timezone != "" {
+		if loc, err := time.LoadLocation(c.Timezone); err == nil {
+			return loc
+		}
+	}
+	return time.Local
 }

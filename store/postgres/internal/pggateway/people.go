@@ -149,3 +149,44 @@ func PrunePairingCodes(ctx context.Context, q Querier, before time.Time, limit i
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+const zoneCols = `user_key, platform, user_id, user_name, zone, set_by, set_at`
+
+func scanZone(row pgx.Row) (store.PersonZone, error) {
+	var z store.PersonZone
+	err := row.Scan(&z.UserKey, &z.Platform, &z.UserID, &z.UserName, &z.Zone, &z.SetBy, &z.Set)
+	z.Set = z.Set.UTC()
+	return z, err
+}
+
+// GetPersonZone returns the zone set for the person, if any.
+func GetPersonZone(ctx context.Context, q Querier, userKey string) (store.PersonZone, bool, error) {
+	z, err := scanZone(q.QueryRow(ctx, `SELECT `+zoneCols+` FROM person_zones WHERE user_key = $1`, userKey))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return z, false, nil
+	}
+	return z, err == nil, dbErr(err, "get person zone")
+}
+
+// ListPersonZones lists the zones set, most recently set first.
+func ListPersonZones(ctx context.Context, q Querier, limit int) ([]store.PersonZone, error) {
+	return collect(ctx, q, "list person zones", scanZone, `SELECT `+zoneCols+` FROM person_zones ORDER BY set_at DESC, user_key LIMIT $1`, limit)
+}
+
+// PutPersonZone sets z, replacing the person's zone set before.
+func PutPersonZone(ctx context.Context, q Querier, z store.PersonZone) error {
+	_, err := q.Exec(ctx, `INSERT INTO person_zones (`+zoneCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (user_key) DO UPDATE SET platform = excluded.platform, user_id = excluded.user_id, user_name = excluded.user_name,
+		zone = excluded.zone, set_by = excluded.set_by, set_at = excluded.set_at`,
+		z.UserKey, z.Platform, z.UserID, z.UserName, z.Zone, z.SetBy, z.Set)
+	return dbErr(err, "put person zone")
+}
+
+// DeletePersonZone clears a person's zone; false when none was set.
+func DeletePersonZone(ctx context.Context, q Querier, userKey string) (bool, error) {
+	tag, err := q.Exec(ctx, `DELETE FROM person_zones WHERE user_key = $1`, userKey)
+	if err != nil {
+		return false, dbErr(err, "delete person zone")
+	}
+	return tag.RowsAffected() == 1, nil
+}

@@ -146,3 +146,46 @@ func PrunePairingCodes(ctx context.Context, q Querier, before time.Time, limit i
 	n, _ := res.RowsAffected()
 	return int(n), nil
 }
+
+const zoneCols = `user_key, platform, user_id, user_name, zone, set_by, set_at`
+
+func scanZone(row rowScanner) (store.PersonZone, error) {
+	var z store.PersonZone
+	var at int64
+	err := row.Scan(&z.UserKey, &z.Platform, &z.UserID, &z.UserName, &z.Zone, &z.SetBy, &at)
+	z.Set = fromMicros(at)
+	return z, err
+}
+
+// GetPersonZone returns the zone set for the person, if any.
+func GetPersonZone(ctx context.Context, q Querier, userKey string) (store.PersonZone, bool, error) {
+	z, err := scanZone(q.QueryRowContext(ctx, `SELECT `+zoneCols+` FROM person_zones WHERE user_key = ?`, userKey))
+	if errors.Is(err, sql.ErrNoRows) {
+		return z, false, nil
+	}
+	return z, err == nil, dbErr(err, "get person zone")
+}
+
+// ListPersonZones lists the zones set, most recently set first.
+func ListPersonZones(ctx context.Context, q Querier, limit int) ([]store.PersonZone, error) {
+	return sqlrow.QueryAll(ctx, q, "list person zones", scanZone, `SELECT `+zoneCols+` FROM person_zones ORDER BY set_at DESC, user_key LIMIT ?`, limit)
+}
+
+// PutPersonZone sets z, replacing the person's zone set before.
+func PutPersonZone(ctx context.Context, q Querier, z store.PersonZone) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO person_zones (`+zoneCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (user_key) DO UPDATE SET platform = excluded.platform, user_id = excluded.user_id, user_name = excluded.user_name,
+		zone = excluded.zone, set_by = excluded.set_by, set_at = excluded.set_at`,
+		z.UserKey, z.Platform, z.UserID, z.UserName, z.Zone, z.SetBy, micros(z.Set))
+	return dbErr(err, "put person zone")
+}
+
+// DeletePersonZone clears a person's zone; false when none was set.
+func DeletePersonZone(ctx context.Context, q Querier, userKey string) (bool, error) {
+	res, err := q.ExecContext(ctx, `DELETE FROM person_zones WHERE user_key = ?`, userKey)
+	if err != nil {
+		return false, dbErr(err, "delete person zone")
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
