@@ -89,6 +89,11 @@ func TestHTTPServerRestartedMidSessionIsUsedAgain(t *testing.T) {
 	}
 
 	stop()
+	// The client's transport learns that the old server closed its
+	// keep-alive connections: a call written on one it still thought
+	// open fails with EOF, and rightly counts as outcome unknown (it is
+	// not sent twice), which is not the restart this test is about.
+	time.Sleep(200 * time.Millisecond)
 	// The server comes back with one more tool.
 	srv := mcptest.NewServer(nil)
 	sdk.AddTool(srv, &sdk.Tool{Name: "mul", Description: "Multiply."},
