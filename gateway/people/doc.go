@@ -7,7 +7,8 @@
 // a stranger is sent); and [Admin], which lists pending codes and the
 // people let in, approves codes, lets people in and revokes them over the
 // store alone (for the API and `gatehouse pair`, with or without a running
-// gateway).
+// gateway), and sets each person's own time zone ([ParseZone],
+// [Admin.SetZone]: /tz in the chat, People in /admin).
 //
 // What needs a receive's transaction or a press — whether a sender is
 // admitted, who gets a code, whether a presser may decide — stays in
