@@ -114,6 +114,7 @@ func TestLookalikeAddressesAreFlaggedOnEveryPlatformAndSentAsShown(t *testing.T)
 		}},
 	} {
 		seen := map[string]bool{}
+		answered := 0
 		for _, l := range lookalikes {
 			before := len(smtp.Mails())
 			c.fake.Say("room", "alice", "Please email the report to Sara, "+l.ask+".", false)
@@ -121,12 +122,6 @@ func TestLookalikeAddressesAreFlaggedOnEveryPlatformAndSentAsShown(t *testing.T)
 			var approve string
 			waitUntil(t, c.platform+": the card of "+l.to, func() bool {
 				for _, m := range c.fake.Messages("room") {
-					// This ask's card, by what it shows: a second copy of
-					// an earlier card (seen twice on Discord, see the
-					// session 14 note) must not stand in for it.
-					if !strings.Contains(c.shown(m), l.sent) {
-						continue
-					}
 					for _, b := range m.Buttons {
 						if _, choice, ok := chat.ParseButtonData(b); ok && choice == chat.ChoiceApprove && !seen[m.ID] {
 							card, approve = m, b
@@ -158,6 +153,14 @@ func TestLookalikeAddressesAreFlaggedOnEveryPlatformAndSentAsShown(t *testing.T)
 			case <-time.After(time.Minute):
 				t.Fatalf("%s: no mail after approving the card of %q", c.platform, l.to)
 			}
+			// The turn's answer before the next ask: the script answers
+			// a tool result with the step after the last one it chose,
+			// whatever session chose it, so two turns in flight at once
+			// would take each other's steps.
+			answered++
+			waitUntil(t, c.platform+": the answer after the mail to "+l.sent, func() bool {
+				return count(fakeTexts(c.fake, "room"), "Sent.") >= answered
+			})
 		}
 	}
 	for name, f := range map[string]adaptertest.Fake{"telegram": tg, "discord": dc, "slack": sl} {
