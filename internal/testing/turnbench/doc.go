@@ -25,6 +25,11 @@
 //     store sends, counted by a pgx tracer (postgres.Config.Tracer): reads
 //     (SELECT only, knowledge recall counted apart), writes and the
 //     transactions that wrote; the top statements per turn are logged.
+//   - TestApprovalTurnWriteTransactions (issue 32): approval turns on
+//     Postgres, each followed by a client on a stream of its own
+//     (stack.streamPerTurn), the relay counted through
+//     storetest.CountingRelay; the pgx tracer's write transactions per
+//     turn are held at maxApprovalWriteTx (8), with no timing.
 //   - TestApprovalTurnFlow: two sessions of three turns on SQLite through
 //     the same code, asserting what a user sees (each turn's own card and
 //     gate approved, one mail per turn, the one its result names, the
