@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	gh "github.com/gatehouse/gatehouse"
 )
@@ -56,6 +57,15 @@ type Call struct {
 	// and contacts the call reads and writes. Empty when no person is
 	// known; a tool that needs one refuses.
 	User string
+	// Zone is the asking person's time zone (their /tz, else the
+	// gateway's GATEHOUSE_TIMEZONE): a relative date in the arguments is
+	// resolved in it. Nil: UTC.
+	Zone *time.Location
+	// Now is the time a relative date is resolved against: when the call
+	// was first checked (gh.GateOpened.CheckedAt on a re-check), so the
+	// check of an approved call comes to the same arguments. Zero: the
+	// current time.
+	Now time.Time
 }
 
 // MemoryWriter is implemented by a tool that writes what is kept about the
